@@ -1,0 +1,148 @@
+-- Pillbox schema: the current shape of the database.
+-- Timestamps are RFC 3339 UTC text with six fraction digits (they sort as text);
+-- dates are ISO 'YYYY-MM-DD'; decimals are TEXT; booleans are 0/1.
+
+-- Facts about this installation (instance id, generated server secrets).
+CREATE TABLE instance_settings (
+    key   TEXT PRIMARY KEY,
+    value TEXT NOT NULL
+) STRICT;
+
+CREATE TABLE accounts (
+    id            INTEGER PRIMARY KEY,
+    email         TEXT NOT NULL COLLATE NOCASE UNIQUE,
+    display_name  TEXT,
+    password_hash TEXT NOT NULL,
+    created_at    TEXT NOT NULL,
+    updated_at    TEXT NOT NULL
+) STRICT;
+
+CREATE TABLE households (
+    id                     INTEGER PRIMARY KEY,
+    portable_id            TEXT NOT NULL UNIQUE,
+    name                   TEXT NOT NULL,
+    time_zone              TEXT NOT NULL,
+    app_token_max_age_days INTEGER NOT NULL DEFAULT 90,
+    lock_version           INTEGER NOT NULL DEFAULT 1,
+    created_at             TEXT NOT NULL,
+    updated_at             TEXT NOT NULL
+) STRICT;
+
+CREATE TABLE people (
+    id            INTEGER PRIMARY KEY,
+    portable_id   TEXT NOT NULL UNIQUE,
+    household_id  INTEGER NOT NULL REFERENCES households (id),
+    name          TEXT NOT NULL,
+    email         TEXT,
+    date_of_birth TEXT,
+    person_type   TEXT NOT NULL CHECK (person_type IN ('adult', 'minor', 'dependent_adult')),
+    has_capacity  INTEGER NOT NULL CHECK (has_capacity IN (0, 1)),
+    lock_version  INTEGER NOT NULL DEFAULT 1,
+    created_at    TEXT NOT NULL,
+    updated_at    TEXT NOT NULL
+) STRICT;
+CREATE INDEX people_by_household ON people (household_id, id);
+CREATE INDEX people_by_household_updated ON people (household_id, updated_at);
+
+CREATE TABLE memberships (
+    id                   INTEGER PRIMARY KEY,
+    household_id         INTEGER NOT NULL REFERENCES households (id),
+    account_id           INTEGER NOT NULL REFERENCES accounts (id),
+    person_id            INTEGER REFERENCES people (id),
+    role                 TEXT NOT NULL CHECK (role IN ('owner', 'administrator', 'member')),
+    status               TEXT NOT NULL DEFAULT 'active' CHECK (status IN ('active', 'suspended', 'revoked')),
+    inventory_management INTEGER NOT NULL DEFAULT 0 CHECK (inventory_management IN (0, 1)),
+    location_management  INTEGER NOT NULL DEFAULT 0 CHECK (location_management IN (0, 1)),
+    adult_review         INTEGER NOT NULL DEFAULT 0 CHECK (adult_review IN (0, 1)),
+    -- Moves on with every change to this membership's access.
+    permissions_version  INTEGER NOT NULL DEFAULT 1,
+    lock_version         INTEGER NOT NULL DEFAULT 1,
+    created_at           TEXT NOT NULL,
+    updated_at           TEXT NOT NULL,
+    UNIQUE (household_id, account_id)
+) STRICT;
+CREATE INDEX memberships_by_account ON memberships (account_id);
+
+CREATE TABLE person_access_grants (
+    id                       INTEGER PRIMARY KEY,
+    household_id             INTEGER NOT NULL REFERENCES households (id),
+    membership_id            INTEGER NOT NULL REFERENCES memberships (id),
+    person_id                INTEGER NOT NULL REFERENCES people (id),
+    access_level             TEXT NOT NULL CHECK (access_level IN ('view', 'record', 'manage')),
+    relationship_type        TEXT NOT NULL CHECK (relationship_type IN ('self', 'parent', 'family_member', 'carer', 'professional')),
+    expires_at               TEXT,
+    created_by_membership_id INTEGER REFERENCES memberships (id),
+    created_at               TEXT NOT NULL,
+    revoked_at               TEXT
+) STRICT;
+-- At most one live grant per member and person.
+CREATE UNIQUE INDEX person_access_grants_live ON person_access_grants (membership_id, person_id) WHERE revoked_at IS NULL;
+CREATE INDEX person_access_grants_by_household ON person_access_grants (household_id, id);
+
+-- Household app tokens: only a SHA-256 digest of the secret is kept.
+CREATE TABLE app_tokens (
+    id                       INTEGER PRIMARY KEY,
+    household_id             INTEGER NOT NULL REFERENCES households (id),
+    membership_id            INTEGER NOT NULL REFERENCES memberships (id),
+    name                     TEXT NOT NULL,
+    selector                 TEXT NOT NULL UNIQUE,
+    secret_sha256            BLOB NOT NULL,
+    created_by_membership_id INTEGER REFERENCES memberships (id),
+    created_at               TEXT NOT NULL,
+    expires_at               TEXT NOT NULL,
+    last_used_at             TEXT,
+    revoked_at               TEXT
+) STRICT;
+CREATE INDEX app_tokens_by_household ON app_tokens (household_id, id);
+
+CREATE TABLE locations (
+    id           INTEGER PRIMARY KEY,
+    portable_id  TEXT NOT NULL UNIQUE,
+    household_id INTEGER NOT NULL REFERENCES households (id),
+    name         TEXT NOT NULL,
+    description  TEXT,
+    lock_version INTEGER NOT NULL DEFAULT 1,
+    created_at   TEXT NOT NULL,
+    updated_at   TEXT NOT NULL,
+    deleted_at   TEXT
+) STRICT;
+CREATE INDEX locations_by_household ON locations (household_id, id);
+
+CREATE TABLE location_memberships (
+    id           INTEGER PRIMARY KEY,
+    household_id INTEGER NOT NULL REFERENCES households (id),
+    location_id  INTEGER NOT NULL REFERENCES locations (id),
+    person_id    INTEGER NOT NULL REFERENCES people (id),
+    created_at   TEXT NOT NULL,
+    UNIQUE (location_id, person_id)
+) STRICT;
+CREATE INDEX location_memberships_by_person ON location_memberships (person_id);
+
+-- Security and stock audit trail, listed by the audit-log endpoint.
+CREATE TABLE audit_events (
+    id                  INTEGER PRIMARY KEY,
+    household_id        INTEGER NOT NULL REFERENCES households (id),
+    event_type          TEXT NOT NULL,
+    actor_membership_id INTEGER REFERENCES memberships (id),
+    subject_type        TEXT NOT NULL,
+    subject_id          INTEGER,
+    -- JSON object; never holds secrets or clinical values.
+    metadata            TEXT NOT NULL DEFAULT '{}',
+    occurred_at         TEXT NOT NULL
+) STRICT;
+CREATE INDEX audit_events_by_household ON audit_events (household_id, id);
+
+-- The change feed: appended in the same transaction as the write it
+-- describes, so a rolled-back write leaves no entry. seq is the cursor.
+CREATE TABLE change_feed (
+    seq                 INTEGER PRIMARY KEY AUTOINCREMENT,
+    household_id        INTEGER NOT NULL REFERENCES households (id),
+    record_type         TEXT NOT NULL,
+    record_id           INTEGER NOT NULL,
+    record_portable_id  TEXT NOT NULL,
+    action              TEXT NOT NULL CHECK (action IN ('create', 'update', 'delete')),
+    -- The person whose access governs who may see this entry (NULL: household-wide).
+    person_id           INTEGER,
+    occurred_at         TEXT NOT NULL
+) STRICT;
+CREATE INDEX change_feed_by_household ON change_feed (household_id, seq);

@@ -1,0 +1,78 @@
+//! Person-level access: owners and administrators manage everyone in their
+//! household; members reach a person only through a live grant.
+
+use rusqlite::Connection;
+use serde::{Deserialize, Serialize};
+
+use super::{Actor, store};
+use crate::error::{ApiError, Result};
+
+/// Ordered: `view` < `record` < `manage`. `record` may record takes and
+/// outcomes but not change the care plan.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum AccessLevel {
+    View,
+    Record,
+    Manage,
+}
+
+impl AccessLevel {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            AccessLevel::View => "view",
+            AccessLevel::Record => "record",
+            AccessLevel::Manage => "manage",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<AccessLevel> {
+        match s {
+            "view" => Some(AccessLevel::View),
+            "record" => Some(AccessLevel::Record),
+            "manage" => Some(AccessLevel::Manage),
+            _ => None,
+        }
+    }
+
+    fn verb(self) -> &'static str {
+        match self {
+            AccessLevel::View => "view",
+            AccessLevel::Record => "record doses for",
+            AccessLevel::Manage => "manage",
+        }
+    }
+}
+
+/// The caller's current access to a person of its household; `None` when
+/// the person is outside its scope (or in another household).
+pub fn person_access(
+    conn: &Connection,
+    actor: &Actor,
+    person_id: i64,
+) -> Result<Option<AccessLevel>> {
+    if !store::person_in_household(conn, actor.household_id, person_id)? {
+        return Ok(None);
+    }
+    if actor.is_manager() {
+        return Ok(Some(AccessLevel::Manage));
+    }
+    store::granted_level(conn, actor.membership_id, person_id, &crate::time::now())
+}
+
+/// 404 when the person is out of scope, 403 when visible but the level is too low.
+pub fn require_person(
+    conn: &Connection,
+    actor: &Actor,
+    person_id: i64,
+    needed: AccessLevel,
+) -> Result<AccessLevel> {
+    match person_access(conn, actor, person_id)? {
+        None => Err(ApiError::not_found("person")),
+        Some(level) if level >= needed => Ok(level),
+        Some(_) => Err(ApiError::forbidden(format!(
+            "your access to this person does not allow you to {} them",
+            needed.verb()
+        ))),
+    }
+}

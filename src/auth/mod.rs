@@ -1,0 +1,172 @@
+//! Who is calling: credentials, the `Actor` of a household request, and the
+//! permission checks every rule calls.
+
+pub mod access;
+pub mod accounts;
+pub mod password;
+pub mod routes;
+pub mod store;
+pub mod token;
+
+use axum::extract::FromRequestParts;
+use axum::http::request::Parts;
+use serde::{Deserialize, Serialize};
+
+use crate::error::{ApiError, Result};
+use crate::http::extract::raw_param;
+use crate::state::AppState;
+
+pub use access::AccessLevel;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Role {
+    Owner,
+    Administrator,
+    Member,
+}
+
+impl Role {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Role::Owner => "owner",
+            Role::Administrator => "administrator",
+            Role::Member => "member",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Role> {
+        match s {
+            "owner" => Some(Role::Owner),
+            "administrator" => Some(Role::Administrator),
+            "member" => Some(Role::Member),
+            _ => None,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Permissions {
+    pub inventory_management: bool,
+    pub location_management: bool,
+    pub adult_review: bool,
+}
+
+/// The credential a request was made with.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Credential {
+    /// A household app token, bound to one membership.
+    AppToken { id: i64, membership_id: i64 },
+}
+
+/// A verified credential, before a household is chosen.
+#[derive(Debug, Clone)]
+pub struct Authenticated {
+    pub account_id: i64,
+    pub credential: Credential,
+    pub last_used_at: Option<String>,
+}
+
+/// The member acting in one household, resolved from current data on every
+/// request (never from anything cached in the token).
+#[derive(Debug, Clone)]
+pub struct Actor {
+    pub account_id: i64,
+    pub membership_id: i64,
+    pub household_id: i64,
+    pub role: Role,
+    pub person_id: Option<i64>,
+    pub permissions: Permissions,
+    pub credential: Credential,
+}
+
+impl Actor {
+    /// Owners and administrators manage the whole household.
+    pub fn is_manager(&self) -> bool {
+        matches!(self.role, Role::Owner | Role::Administrator)
+    }
+
+    pub fn require_manager(&self, doing: &str) -> Result<()> {
+        if self.is_manager() {
+            Ok(())
+        } else {
+            Err(ApiError::forbidden(format!(
+                "only household owners and administrators may {doing}"
+            )))
+        }
+    }
+
+    pub fn can_manage_locations(&self) -> bool {
+        self.is_manager() || self.permissions.location_management
+    }
+}
+
+/// Verifies the bearer credential of a request (401 on any failure).
+async fn authenticate(parts: &Parts, state: &AppState) -> Result<Authenticated> {
+    let presented = token::bearer(&parts.headers)
+        .ok_or(ApiError::Unauthorized("a bearer credential is required"))?
+        .to_string();
+    let authenticated = state
+        .db
+        .read(move |conn| store::authenticate(conn, &presented))
+        .await?;
+    note_use(state, &authenticated);
+    Ok(authenticated)
+}
+
+/// Records when an app token was last used, at most every few minutes so that
+/// reads do not turn into writes.
+fn note_use(state: &AppState, authenticated: &Authenticated) {
+    const EVERY_MINUTES: i64 = 10;
+    let Credential::AppToken { id, .. } = authenticated.credential;
+    let stale_before = crate::time::format(
+        jiff::Timestamp::now() - jiff::SignedDuration::from_mins(EVERY_MINUTES),
+    );
+    if authenticated
+        .last_used_at
+        .as_deref()
+        .is_some_and(|at| at > stale_before.as_str())
+    {
+        return;
+    }
+    let db = state.db.clone();
+    tokio::spawn(async move {
+        let now = crate::time::now();
+        if let Err(e) = db
+            .write(move |conn| store::touch_app_token(conn, id, &now))
+            .await
+        {
+            tracing::warn!("could not record app token use: {e}");
+        }
+    });
+}
+
+impl FromRequestParts<AppState> for Authenticated {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self> {
+        authenticate(parts, state).await
+    }
+}
+
+impl FromRequestParts<AppState> for Actor {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self> {
+        let authenticated = authenticate(parts, state).await?;
+        let raw = raw_param(parts, state, "household_id").await?;
+        let household_id = match raw.parse::<i64>() {
+            Ok(n) if n >= 1 => n,
+            _ => {
+                return Err(ApiError::invalid(
+                    "household_id",
+                    "must be a positive integer",
+                ));
+            }
+        };
+        state
+            .db
+            .read(move |conn| store::household_actor(conn, &authenticated, household_id))
+            .await
+    }
+}

@@ -1,0 +1,153 @@
+//! SQL for credentials and access checks.
+
+use rusqlite::{Connection, OptionalExtension, params};
+
+use super::{AccessLevel, Actor, Authenticated, Credential, Permissions, Role, token};
+use crate::error::{ApiError, Result};
+
+pub fn authenticate(conn: &Connection, presented: &str) -> Result<Authenticated> {
+    const INVALID: ApiError = ApiError::Unauthorized("the bearer credential is not valid");
+    let presented = token::parse(presented).ok_or(INVALID)?;
+    let row = conn
+        .query_row(
+            "SELECT t.id, t.membership_id, t.secret_sha256, t.expires_at, t.revoked_at,
+                    t.last_used_at, m.account_id, m.status
+             FROM app_tokens t JOIN memberships m ON m.id = t.membership_id
+             WHERE t.selector = ?1",
+            [presented.selector],
+            |r| {
+                Ok((
+                    r.get::<_, i64>(0)?,
+                    r.get::<_, i64>(1)?,
+                    r.get::<_, Vec<u8>>(2)?,
+                    r.get::<_, String>(3)?,
+                    r.get::<_, Option<String>>(4)?,
+                    r.get::<_, Option<String>>(5)?,
+                    r.get::<_, i64>(6)?,
+                    r.get::<_, String>(7)?,
+                ))
+            },
+        )
+        .optional()?;
+    let Some((id, membership_id, digest, expires_at, revoked_at, last_used_at, account_id, status)) =
+        row
+    else {
+        return Err(INVALID);
+    };
+    if !presented.matches(&digest) {
+        return Err(INVALID);
+    }
+    if revoked_at.is_some() {
+        return Err(ApiError::Unauthorized("this app token has been revoked"));
+    }
+    if expires_at <= crate::time::now() {
+        return Err(ApiError::Unauthorized("this app token has expired"));
+    }
+    if status != "active" {
+        return Err(ApiError::Unauthorized(
+            "the membership behind this credential is no longer active",
+        ));
+    }
+    Ok(Authenticated {
+        account_id,
+        credential: Credential::AppToken { id, membership_id },
+        last_used_at,
+    })
+}
+
+pub fn touch_app_token(conn: &Connection, id: i64, now: &str) -> Result<()> {
+    conn.execute(
+        "UPDATE app_tokens SET last_used_at = ?2 WHERE id = ?1",
+        params![id, now],
+    )?;
+    Ok(())
+}
+
+/// The actor of `authenticated` in `household_id`. A household the account
+/// has no active membership in is "not found", whether it exists or not.
+pub fn household_actor(
+    conn: &Connection,
+    authenticated: &Authenticated,
+    household_id: i64,
+) -> Result<Actor> {
+    let membership = conn
+        .query_row(
+            "SELECT id, role, person_id, inventory_management, location_management, adult_review
+             FROM memberships
+             WHERE household_id = ?1 AND account_id = ?2 AND status = 'active'",
+            params![household_id, authenticated.account_id],
+            |r| {
+                Ok((
+                    r.get::<_, i64>(0)?,
+                    r.get::<_, String>(1)?,
+                    r.get::<_, Option<i64>>(2)?,
+                    Permissions {
+                        inventory_management: r.get(3)?,
+                        location_management: r.get(4)?,
+                        adult_review: r.get(5)?,
+                    },
+                ))
+            },
+        )
+        .optional()?;
+    let Some((membership_id, role, person_id, permissions)) = membership else {
+        return Err(ApiError::not_found("household"));
+    };
+    let Credential::AppToken {
+        membership_id: bound,
+        ..
+    } = authenticated.credential;
+    if bound != membership_id {
+        return Err(ApiError::forbidden(
+            "this app token is bound to another household",
+        ));
+    }
+    Ok(Actor {
+        account_id: authenticated.account_id,
+        membership_id,
+        household_id,
+        role: Role::parse(&role).ok_or_else(|| ApiError::internal("unknown role"))?,
+        person_id,
+        permissions,
+        credential: authenticated.credential,
+    })
+}
+
+pub fn person_in_household(conn: &Connection, household_id: i64, person_id: i64) -> Result<bool> {
+    Ok(conn
+        .query_row(
+            "SELECT 1 FROM people WHERE id = ?1 AND household_id = ?2",
+            params![person_id, household_id],
+            |_| Ok(()),
+        )
+        .optional()?
+        .is_some())
+}
+
+/// The highest live grant a member holds on a person.
+pub fn granted_level(
+    conn: &Connection,
+    membership_id: i64,
+    person_id: i64,
+    now: &str,
+) -> Result<Option<AccessLevel>> {
+    let mut stmt = conn.prepare_cached(
+        "SELECT g.access_level FROM person_access_grants g
+         JOIN memberships m ON m.id = g.membership_id AND m.status = 'active'
+         WHERE g.membership_id = ?1 AND g.person_id = ?2 AND g.revoked_at IS NULL
+           AND (g.expires_at IS NULL OR g.expires_at > ?3)",
+    )?;
+    let levels = stmt
+        .query_map(params![membership_id, person_id, now], |r| {
+            r.get::<_, String>(0)
+        })?
+        .collect::<rusqlite::Result<Vec<_>>>()?;
+    Ok(levels.iter().filter_map(|l| AccessLevel::parse(l)).max())
+}
+
+/// SQL condition (on a `people` alias `p`) true for the people an actor may
+/// view. Binds: `:membership_id`, `:is_manager`, `:now`.
+pub const VISIBLE_PERSON: &str = "(:is_manager = 1 OR EXISTS (
+    SELECT 1 FROM person_access_grants g
+    WHERE g.person_id = p.id AND g.membership_id = :membership_id AND g.revoked_at IS NULL
+      AND (g.expires_at IS NULL OR g.expires_at > :now)))";

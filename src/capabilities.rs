@@ -1,0 +1,125 @@
+//! The capability document: what this server supports right now. A flag is
+//! `true` only when the feature works in this build and configuration.
+
+use axum::extract::State;
+use axum::response::Response;
+use axum::routing::get;
+use serde_json::{Value, json};
+
+use crate::http::openapi::{Api, Op};
+use crate::http::respond;
+use crate::state::AppState;
+
+/// Resources a sync batch never carries: they change only online.
+pub const ONLINE_ONLY_RESOURCES: &[&str] = &[
+    "profile",
+    "avatar",
+    "invitation",
+    "membership",
+    "access",
+    "location_membership",
+    "reports",
+];
+
+pub fn document(_state: &AppState) -> Value {
+    json!({
+        "format": "service.api.capabilities.v1",
+        "api_version": "v1",
+        "authentication": {
+            "methods": ["app_token"],
+            "mobile_oauth": {"supported": false},
+        },
+        "administration": {
+            "settings": true,
+            "memberships": true,
+            "person_access_grants": true,
+            "app_tokens": true,
+            "audit_logs": true,
+            "invitations": false,
+        },
+        "portable_formats": [],
+        "backups": {
+            "encrypted_migration_bundle": false,
+            "unencrypted_zip": false,
+            "health_data_json": false,
+        },
+        "sync": {
+            "mobile_snapshot": false,
+            "change_feed": false,
+            "batch_mutations": false,
+            "idempotency_keys": false,
+            "etag_conflicts": true,
+            "tombstones": false,
+            "operations": {},
+            "online_only_resources": ONLINE_ONLY_RESOURCES,
+        },
+        "client_tools": {
+            "cli": {"supported": true, "binary": "pillbox"},
+            "mcp_server": {"supported": false, "transport": "streamable_http", "endpoint": "/mcp", "tools": []},
+            "diagnostics": ["request_id", "retry_after"],
+        },
+        "features": {
+            "people": true,
+            "locations": true,
+            "medications": false,
+            "medication_lookup": false,
+            "ai_suggestions": false,
+            "web_push": false,
+            "native_push": false,
+            "reports": false,
+        },
+    })
+}
+
+fn schema() -> Value {
+    let flags = json!({"type": "object", "additionalProperties": {"type": "boolean"}});
+    json!({
+        "type": "object",
+        "required": ["format", "api_version", "authentication", "administration", "portable_formats",
+            "backups", "sync", "client_tools", "features"],
+        "properties": {
+            "format": {"const": "service.api.capabilities.v1"},
+            "api_version": {"const": "v1"},
+            "authentication": {
+                "type": "object", "required": ["methods", "mobile_oauth"],
+                "properties": {
+                    "methods": {"type": "array", "items": {"type": "string"}},
+                    "mobile_oauth": {"type": "object"},
+                },
+            },
+            "administration": flags,
+            "portable_formats": {"type": "array", "items": {"type": "string"}},
+            "backups": flags,
+            "sync": {
+                "type": "object",
+                "required": ["mobile_snapshot", "change_feed", "batch_mutations", "idempotency_keys",
+                    "etag_conflicts", "tombstones", "operations", "online_only_resources"],
+                "properties": {
+                    "operations": {"type": "object",
+                        "additionalProperties": {"type": "array", "items": {"type": "string"}}},
+                    "online_only_resources": {"type": "array", "items": {"type": "string"}},
+                },
+            },
+            "client_tools": {"type": "object", "required": ["cli", "mcp_server", "diagnostics"]},
+            "medication_pause_periods": {
+                "type": "object", "required": ["supported"],
+                "properties": {"supported": {"type": "array", "items": {"type": "string"}}},
+            },
+            "features": flags,
+        },
+    })
+}
+
+pub fn routes(api: Api) -> Api {
+    api.single_schema("Capabilities", schema()).route(
+        Op::get("/capabilities", "getCapabilities", "Capabilities")
+            .summary("What this server supports")
+            .public()
+            .ok("CapabilitiesResponse"),
+        get(show),
+    )
+}
+
+async fn show(State(state): State<AppState>) -> Response {
+    respond::ok(document(&state))
+}

@@ -1,0 +1,57 @@
+//! `pillbox serve`: the API server, stopped gracefully by SIGINT or SIGTERM.
+
+use std::net::SocketAddr;
+
+use super::{CliResult, open_db};
+use crate::config::{ServeArgs, Settings};
+use crate::state::AppState;
+
+pub async fn run(args: ServeArgs) -> CliResult {
+    let db = open_db(&args.data).await?;
+    let listener = tokio::net::TcpListener::bind(args.listen)
+        .await
+        .map_err(|e| format!("cannot listen on {}: {e}", args.listen))?;
+    let local = listener
+        .local_addr()
+        .map_err(|e| format!("cannot read the listening address: {e}"))?;
+    let state = AppState::new(db.clone(), Settings::from(&args));
+    let app = crate::http::app(state);
+    tracing::info!(
+        "pillbox {} listening on http://{local} with data in {}",
+        env!("CARGO_PKG_VERSION"),
+        db.path().display()
+    );
+    axum::serve(
+        listener,
+        app.into_make_service_with_connect_info::<SocketAddr>(),
+    )
+    .with_graceful_shutdown(shutdown_signal())
+    .await
+    .map_err(|e| format!("server failed: {e}"))?;
+    tracing::info!("shutting down: finishing queued writes");
+    db.close().await;
+    Ok(())
+}
+
+async fn shutdown_signal() {
+    let interrupt = tokio::signal::ctrl_c();
+    #[cfg(unix)]
+    {
+        let mut terminate =
+            match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+                Ok(s) => s,
+                Err(_) => {
+                    let _ = interrupt.await;
+                    return;
+                }
+            };
+        tokio::select! {
+            _ = interrupt => {},
+            _ = terminate.recv() => {},
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = interrupt.await;
+    }
+}

@@ -1,0 +1,68 @@
+//! Settings of a running server, from clap flags with `PILLBOX_*` environment
+//! fallbacks. No global state: the values travel in `AppState`.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+
+use clap::Args;
+
+pub const DEFAULT_DATA_DIR: &str = "./pillbox-data";
+pub const DEFAULT_LISTEN: &str = "127.0.0.1:8080";
+pub const DEFAULT_RATE_LIMIT: u32 = 600;
+
+/// Where the data lives; every command takes it.
+#[derive(Debug, Clone, Args)]
+pub struct DataDirArgs {
+    /// Directory holding the SQLite database and other data
+    #[arg(long, env = "PILLBOX_DATA_DIR", default_value = DEFAULT_DATA_DIR)]
+    pub data_dir: PathBuf,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct ServeArgs {
+    #[command(flatten)]
+    pub data: DataDirArgs,
+    /// Address and port to listen on
+    #[arg(long, env = "PILLBOX_LISTEN", default_value = DEFAULT_LISTEN)]
+    pub listen: SocketAddr,
+    /// Public base URL of this server (used in links), e.g. https://pillbox.home.example
+    #[arg(long, env = "PILLBOX_PUBLIC_URL")]
+    pub public_url: Option<String>,
+    /// Requests a minute allowed per credential (bursts up to the same number); 0 switches the limit off
+    #[arg(long, env = "PILLBOX_RATE_LIMIT", default_value_t = DEFAULT_RATE_LIMIT)]
+    pub rate_limit: u32,
+    /// Log format
+    #[arg(long, env = "PILLBOX_LOG_FORMAT", value_enum, default_value_t = LogFormat::Text)]
+    pub log_format: LogFormat,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum LogFormat {
+    Text,
+    Json,
+}
+
+/// What the HTTP layer needs to know at run time.
+#[derive(Debug, Clone)]
+pub struct Settings {
+    pub public_url: Option<String>,
+    pub rate_limit_per_minute: u32,
+}
+
+impl Default for Settings {
+    fn default() -> Self {
+        Settings {
+            public_url: None,
+            rate_limit_per_minute: DEFAULT_RATE_LIMIT,
+        }
+    }
+}
+
+impl From<&ServeArgs> for Settings {
+    fn from(args: &ServeArgs) -> Self {
+        Settings {
+            public_url: args.public_url.clone(),
+            rate_limit_per_minute: args.rate_limit,
+        }
+    }
+}

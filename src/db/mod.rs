@@ -1,0 +1,156 @@
+//! Storage: one SQLite file, a pool of read-only connections, and the single
+//! writer thread through which every write of the code base goes.
+
+pub mod change_feed;
+mod migrate;
+mod writer;
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use r2d2_sqlite::SqliteConnectionManager;
+use rusqlite::{Connection, OpenFlags};
+
+use crate::error::{ApiError, Result};
+
+pub use migrate::{SCHEMA_SQL, SCHEMA_VERSION};
+pub use writer::Writer;
+
+pub const DATABASE_FILE: &str = "pillbox.sqlite3";
+
+const READ_POOL_SIZE: u32 = 4;
+const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
+
+#[derive(Clone)]
+pub struct Db {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    path: PathBuf,
+    readers: r2d2::Pool<SqliteConnectionManager>,
+    writer: Writer,
+}
+
+/// Errors while opening the database at start-up; shown to the operator as one line.
+#[derive(Debug, thiserror::Error)]
+pub enum OpenError {
+    #[error("cannot create data directory {path}: {source}")]
+    DataDir {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("cannot open database {path}: {source}")]
+    Sqlite {
+        path: PathBuf,
+        source: rusqlite::Error,
+    },
+    #[error(
+        "database {path} has schema version {found}, newer than this pillbox binary supports ({supported}); run a newer pillbox or restore a backup"
+    )]
+    TooNew {
+        path: PathBuf,
+        found: i64,
+        supported: i64,
+    },
+    #[error("cannot start the database read pool: {0}")]
+    Pool(#[from] r2d2::Error),
+    #[error("cannot start the database writer: {0}")]
+    Writer(std::io::Error),
+}
+
+/// Settings every connection gets. WAL lets readers run beside the writer;
+/// synchronous=FULL makes an acknowledged dose survive a power cut.
+fn configure(conn: &Connection) -> rusqlite::Result<()> {
+    conn.busy_timeout(BUSY_TIMEOUT)?;
+    conn.execute_batch("PRAGMA foreign_keys = ON; PRAGMA synchronous = FULL;")?;
+    Ok(())
+}
+
+impl Db {
+    /// Opens (creating on first start) the database under `data_dir`, applies
+    /// migrations and starts the writer thread.
+    pub fn open(data_dir: &Path) -> std::result::Result<Db, OpenError> {
+        std::fs::create_dir_all(data_dir).map_err(|source| OpenError::DataDir {
+            path: data_dir.to_path_buf(),
+            source,
+        })?;
+        let path = data_dir.join(DATABASE_FILE);
+        let sqlite_err = |source| OpenError::Sqlite {
+            path: path.clone(),
+            source,
+        };
+        let mut conn = Connection::open(&path).map_err(sqlite_err)?;
+        conn.pragma_update(None, "journal_mode", "WAL")
+            .map_err(sqlite_err)?;
+        configure(&conn).map_err(sqlite_err)?;
+        migrate::migrate(&mut conn, &path)?;
+
+        let manager = SqliteConnectionManager::file(&path)
+            .with_flags(OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX)
+            .with_init(|c| {
+                c.busy_timeout(BUSY_TIMEOUT)?;
+                c.execute_batch("PRAGMA foreign_keys = ON;")
+            });
+        let readers = r2d2::Pool::builder()
+            .max_size(READ_POOL_SIZE)
+            .min_idle(Some(1))
+            .build(manager)?;
+        let writer = Writer::start(conn).map_err(OpenError::Writer)?;
+        Ok(Db {
+            inner: Arc::new(Inner {
+                path,
+                readers,
+                writer,
+            }),
+        })
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.inner.path
+    }
+
+    /// Runs a read on a pooled read-only connection, off the async threads.
+    pub async fn read<T, F>(&self, f: F) -> Result<T>
+    where
+        T: Send + 'static,
+        F: FnOnce(&Connection) -> Result<T> + Send + 'static,
+    {
+        let pool = self.inner.readers.clone();
+        tokio::task::spawn_blocking(move || {
+            let conn = pool.get()?;
+            f(&conn)
+        })
+        .await
+        .map_err(|e| ApiError::internal(format!("read task failed: {e}")))?
+    }
+
+    /// Runs `f` inside a write transaction on the writer thread and resolves
+    /// once the transaction is durably committed. If `f` fails, none of its
+    /// writes are kept. This is the only write path of the code base.
+    pub async fn write<T, F>(&self, f: F) -> Result<T>
+    where
+        T: Send + 'static,
+        F: FnOnce(&Connection) -> Result<T> + Send + 'static,
+    {
+        self.inner.writer.submit(f).await
+    }
+
+    /// Waits for queued writes to finish and stops the writer thread.
+    pub async fn close(self) {
+        let Ok(inner) = Arc::try_unwrap(self.inner) else {
+            return;
+        };
+        let Inner {
+            readers, writer, ..
+        } = inner;
+        drop(readers);
+        let _ = tokio::task::spawn_blocking(move || writer.shutdown()).await;
+    }
+}
+
+/// A new portable id: UUID v7, so ids sort by creation time.
+pub fn new_portable_id() -> String {
+    uuid::Uuid::now_v7().to_string()
+}

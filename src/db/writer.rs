@@ -1,0 +1,200 @@
+//! The single writer: one thread owns the write connection and runs submitted
+//! jobs. Jobs waiting together share one transaction (group commit), each in
+//! its own SAVEPOINT, so a failing job rolls back only itself while the batch
+//! pays for a single fsync. A job's result is sent only after the commit is
+//! durable.
+
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::thread::JoinHandle;
+
+use rusqlite::Connection;
+use tokio::sync::{mpsc, oneshot};
+
+use crate::error::{ApiError, Result};
+
+/// How many queued jobs one transaction may take.
+const MAX_GROUP: usize = 128;
+const QUEUE_DEPTH: usize = 1024;
+
+/// Called once the group's commit has finished: `Ok` when durable.
+type Completion = Box<dyn FnOnce(Result<()>) + Send>;
+/// Runs inside its savepoint; says whether it succeeded and how to answer.
+type Job = Box<dyn FnOnce(&Connection) -> (bool, Completion) + Send>;
+
+pub struct Writer {
+    sender: mpsc::Sender<Job>,
+    thread: JoinHandle<()>,
+}
+
+impl Writer {
+    pub fn start(conn: Connection) -> std::io::Result<Writer> {
+        let (sender, receiver) = mpsc::channel(QUEUE_DEPTH);
+        let thread = std::thread::Builder::new()
+            .name("pillbox-writer".into())
+            .spawn(move || run(conn, receiver))?;
+        Ok(Writer { sender, thread })
+    }
+
+    pub async fn submit<T, F>(&self, f: F) -> Result<T>
+    where
+        T: Send + 'static,
+        F: FnOnce(&Connection) -> Result<T> + Send + 'static,
+    {
+        let (reply, answer) = oneshot::channel::<Result<T>>();
+        let job: Job = Box::new(move |conn| {
+            let result = catch_unwind(AssertUnwindSafe(|| f(conn)))
+                .unwrap_or_else(|_| Err(ApiError::internal("write job panicked")));
+            let ok = result.is_ok();
+            let completion: Completion = Box::new(move |commit| {
+                // A failed job's own error stands; a good job fails if the commit did.
+                let _ = reply.send(commit.and(result));
+            });
+            (ok, completion)
+        });
+        self.sender
+            .send(job)
+            .await
+            .map_err(|_| ApiError::internal("database writer has stopped"))?;
+        answer
+            .await
+            .map_err(|_| ApiError::internal("database writer dropped a job"))?
+    }
+
+    /// Lets queued jobs finish, then stops the thread.
+    pub fn shutdown(self) {
+        drop(self.sender);
+        let _ = self.thread.join();
+    }
+}
+
+fn run(mut conn: Connection, mut receiver: mpsc::Receiver<Job>) {
+    let mut group: Vec<Job> = Vec::with_capacity(MAX_GROUP);
+    while let Some(first) = receiver.blocking_recv() {
+        group.push(first);
+        while group.len() < MAX_GROUP {
+            match receiver.try_recv() {
+                Ok(job) => group.push(job),
+                Err(_) => break,
+            }
+        }
+        run_group(&mut conn, group.drain(..));
+    }
+    // Fold the WAL back into the main file on a clean stop.
+    let _ = conn.execute_batch("PRAGMA wal_checkpoint(TRUNCATE);");
+}
+
+fn run_group(conn: &mut Connection, jobs: impl Iterator<Item = Job>) {
+    let mut completions: Vec<Completion> = Vec::new();
+    let tx = match conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate) {
+        Ok(tx) => tx,
+        Err(e) => {
+            let message = format!("cannot begin write transaction: {e}");
+            for job in jobs {
+                // Answer without running: nothing was written.
+                drop(job);
+                tracing::error!("{message}");
+            }
+            return;
+        }
+    };
+    for job in jobs {
+        let completion = match tx.execute_batch("SAVEPOINT job") {
+            Ok(()) => {
+                let (ok, completion) = job(&tx);
+                let end = if ok {
+                    tx.execute_batch("RELEASE job")
+                } else {
+                    tx.execute_batch("ROLLBACK TO job; RELEASE job")
+                };
+                if let Err(e) = end {
+                    tracing::error!("savepoint end failed: {e}");
+                }
+                completion
+            }
+            Err(e) => {
+                let message = format!("cannot open savepoint: {e}");
+                Box::new(move |_| tracing::error!("{message}")) as Completion
+            }
+        };
+        completions.push(completion);
+    }
+    let committed = tx
+        .commit()
+        .map_err(|e| ApiError::internal(format!("commit failed: {e}")));
+    for completion in completions {
+        completion(match &committed {
+            Ok(()) => Ok(()),
+            Err(e) => Err(ApiError::internal(e)),
+        });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn writer() -> (tempfile::TempDir, Writer) {
+        let dir = tempfile::tempdir().unwrap();
+        let conn = Connection::open(dir.path().join("w.sqlite3")).unwrap();
+        conn.execute_batch("PRAGMA journal_mode=WAL; CREATE TABLE t (v INTEGER UNIQUE);")
+            .unwrap();
+        (dir, Writer::start(conn).unwrap())
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn failing_job_rolls_back_only_itself_in_a_group() {
+        let (_dir, writer) = writer();
+        let writer = std::sync::Arc::new(writer);
+        let mut handles = Vec::new();
+        for i in 0..200 {
+            let writer = writer.clone();
+            handles.push(tokio::spawn(async move {
+                writer
+                    .submit(move |c| {
+                        c.execute("INSERT INTO t (v) VALUES (?1)", [i])?;
+                        if i % 10 == 0 {
+                            return Err(ApiError::invalid("v", "is a multiple of ten"));
+                        }
+                        Ok(i)
+                    })
+                    .await
+            }));
+        }
+        let mut ok = 0;
+        for h in handles {
+            if h.await.unwrap().is_ok() {
+                ok += 1;
+            }
+        }
+        assert_eq!(ok, 180);
+        let count: i64 = writer
+            .submit(|c| {
+                Ok(c.query_row("SELECT count(*) FROM t WHERE v % 10 = 0", [], |r| r.get(0))?)
+            })
+            .await
+            .unwrap();
+        assert_eq!(count, 0);
+        let total: i64 = writer
+            .submit(|c| Ok(c.query_row("SELECT count(*) FROM t", [], |r| r.get(0))?))
+            .await
+            .unwrap();
+        assert_eq!(total, 180);
+    }
+
+    #[tokio::test]
+    async fn panicking_job_is_an_error_and_the_writer_survives() {
+        let (_dir, writer) = writer();
+        let r: Result<()> = writer
+            .submit(|c| {
+                c.execute("INSERT INTO t (v) VALUES (1)", [])?;
+                panic!("boom")
+            })
+            .await;
+        assert!(matches!(r, Err(ApiError::Internal(_))));
+        let total: i64 = writer
+            .submit(|c| Ok(c.query_row("SELECT count(*) FROM t", [], |r| r.get(0))?))
+            .await
+            .unwrap();
+        assert_eq!(total, 0);
+    }
+}

@@ -1,0 +1,169 @@
+//! The one error type of the service and its rendering as the spec's error envelope.
+
+use std::collections::BTreeMap;
+
+use axum::http::{HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use serde_json::json;
+
+use crate::http::request_id;
+
+pub type Result<T, E = ApiError> = std::result::Result<T, E>;
+
+/// Field name -> validation messages, rendered as the envelope's `errors`.
+pub type FieldErrors = BTreeMap<String, Vec<String>>;
+
+#[derive(Debug, thiserror::Error)]
+pub enum ApiError {
+    /// Bearer credential absent, invalid, expired, revoked or no longer active.
+    #[error("{0}")]
+    Unauthorized(&'static str),
+    /// The caller may see the thing but cannot do this to it.
+    #[error("{0}")]
+    Forbidden(String),
+    /// Does not exist inside the caller's authorised scope.
+    #[error("{0}")]
+    NotFound(String),
+    #[error("{message}")]
+    Conflict { code: &'static str, message: String },
+    #[error("{message}")]
+    Validation {
+        message: String,
+        errors: FieldErrors,
+    },
+    #[error("{0}")]
+    PreconditionRequired(String),
+    #[error("this method is not allowed on this path")]
+    MethodNotAllowed,
+    #[error("request body is larger than the {0} byte limit")]
+    PayloadTooLarge(usize),
+    #[error("rate limit exceeded")]
+    RateLimited { retry_after_secs: u64 },
+    /// Never shown to the client; logged with the request id.
+    #[error("internal error: {0}")]
+    Internal(String),
+}
+
+impl ApiError {
+    pub fn not_found(what: &str) -> Self {
+        ApiError::NotFound(format!("{what} not found"))
+    }
+
+    pub fn forbidden(message: impl Into<String>) -> Self {
+        ApiError::Forbidden(message.into())
+    }
+
+    pub fn conflict(code: &'static str, message: impl Into<String>) -> Self {
+        ApiError::Conflict {
+            code,
+            message: message.into(),
+        }
+    }
+
+    /// A stale If-Match: the resource changed since the client read it.
+    pub fn stale_etag() -> Self {
+        ApiError::conflict(
+            "edit_conflict",
+            "the resource has changed since it was read; reload it and retry with the new ETag",
+        )
+    }
+
+    pub fn precondition_required() -> Self {
+        ApiError::PreconditionRequired(
+            "this change needs the resource's current ETag in the If-Match header".into(),
+        )
+    }
+
+    /// A 422 naming one field.
+    pub fn invalid(field: &str, message: impl Into<String>) -> Self {
+        let message = message.into();
+        let mut errors = FieldErrors::new();
+        errors.insert(field.to_string(), vec![message.clone()]);
+        ApiError::Validation {
+            message: format!("{field} {message}"),
+            errors,
+        }
+    }
+
+    pub fn internal(err: impl std::fmt::Display) -> Self {
+        ApiError::Internal(err.to_string())
+    }
+
+    pub fn status(&self) -> StatusCode {
+        match self {
+            ApiError::Unauthorized(_) => StatusCode::UNAUTHORIZED,
+            ApiError::Forbidden(_) => StatusCode::FORBIDDEN,
+            ApiError::NotFound(_) => StatusCode::NOT_FOUND,
+            ApiError::Conflict { .. } => StatusCode::CONFLICT,
+            ApiError::Validation { .. } => StatusCode::UNPROCESSABLE_ENTITY,
+            ApiError::PreconditionRequired(_) => StatusCode::PRECONDITION_REQUIRED,
+            ApiError::MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
+            ApiError::PayloadTooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
+            ApiError::RateLimited { .. } => StatusCode::TOO_MANY_REQUESTS,
+            ApiError::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
+        }
+    }
+
+    pub fn code(&self) -> &'static str {
+        match self {
+            ApiError::Unauthorized(_) => "unauthorized",
+            ApiError::Forbidden(_) => "forbidden",
+            ApiError::NotFound(_) => "not_found",
+            ApiError::Conflict { code, .. } => code,
+            ApiError::Validation { .. } => "validation_failed",
+            ApiError::PreconditionRequired(_) => "precondition_required",
+            ApiError::MethodNotAllowed => "method_not_allowed",
+            ApiError::PayloadTooLarge(_) => "payload_too_large",
+            ApiError::RateLimited { .. } => "rate_limited",
+            ApiError::Internal(_) => "internal_error",
+        }
+    }
+}
+
+impl From<rusqlite::Error> for ApiError {
+    fn from(err: rusqlite::Error) -> Self {
+        ApiError::Internal(format!("database: {err}"))
+    }
+}
+
+impl From<r2d2::Error> for ApiError {
+    fn from(err: r2d2::Error) -> Self {
+        ApiError::Internal(format!("database pool: {err}"))
+    }
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        let status = self.status();
+        if let ApiError::RateLimited { retry_after_secs } = self {
+            // The spec's rate-limit envelope has no request_id.
+            let body = json!({"error": {"code": "rate_limited", "message": "rate limit exceeded; retry after the number of seconds in Retry-After"}});
+            let mut response = (status, axum::Json(body)).into_response();
+            response.headers_mut().insert(
+                header::RETRY_AFTER,
+                HeaderValue::from(retry_after_secs.max(1)),
+            );
+            return response;
+        }
+        let request_id = request_id::current();
+        let message = match &self {
+            ApiError::Internal(detail) => {
+                // Details stay in the log (they never carry secrets or clinical values).
+                tracing::error!(request_id = %request_id, "{detail}");
+                "internal server error; quote the request id when reporting it".to_string()
+            }
+            other => other.to_string(),
+        };
+        let mut error = json!({
+            "code": self.code(),
+            "message": message,
+            "request_id": request_id,
+        });
+        if let ApiError::Validation { errors, .. } = &self
+            && !errors.is_empty()
+        {
+            error["errors"] = json!(errors);
+        }
+        (status, axum::Json(json!({ "error": error }))).into_response()
+    }
+}

@@ -1,0 +1,117 @@
+//! Household app tokens for API and MCP integrations: bound to one
+//! membership, with a maximum age, revocable, shown once.
+
+pub mod model;
+pub mod routes;
+pub mod store;
+
+use rusqlite::Connection;
+use serde_json::json;
+
+use crate::auth::{Actor, token};
+use crate::error::{ApiError, Result};
+use crate::household::audit;
+use crate::http::extract::Page;
+use model::{AppToken, CreatedAppToken};
+
+const MAX_NAME: usize = 100;
+
+pub struct TokenRequest<'a> {
+    pub household_id: i64,
+    pub membership_id: i64,
+    pub name: &'a str,
+    pub max_age_days: Option<i64>,
+    /// The member issuing it; `None` when the host operator does, from the CLI.
+    pub issued_by: Option<i64>,
+}
+
+/// Issues a token. The secret is in the result and nowhere else.
+pub fn issue(conn: &Connection, request: &TokenRequest<'_>) -> Result<CreatedAppToken> {
+    let name = request.name.trim();
+    if name.is_empty() || name.chars().count() > MAX_NAME {
+        return Err(ApiError::invalid("name", "must be 1 to 100 characters"));
+    }
+    let max = store::household_max_age_days(conn, request.household_id)?;
+    let days = request.max_age_days.unwrap_or(max);
+    if days < 1 || days > max {
+        return Err(ApiError::invalid(
+            "max_age_days",
+            format!("must be from 1 to {max} (the household's app token maximum age)"),
+        ));
+    }
+    if !store::membership_is_active(conn, request.household_id, request.membership_id)? {
+        return Err(ApiError::invalid(
+            "membership_id",
+            "must name an active membership of this household",
+        ));
+    }
+    let new = token::generate(token::APP_TOKEN_PREFIX);
+    let expires_at = crate::time::days_from_now(days);
+    let id = store::insert(
+        conn,
+        &store::NewAppToken {
+            household_id: request.household_id,
+            membership_id: request.membership_id,
+            name,
+            selector: &new.selector,
+            secret_sha256: &new.secret_sha256,
+            created_by_membership_id: request.issued_by,
+            expires_at: &expires_at,
+        },
+    )?;
+    audit::record(
+        conn,
+        request.household_id,
+        request.issued_by,
+        "app_token.created",
+        ("app_token", id),
+        json!({"membership_id": request.membership_id, "expires_at": expires_at,
+               "via": if request.issued_by.is_some() { "api" } else { "cli" }}),
+    )?;
+    let app_token = store::find_live(conn, request.household_id, id)?
+        .ok_or_else(|| ApiError::internal("new app token not found"))?;
+    Ok(CreatedAppToken {
+        app_token,
+        token: new.token,
+    })
+}
+
+/// Owners and administrators issue tokens for themselves or another member.
+pub fn create(
+    conn: &Connection,
+    actor: &Actor,
+    attrs: model::AppTokenAttributes,
+) -> Result<CreatedAppToken> {
+    actor.require_manager("create app tokens")?;
+    issue(
+        conn,
+        &TokenRequest {
+            household_id: actor.household_id,
+            membership_id: attrs.membership_id.unwrap_or(actor.membership_id),
+            name: &attrs.name,
+            max_age_days: attrs.max_age_days,
+            issued_by: Some(actor.membership_id),
+        },
+    )
+}
+
+pub fn list(conn: &Connection, actor: &Actor, page: Page) -> Result<(Vec<AppToken>, i64)> {
+    actor.require_manager("list app tokens")?;
+    store::list_live(conn, actor.household_id, page)
+}
+
+/// Revokes at once: the next request with the token gets 401.
+pub fn revoke(conn: &Connection, actor: &Actor, id: i64) -> Result<()> {
+    actor.require_manager("revoke app tokens")?;
+    let found = store::find_live(conn, actor.household_id, id)?
+        .ok_or_else(|| ApiError::not_found("app token"))?;
+    store::revoke(conn, found.id)?;
+    audit::record(
+        conn,
+        actor.household_id,
+        Some(actor.membership_id),
+        "app_token.revoked",
+        ("app_token", found.id),
+        json!({"membership_id": found.membership_id}),
+    )
+}

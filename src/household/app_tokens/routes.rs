@@ -1,0 +1,82 @@
+//! App token handlers.
+
+use axum::extract::State;
+use axum::response::Response;
+use axum::routing::{delete, get, post};
+
+use super::model::{
+    AppTokenBody, app_token_attributes_schema, app_token_schema, created_app_token_schema,
+};
+use crate::auth::Actor;
+use crate::error::Result;
+use crate::http::extract::{ApiJson, PathNumericId, QueryParams};
+use crate::http::openapi::{Api, Op};
+use crate::http::respond;
+use crate::state::AppState;
+
+const TAG: &str = "App tokens";
+const COLLECTION: &str = "/households/{household_id}/admin/app_tokens";
+const MEMBER: &str = "/households/{household_id}/admin/app_tokens/{id}";
+
+pub fn routes(api: Api) -> Api {
+    api.resource_schema("AppToken", app_token_schema())
+        .single_schema("CreatedAppToken", created_app_token_schema())
+        .request_schema(
+            "AppTokenCreateRequest",
+            "api_app_token",
+            app_token_attributes_schema(),
+        )
+        .route(
+            Op::get(COLLECTION, "listAppTokens", TAG)
+                .summary("List the household's live app tokens")
+                .paginated()
+                .ok("AppTokenCollection"),
+            get(list),
+        )
+        .route(
+            Op::post(COLLECTION, "createAppToken", TAG)
+                .summary("Create an app token; the secret is returned once")
+                .body("AppTokenCreateRequest")
+                .created("CreatedAppTokenResponse"),
+            post(create),
+        )
+        .route_numeric(
+            Op::delete(MEMBER, "deleteAppToken", TAG)
+                .summary("Revoke an app token at once")
+                .no_content(),
+            delete(revoke),
+        )
+}
+
+async fn list(State(state): State<AppState>, actor: Actor, query: QueryParams) -> Result<Response> {
+    let page = query.page()?;
+    let (tokens, total) = state
+        .db
+        .read(move |conn| super::list(conn, &actor, page))
+        .await?;
+    Ok(respond::collection(tokens, page, total))
+}
+
+async fn create(
+    State(state): State<AppState>,
+    actor: Actor,
+    ApiJson(body): ApiJson<AppTokenBody>,
+) -> Result<Response> {
+    let created = state
+        .db
+        .write(move |conn| super::create(conn, &actor, body.api_app_token))
+        .await?;
+    Ok(respond::created(created))
+}
+
+async fn revoke(
+    State(state): State<AppState>,
+    actor: Actor,
+    PathNumericId(id): PathNumericId,
+) -> Result<Response> {
+    state
+        .db
+        .write(move |conn| super::revoke(conn, &actor, id))
+        .await?;
+    Ok(respond::no_content())
+}

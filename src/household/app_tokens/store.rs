@@ -1,0 +1,116 @@
+//! SQL for household app tokens.
+
+use rusqlite::{Connection, OptionalExtension, Row, params};
+
+use super::model::AppToken;
+use crate::error::Result;
+use crate::http::extract::Page;
+
+const COLUMNS: &str = "id, name, membership_id, selector, created_by_membership_id, created_at,
+    expires_at, last_used_at";
+
+fn from_row(r: &Row<'_>) -> rusqlite::Result<AppToken> {
+    let selector: String = r.get(3)?;
+    Ok(AppToken {
+        id: r.get(0)?,
+        name: r.get(1)?,
+        membership_id: r.get(2)?,
+        token_prefix: format!("{}{selector}", crate::auth::token::APP_TOKEN_PREFIX),
+        created_by_membership_id: r.get(4)?,
+        created_at: r.get(5)?,
+        expires_at: r.get(6)?,
+        last_used_at: r.get(7)?,
+    })
+}
+
+pub struct NewAppToken<'a> {
+    pub household_id: i64,
+    pub membership_id: i64,
+    pub name: &'a str,
+    pub selector: &'a str,
+    pub secret_sha256: &'a [u8],
+    pub created_by_membership_id: Option<i64>,
+    pub expires_at: &'a str,
+}
+
+pub fn insert(conn: &Connection, t: &NewAppToken<'_>) -> Result<i64> {
+    conn.execute(
+        "INSERT INTO app_tokens (household_id, membership_id, name, selector, secret_sha256,
+                                 created_by_membership_id, created_at, expires_at)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+        params![
+            t.household_id,
+            t.membership_id,
+            t.name,
+            t.selector,
+            t.secret_sha256,
+            t.created_by_membership_id,
+            crate::time::now(),
+            t.expires_at,
+        ],
+    )?;
+    Ok(conn.last_insert_rowid())
+}
+
+/// A live (not revoked) token of the household.
+pub fn find_live(conn: &Connection, household_id: i64, id: i64) -> Result<Option<AppToken>> {
+    Ok(conn
+        .query_row(
+            &format!(
+                "SELECT {COLUMNS} FROM app_tokens
+                 WHERE id = ?1 AND household_id = ?2 AND revoked_at IS NULL"
+            ),
+            params![id, household_id],
+            from_row,
+        )
+        .optional()?)
+}
+
+pub fn list_live(conn: &Connection, household_id: i64, page: Page) -> Result<(Vec<AppToken>, i64)> {
+    let total = conn.query_row(
+        "SELECT count(*) FROM app_tokens WHERE household_id = ?1 AND revoked_at IS NULL",
+        [household_id],
+        |r| r.get(0),
+    )?;
+    let rows = conn
+        .prepare(&format!(
+            "SELECT {COLUMNS} FROM app_tokens WHERE household_id = ?1 AND revoked_at IS NULL
+             ORDER BY id LIMIT ?2 OFFSET ?3"
+        ))?
+        .query_map(params![household_id, page.limit(), page.offset()], from_row)?
+        .collect::<rusqlite::Result<Vec<_>>>()?;
+    Ok((rows, total))
+}
+
+pub fn revoke(conn: &Connection, id: i64) -> Result<()> {
+    conn.execute(
+        "UPDATE app_tokens SET revoked_at = ?2 WHERE id = ?1 AND revoked_at IS NULL",
+        params![id, crate::time::now()],
+    )?;
+    Ok(())
+}
+
+/// The longest life a token of this household may have.
+pub fn household_max_age_days(conn: &Connection, household_id: i64) -> Result<i64> {
+    Ok(conn.query_row(
+        "SELECT app_token_max_age_days FROM households WHERE id = ?1",
+        [household_id],
+        |r| r.get(0),
+    )?)
+}
+
+/// Whether a membership of the household is active.
+pub fn membership_is_active(
+    conn: &Connection,
+    household_id: i64,
+    membership_id: i64,
+) -> Result<bool> {
+    Ok(conn
+        .query_row(
+            "SELECT 1 FROM memberships WHERE id = ?1 AND household_id = ?2 AND status = 'active'",
+            params![membership_id, household_id],
+            |_| Ok(()),
+        )
+        .optional()?
+        .is_some())
+}

@@ -1,0 +1,28 @@
+//! Security and stock audit events, listed by the audit-log endpoint.
+
+pub mod store;
+
+use rusqlite::Connection;
+use serde_json::Value;
+
+use crate::error::Result;
+
+/// Appends one audit event in the caller's transaction. `metadata` never
+/// holds secrets or clinical values.
+pub fn record(
+    conn: &Connection,
+    household_id: i64,
+    actor_membership_id: Option<i64>,
+    event_type: &'static str,
+    subject: (&'static str, i64),
+    metadata: Value,
+) -> Result<()> {
+    store::insert(
+        conn,
+        household_id,
+        actor_membership_id,
+        event_type,
+        subject,
+        &metadata,
+    )
+}

@@ -1,0 +1,306 @@
+//! People of a household: the rules for reading, creating and changing them.
+
+pub mod model;
+pub mod routes;
+pub mod store;
+
+use jiff::civil::Date;
+use rusqlite::Connection;
+
+use crate::auth::{AccessLevel, Actor, access};
+use crate::db::change_feed::{self, Action, Change};
+use crate::error::{ApiError, FieldErrors, Result};
+use crate::household::grants::{self, Relationship};
+use crate::household::store as household_store;
+use crate::http::extract::{IfMatch, Page, ResourceId};
+use crate::http::respond::etag;
+
+use model::{Person, PersonAttributes, PersonType};
+use store::PersonRow;
+
+pub const RECORD_TYPE: &str = "Person";
+const MAX_NAME: usize = 200;
+const MAX_EMAIL: usize = 254;
+
+/// Age in whole years on `today`.
+pub fn age_on(date_of_birth: Date, today: Date) -> i64 {
+    let mut years = i64::from(today.year() - date_of_birth.year());
+    if (today.month(), today.day()) < (date_of_birth.month(), date_of_birth.day()) {
+        years -= 1;
+    }
+    years.max(0)
+}
+
+/// Shapes rows as API people: ages in the household's time zone, locations in one query.
+pub fn to_api(conn: &Connection, household_id: i64, rows: Vec<PersonRow>) -> Result<Vec<Person>> {
+    let today = household_store::today(conn, household_id)?;
+    let ids: Vec<i64> = rows.iter().map(|r| r.id).collect();
+    let mut locations = store::locations_of(conn, &ids)?;
+    Ok(rows
+        .into_iter()
+        .map(|row| {
+            let (location_ids, location_portable_ids) = locations
+                .remove(&row.id)
+                .unwrap_or_default()
+                .into_iter()
+                .unzip();
+            Person {
+                age: row
+                    .date_of_birth
+                    .as_deref()
+                    .and_then(|d| d.parse::<Date>().ok())
+                    .map(|dob| age_on(dob, today)),
+                id: row.id,
+                portable_id: row.portable_id,
+                updated_at: row.updated_at,
+                name: row.name,
+                email: row.email,
+                date_of_birth: row.date_of_birth,
+                person_type: row.person_type,
+                has_capacity: row.has_capacity,
+                location_ids,
+                location_portable_ids,
+                notification_preference_id: None,
+                notification_preference_portable_id: None,
+                lock_version: row.lock_version,
+            }
+        })
+        .collect())
+}
+
+fn one(conn: &Connection, household_id: i64, row: PersonRow) -> Result<Person> {
+    to_api(conn, household_id, vec![row])?
+        .pop()
+        .ok_or_else(|| ApiError::internal("person vanished while shaping"))
+}
+
+/// The person `id` if the actor has at least `needed` access (404/403 otherwise).
+pub fn find_for(
+    conn: &Connection,
+    actor: &Actor,
+    id: &ResourceId,
+    needed: AccessLevel,
+) -> Result<PersonRow> {
+    let row =
+        store::find(conn, actor.household_id, id)?.ok_or_else(|| ApiError::not_found("person"))?;
+    access::require_person(conn, actor, row.id, needed)?;
+    Ok(row)
+}
+
+pub fn get(conn: &Connection, actor: &Actor, id: &ResourceId) -> Result<Person> {
+    let row = find_for(conn, actor, id, AccessLevel::View)?;
+    one(conn, actor.household_id, row)
+}
+
+pub fn list(
+    conn: &Connection,
+    actor: &Actor,
+    updated_since: Option<&str>,
+    page: Page,
+) -> Result<(Vec<Person>, i64)> {
+    let (rows, total) = store::list_visible(conn, actor, updated_since, page)?;
+    Ok((to_api(conn, actor.household_id, rows)?, total))
+}
+
+/// Checks submitted attributes, collecting every problem before answering.
+fn validate(attrs: &PersonAttributes, creating: bool, today: Date) -> Result<()> {
+    let mut errors = FieldErrors::new();
+    let mut add = |field: &str, message: &str| {
+        errors
+            .entry(field.to_string())
+            .or_default()
+            .push(message.to_string())
+    };
+    match &attrs.name {
+        None if creating => add("name", "is required"),
+        Some(None) => add("name", "must not be null"),
+        Some(Some(name)) if name.trim().is_empty() => add("name", "must not be blank"),
+        Some(Some(name)) if name.chars().count() > MAX_NAME => {
+            add("name", "must be at most 200 characters")
+        }
+        _ => {}
+    }
+    match &attrs.date_of_birth {
+        None if creating => add("date_of_birth", "is required"),
+        Some(None) => add("date_of_birth", "must not be null"),
+        Some(Some(dob)) if *dob > today => add("date_of_birth", "must not be in the future"),
+        Some(Some(dob)) if dob.year() < 1880 => {
+            add("date_of_birth", "is not a plausible date of birth")
+        }
+        _ => {}
+    }
+    if let Some(Some(email)) = &attrs.email
+        && !plausible_email(email)
+    {
+        add("email", "must be an email address");
+    }
+    if let Some(None) = attrs.person_type {
+        add("person_type", "must not be null");
+    }
+    if let Some(None) = attrs.has_capacity {
+        add("has_capacity", "must not be null");
+    }
+    if errors.is_empty() {
+        Ok(())
+    } else {
+        Err(ApiError::Validation {
+            message: "the person's attributes are invalid".into(),
+            errors,
+        })
+    }
+}
+
+pub fn plausible_email(email: &str) -> bool {
+    let Some((local, domain)) = email.split_once('@') else {
+        return false;
+    };
+    email.len() <= MAX_EMAIL
+        && !local.is_empty()
+        && domain.contains('.')
+        && !domain.starts_with('.')
+        && !domain.ends_with('.')
+        && !email.chars().any(|c| c.is_whitespace() || c == ',')
+        && !domain.contains('@')
+}
+
+fn apply(row: &mut PersonRow, attrs: PersonAttributes) {
+    if let Some(Some(name)) = attrs.name {
+        row.name = name.trim().to_string();
+    }
+    if let Some(email) = attrs.email {
+        row.email = email.map(|e| e.trim().to_string());
+    }
+    if let Some(Some(dob)) = attrs.date_of_birth {
+        row.date_of_birth = Some(dob.to_string());
+    }
+    if let Some(Some(person_type)) = attrs.person_type {
+        row.person_type = person_type.as_str().to_string();
+    }
+    if let Some(Some(has_capacity)) = attrs.has_capacity {
+        row.has_capacity = has_capacity;
+    }
+}
+
+/// Any active member may add a person; a member who is not a manager gets
+/// a manage grant on the person they created.
+pub fn create(conn: &Connection, actor: &Actor, attrs: PersonAttributes) -> Result<Person> {
+    let today = household_store::today(conn, actor.household_id)?;
+    validate(&attrs, true, today)?;
+    let dob = attrs.date_of_birth.flatten();
+    // Defaults follow the date of birth: a child is a minor without capacity.
+    let default_type = match dob {
+        Some(dob) if age_on(dob, today) < 18 => PersonType::Minor,
+        _ => PersonType::Adult,
+    };
+    let person_type = attrs.person_type.flatten().unwrap_or(default_type);
+    let now = crate::time::now();
+    let mut row = PersonRow {
+        id: 0,
+        portable_id: crate::db::new_portable_id(),
+        name: String::new(),
+        email: None,
+        date_of_birth: None,
+        person_type: person_type.as_str().to_string(),
+        has_capacity: attrs
+            .has_capacity
+            .flatten()
+            .unwrap_or(person_type == PersonType::Adult),
+        lock_version: 1,
+        updated_at: now,
+    };
+    apply(&mut row, attrs);
+    insert_new(conn, actor.household_id, &mut row)?;
+    if !actor.is_manager() {
+        grants::grant_to_creator(conn, actor, row.id, Relationship::FamilyMember)?;
+    }
+    one(conn, actor.household_id, row)
+}
+
+fn insert_new(conn: &Connection, household_id: i64, row: &mut PersonRow) -> Result<()> {
+    row.id = store::insert(conn, household_id, row)?;
+    change_feed::append(
+        conn,
+        Change {
+            household_id,
+            record_type: RECORD_TYPE,
+            record_id: row.id,
+            record_portable_id: &row.portable_id,
+            action: Action::Create,
+            person_id: Some(row.id),
+        },
+    )
+}
+
+/// A member's own person, created with the member by set-up; its date of
+/// birth is filled in later through the profile.
+pub fn create_linked(conn: &Connection, household_id: i64, name: &str) -> Result<i64> {
+    let name = name.trim();
+    if name.is_empty() || name.chars().count() > MAX_NAME {
+        return Err(ApiError::invalid("name", "must be 1 to 200 characters"));
+    }
+    let mut row = PersonRow {
+        id: 0,
+        portable_id: crate::db::new_portable_id(),
+        name: name.to_string(),
+        email: None,
+        date_of_birth: None,
+        person_type: PersonType::Adult.as_str().to_string(),
+        has_capacity: true,
+        lock_version: 1,
+        updated_at: crate::time::now(),
+    };
+    insert_new(conn, household_id, &mut row)?;
+    Ok(row.id)
+}
+
+/// PATCH and PUT alike: the spec's person update takes any subset of fields.
+pub fn update(
+    conn: &Connection,
+    actor: &Actor,
+    id: &ResourceId,
+    if_match: &IfMatch,
+    attrs: PersonAttributes,
+) -> Result<Person> {
+    let mut row = find_for(conn, actor, id, AccessLevel::Manage)?;
+    if_match.check(&etag(&row.portable_id, row.lock_version))?;
+    let today = household_store::today(conn, actor.household_id)?;
+    validate(&attrs, false, today)?;
+    apply(&mut row, attrs);
+    row.lock_version += 1;
+    row.updated_at = crate::time::now();
+    store::update(conn, &row)?;
+    change_feed::append(
+        conn,
+        Change {
+            household_id: actor.household_id,
+            record_type: RECORD_TYPE,
+            record_id: row.id,
+            record_portable_id: &row.portable_id,
+            action: Action::Update,
+            person_id: Some(row.id),
+        },
+    )?;
+    one(conn, actor.household_id, row)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn age_counts_whole_years() {
+        let d = |s: &str| s.parse::<Date>().unwrap();
+        assert_eq!(age_on(d("2010-06-15"), d("2026-06-14")), 15);
+        assert_eq!(age_on(d("2010-06-15"), d("2026-06-15")), 16);
+        assert_eq!(age_on(d("2012-02-29"), d("2026-02-28")), 13);
+        assert_eq!(age_on(d("2012-02-29"), d("2026-03-01")), 14);
+    }
+
+    #[test]
+    fn emails() {
+        assert!(plausible_email("nat@example.org"));
+        assert!(!plausible_email("nat@"));
+        assert!(!plausible_email("nat example.org"));
+        assert!(!plausible_email("a@b@c.org"));
+    }
+}

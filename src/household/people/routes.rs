@@ -1,0 +1,119 @@
+//! People handlers: parse, call the rule, shape the response.
+
+use axum::extract::State;
+use axum::response::Response;
+use axum::routing::{get, patch, post, put};
+
+use super::model::{PersonBody, person_attributes_schema, person_schema};
+use crate::auth::Actor;
+use crate::error::Result;
+use crate::http::extract::{ApiJson, IfMatch, PathNumericId, QueryParams, ResourceId};
+use crate::http::openapi::{Api, Op};
+use crate::http::respond;
+use crate::state::AppState;
+
+const TAG: &str = "People";
+const COLLECTION: &str = "/households/{household_id}/people";
+const MEMBER: &str = "/households/{household_id}/people/{id}";
+
+pub fn routes(api: Api) -> Api {
+    api.resource_schema("Person", person_schema())
+        .request_schema(
+            "PersonCreateRequest",
+            "person",
+            person_attributes_schema(&["name", "date_of_birth"]),
+        )
+        .request_schema("PersonUpdateRequest", "person", person_attributes_schema(&[]))
+        .route(
+            Op::get(COLLECTION, "listPeople", TAG)
+                .summary("List the people you may view")
+                .paginated()
+                .updated_since()
+                .ok("PersonCollection"),
+            get(list),
+        )
+        .route(
+            Op::post(COLLECTION, "createPerson", TAG)
+                .summary("Add a person to the household")
+                .description("A member who is not an owner or administrator receives a manage grant on the person they create.")
+                .body("PersonCreateRequest")
+                .created("PersonResponse")
+                .etag(),
+            post(create),
+        )
+        .route_numeric(
+            Op::get(MEMBER, "getPerson", TAG)
+                .summary("Get a person")
+                .ok("PersonResponse")
+                .etag(),
+            get(show),
+        )
+        .route_numeric(
+            Op::patch(MEMBER, "updatePerson", TAG)
+                .summary("Update a person")
+                .body("PersonUpdateRequest")
+                .if_match()
+                .ok("PersonResponse")
+                .etag(),
+            patch(update),
+        )
+        .route_numeric(
+            Op::put(MEMBER, "updatePersonWithPut", TAG)
+                .summary("Update a person (PUT form of updatePerson)")
+                .body("PersonUpdateRequest")
+                .if_match()
+                .ok("PersonResponse")
+                .etag(),
+            put(update),
+        )
+}
+
+async fn list(State(state): State<AppState>, actor: Actor, query: QueryParams) -> Result<Response> {
+    let page = query.page()?;
+    let since = query.updated_since()?;
+    let (people, total) = state
+        .db
+        .read(move |conn| super::list(conn, &actor, since.as_deref(), page))
+        .await?;
+    Ok(respond::collection(people, page, total))
+}
+
+async fn create(
+    State(state): State<AppState>,
+    actor: Actor,
+    ApiJson(body): ApiJson<PersonBody>,
+) -> Result<Response> {
+    let person = state
+        .db
+        .write(move |conn| super::create(conn, &actor, body.person))
+        .await?;
+    Ok(respond::created_tagged(person))
+}
+
+async fn show(
+    State(state): State<AppState>,
+    actor: Actor,
+    PathNumericId(id): PathNumericId,
+) -> Result<Response> {
+    let id = ResourceId::Numeric(id);
+    let person = state
+        .db
+        .read(move |conn| super::get(conn, &actor, &id))
+        .await?;
+    Ok(respond::ok_tagged(person))
+}
+
+async fn update(
+    State(state): State<AppState>,
+    actor: Actor,
+    PathNumericId(id): PathNumericId,
+    if_match: IfMatch,
+    ApiJson(body): ApiJson<PersonBody>,
+) -> Result<Response> {
+    let id = ResourceId::Numeric(id);
+    let person = state
+        .db
+        .write(move |conn| super::update(conn, &actor, &id, &if_match, body.person))
+        .await?;
+    Ok(respond::ok_tagged(person))
+}

@@ -1,0 +1,158 @@
+//! SQL for people.
+
+use std::collections::HashMap;
+
+use rusqlite::{Connection, OptionalExtension, Row, named_params, params};
+
+use crate::auth::Actor;
+use crate::auth::store::VISIBLE_PERSON;
+use crate::error::Result;
+use crate::http::extract::{Page, ResourceId};
+
+#[derive(Debug, Clone)]
+pub struct PersonRow {
+    pub id: i64,
+    pub portable_id: String,
+    pub name: String,
+    pub email: Option<String>,
+    pub date_of_birth: Option<String>,
+    pub person_type: String,
+    pub has_capacity: bool,
+    pub lock_version: i64,
+    pub updated_at: String,
+}
+
+const COLUMNS: &str = "p.id, p.portable_id, p.name, p.email, p.date_of_birth, p.person_type,
+    p.has_capacity, p.lock_version, p.updated_at";
+
+fn from_row(r: &Row<'_>) -> rusqlite::Result<PersonRow> {
+    Ok(PersonRow {
+        id: r.get(0)?,
+        portable_id: r.get(1)?,
+        name: r.get(2)?,
+        email: r.get(3)?,
+        date_of_birth: r.get(4)?,
+        person_type: r.get(5)?,
+        has_capacity: r.get(6)?,
+        lock_version: r.get(7)?,
+        updated_at: r.get(8)?,
+    })
+}
+
+/// A person of the household by numeric or portable id.
+pub fn find(conn: &Connection, household_id: i64, id: &ResourceId) -> Result<Option<PersonRow>> {
+    let (numeric, portable) = id.sql_parts();
+    Ok(conn
+        .prepare_cached(&format!(
+            "SELECT {COLUMNS} FROM people p
+             WHERE p.household_id = ?1 AND (p.id = ?2 OR p.portable_id = ?3)"
+        ))?
+        .query_row(params![household_id, numeric, portable], from_row)
+        .optional()?)
+}
+
+pub fn insert(conn: &Connection, household_id: i64, row: &PersonRow) -> Result<i64> {
+    conn.prepare_cached(
+        "INSERT INTO people (portable_id, household_id, name, email, date_of_birth, person_type,
+                             has_capacity, lock_version, created_at, updated_at)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, 1, ?8, ?8)",
+    )?
+    .execute(params![
+        row.portable_id,
+        household_id,
+        row.name,
+        row.email,
+        row.date_of_birth,
+        row.person_type,
+        row.has_capacity,
+        row.updated_at,
+    ])?;
+    Ok(conn.last_insert_rowid())
+}
+
+/// Saves the row's fields and its new `lock_version`/`updated_at`.
+pub fn update(conn: &Connection, row: &PersonRow) -> Result<()> {
+    conn.prepare_cached(
+        "UPDATE people SET name = ?2, email = ?3, date_of_birth = ?4, person_type = ?5,
+                has_capacity = ?6, lock_version = ?7, updated_at = ?8
+         WHERE id = ?1",
+    )?
+    .execute(params![
+        row.id,
+        row.name,
+        row.email,
+        row.date_of_birth,
+        row.person_type,
+        row.has_capacity,
+        row.lock_version,
+        row.updated_at,
+    ])?;
+    Ok(())
+}
+
+/// One page of the people the actor may view, oldest first, and the total.
+pub fn list_visible(
+    conn: &Connection,
+    actor: &Actor,
+    updated_since: Option<&str>,
+    page: Page,
+) -> Result<(Vec<PersonRow>, i64)> {
+    let filter = format!(
+        "p.household_id = :household_id AND {VISIBLE_PERSON}
+         AND (:updated_since IS NULL OR p.updated_at >= :updated_since)"
+    );
+    let now = crate::time::now();
+    let total: i64 = conn
+        .prepare_cached(&format!("SELECT count(*) FROM people p WHERE {filter}"))?
+        .query_row(
+            named_params! {
+                ":household_id": actor.household_id,
+                ":membership_id": actor.membership_id,
+                ":is_manager": actor.is_manager(),
+                ":now": now,
+                ":updated_since": updated_since,
+            },
+            |r| r.get(0),
+        )?;
+    let rows = conn
+        .prepare_cached(&format!(
+            "SELECT {COLUMNS} FROM people p WHERE {filter} ORDER BY p.id LIMIT :limit OFFSET :offset"
+        ))?
+        .query_map(
+            named_params! {
+                ":household_id": actor.household_id,
+                ":membership_id": actor.membership_id,
+                ":is_manager": actor.is_manager(),
+                ":now": now,
+                ":updated_since": updated_since,
+                ":limit": page.limit(),
+                ":offset": page.offset(),
+            },
+            from_row,
+        )?
+        .collect::<rusqlite::Result<Vec<_>>>()?;
+    Ok((rows, total))
+}
+
+/// The live locations of each of `person_ids`, in one query.
+pub fn locations_of(
+    conn: &Connection,
+    person_ids: &[i64],
+) -> Result<HashMap<i64, Vec<(i64, String)>>> {
+    let ids = serde_json::to_string(person_ids).map_err(crate::error::ApiError::internal)?;
+    let mut out: HashMap<i64, Vec<(i64, String)>> = HashMap::new();
+    let mut stmt = conn.prepare_cached(
+        "SELECT lm.person_id, l.id, l.portable_id
+         FROM location_memberships lm JOIN locations l ON l.id = lm.location_id
+         WHERE lm.person_id IN (SELECT value FROM json_each(?1)) AND l.deleted_at IS NULL
+         ORDER BY l.id",
+    )?;
+    let rows = stmt.query_map([ids], |r| Ok((r.get::<_, i64>(0)?, r.get(1)?, r.get(2)?)))?;
+    for row in rows {
+        let (person_id, location_id, portable_id) = row?;
+        out.entry(person_id)
+            .or_default()
+            .push((location_id, portable_id));
+    }
+    Ok(out)
+}

@@ -1,0 +1,383 @@
+//! Extractors whose rejections speak the spec's error envelope.
+
+use std::collections::HashMap;
+
+use axum::body::Bytes;
+use axum::extract::{FromRequest, FromRequestParts, RawPathParams, Request};
+use axum::http::StatusCode;
+use axum::http::request::Parts;
+use serde::de::DeserializeOwned;
+use serde_json::{Value, json};
+
+use crate::error::{ApiError, FieldErrors, Result};
+
+/// A JSON body; unknown properties, wrong types and missing fields are 422s
+/// that name the field.
+pub struct ApiJson<T>(pub T);
+
+impl<S, T> FromRequest<S> for ApiJson<T>
+where
+    S: Send + Sync,
+    T: DeserializeOwned,
+{
+    type Rejection = ApiError;
+
+    async fn from_request(req: Request, state: &S) -> Result<Self> {
+        let bytes = Bytes::from_request(req, state).await.map_err(|rejection| {
+            if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE {
+                ApiError::PayloadTooLarge(crate::http::MAX_JSON_BODY)
+            } else {
+                ApiError::invalid("body", "could not be read")
+            }
+        })?;
+        parse_json(&bytes).map(ApiJson)
+    }
+}
+
+pub fn parse_json<T: DeserializeOwned>(bytes: &[u8]) -> Result<T> {
+    let mut de = serde_json::Deserializer::from_slice(bytes);
+    let value: T = serde_path_to_error::deserialize(&mut de).map_err(json_error)?;
+    de.end()
+        .map_err(|_| ApiError::invalid("body", "has trailing data after the JSON value"))?;
+    Ok(value)
+}
+
+fn json_error(err: serde_path_to_error::Error<serde_json::Error>) -> ApiError {
+    let path = err.path().to_string();
+    let inner = err.into_inner();
+    if !inner.is_data() {
+        return ApiError::invalid("body", "must be a JSON object");
+    }
+    let text = inner.to_string();
+    // serde_json appends the position; the field path says more to a user.
+    let text = text
+        .rfind(" at line ")
+        .map_or(text.as_str(), |i| &text[..i]);
+    let backticked = |s: &str| s.split('`').nth(1).map(str::to_string);
+    let (field, message) = if let Some(rest) = text.strip_prefix("unknown field ") {
+        (
+            backticked(rest).unwrap_or_default(),
+            "is not a recognised attribute".to_string(),
+        )
+    } else if let Some(rest) = text.strip_prefix("missing field ") {
+        (backticked(rest).unwrap_or_default(), "is required".into())
+    } else {
+        let last = path.rsplit('.').next().unwrap_or_default();
+        (last.to_string(), text.to_string())
+    };
+    let field = match field.as_str() {
+        "" | "." | "?" => "body".to_string(),
+        _ => field,
+    };
+    let location = if path.is_empty() || path == "." {
+        String::new()
+    } else {
+        format!(" (in {path})")
+    };
+    let mut errors = FieldErrors::new();
+    errors.insert(field.clone(), vec![message.clone()]);
+    ApiError::Validation {
+        message: format!("{field} {message}{location}"),
+        errors,
+    }
+}
+
+/// Deserialize helper for PATCH fields where "absent" and "null" differ:
+/// `#[serde(default, deserialize_with = "present")] field: Option<Option<T>>`.
+pub fn present<'de, D, T>(de: D) -> std::result::Result<Option<T>, D::Error>
+where
+    D: serde::Deserializer<'de>,
+    T: serde::Deserialize<'de>,
+{
+    T::deserialize(de).map(Some)
+}
+
+/// Query-string parameters, with typed accessors that fail as 422s.
+pub struct QueryParams(HashMap<String, String>);
+
+impl<S: Send + Sync> FromRequestParts<S> for QueryParams {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, _state: &S) -> Result<Self> {
+        let raw = parts.uri.query().unwrap_or("");
+        let pairs: Vec<(String, String)> = form_decode(raw);
+        Ok(QueryParams(pairs.into_iter().collect()))
+    }
+}
+
+fn form_decode(raw: &str) -> Vec<(String, String)> {
+    raw.split('&')
+        .filter(|s| !s.is_empty())
+        .map(|pair| {
+            let (k, v) = pair.split_once('=').unwrap_or((pair, ""));
+            (percent_decode(k), percent_decode(v))
+        })
+        .collect()
+}
+
+fn percent_decode(s: &str) -> String {
+    let bytes = s.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        match bytes[i] {
+            b'+' => out.push(b' '),
+            b'%' if i + 2 < bytes.len() => {
+                let hex = |b: u8| (b as char).to_digit(16);
+                match (hex(bytes[i + 1]), hex(bytes[i + 2])) {
+                    (Some(hi), Some(lo)) => {
+                        out.push((hi * 16 + lo) as u8);
+                        i += 2;
+                    }
+                    _ => out.push(b'%'),
+                }
+            }
+            b => out.push(b),
+        }
+        i += 1;
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+/// One page of a list: `page` from 1, `per_page` 1..=100 (default 20).
+#[derive(Debug, Clone, Copy)]
+pub struct Page {
+    pub page: u32,
+    pub per_page: u32,
+}
+
+impl Page {
+    pub const MAX_PER_PAGE: u32 = 100;
+
+    pub fn offset(&self) -> i64 {
+        i64::from(self.page - 1) * i64::from(self.per_page)
+    }
+
+    pub fn limit(&self) -> i64 {
+        i64::from(self.per_page)
+    }
+
+    pub fn meta(&self, total_count: i64) -> Value {
+        json!({"page": self.page, "per_page": self.per_page, "total_count": total_count})
+    }
+}
+
+impl QueryParams {
+    pub fn get(&self, name: &str) -> Option<&str> {
+        self.0.get(name).map(String::as_str)
+    }
+
+    /// `page` and `per_page`, both checked, both reported together.
+    pub fn page(&self) -> Result<Page> {
+        let mut errors = FieldErrors::new();
+        let mut read = |name: &str, default: u32, max: u32| -> u32 {
+            match self.get(name) {
+                None => default,
+                Some(text) => match text.parse::<u32>() {
+                    Ok(n) if n >= 1 && n <= max => n,
+                    _ => {
+                        let rule = if max == u32::MAX {
+                            "must be an integer of at least 1".to_string()
+                        } else {
+                            format!("must be an integer from 1 to {max}")
+                        };
+                        errors.insert(name.to_string(), vec![rule]);
+                        default
+                    }
+                },
+            }
+        };
+        let page = read("page", 1, u32::MAX);
+        let per_page = read("per_page", 20, Page::MAX_PER_PAGE);
+        if errors.is_empty() {
+            Ok(Page { page, per_page })
+        } else {
+            Err(ApiError::Validation {
+                message: "invalid pagination parameters".into(),
+                errors,
+            })
+        }
+    }
+
+    /// `updated_since` as a stored-form timestamp.
+    pub fn updated_since(&self) -> Result<Option<String>> {
+        self.timestamp("updated_since")
+    }
+
+    pub fn timestamp(&self, name: &str) -> Result<Option<String>> {
+        match self.get(name) {
+            None => Ok(None),
+            Some(text) => crate::time::parse(text).map(Some).ok_or_else(|| {
+                ApiError::invalid(name, "must be an ISO 8601 date-time with an offset")
+            }),
+        }
+    }
+}
+
+/// The `If-Match` header, when sent.
+pub struct IfMatch(pub Option<String>);
+
+impl<S: Send + Sync> FromRequestParts<S> for IfMatch {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, _state: &S) -> Result<Self> {
+        let value = parts
+            .headers
+            .get(axum::http::header::IF_MATCH)
+            .map(|v| {
+                v.to_str()
+                    .map(|s| s.trim().to_string())
+                    .map_err(|_| ApiError::invalid("If-Match", "must be an ETag string"))
+            })
+            .transpose()?;
+        Ok(IfMatch(value))
+    }
+}
+
+impl IfMatch {
+    /// Optional precondition: stale → 409, absent → allowed.
+    pub fn check(&self, current: &str) -> Result<()> {
+        match &self.0 {
+            Some(sent) if sent != current => Err(ApiError::stale_etag()),
+            _ => Ok(()),
+        }
+    }
+
+    /// Mandatory precondition: absent → 428, stale → 409.
+    pub fn require(&self, current: &str) -> Result<()> {
+        match &self.0 {
+            None => Err(ApiError::precondition_required()),
+            Some(_) => self.check(current),
+        }
+    }
+}
+
+/// A `{id}` that names a record by its numeric id or its portable id.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ResourceId {
+    Numeric(i64),
+    Portable(String),
+}
+
+impl ResourceId {
+    pub fn parse(text: &str) -> Option<ResourceId> {
+        if let Ok(n) = text.parse::<i64>() {
+            return (n >= 1).then_some(ResourceId::Numeric(n));
+        }
+        uuid::Uuid::parse_str(text)
+            .ok()
+            .map(|u| ResourceId::Portable(u.hyphenated().to_string()))
+    }
+
+    /// SQL-ready parts: (numeric id or -1, portable id or "").
+    pub fn sql_parts(&self) -> (i64, &str) {
+        match self {
+            ResourceId::Numeric(n) => (*n, ""),
+            ResourceId::Portable(p) => (-1, p.as_str()),
+        }
+    }
+}
+
+/// Reads one path parameter of the matched route.
+pub fn path_param(params: &RawPathParams, name: &str) -> Option<String> {
+    params
+        .iter()
+        .find(|(k, _)| *k == name)
+        .map(|(_, v)| v.to_string())
+}
+
+/// `{id}` as a numeric or portable id; anything else cannot name a record (404).
+pub struct PathId(pub ResourceId);
+
+impl<S: Send + Sync> FromRequestParts<S> for PathId {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self> {
+        let raw = raw_param(parts, state, "id").await?;
+        ResourceId::parse(&raw)
+            .map(PathId)
+            .ok_or_else(|| ApiError::not_found("record"))
+    }
+}
+
+/// `{id}` that must be numeric (people, memberships, grants, tokens).
+pub struct PathNumericId(pub i64);
+
+impl<S: Send + Sync> FromRequestParts<S> for PathNumericId {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self> {
+        let raw = raw_param(parts, state, "id").await?;
+        match raw.parse::<i64>() {
+            Ok(n) if n >= 1 => Ok(PathNumericId(n)),
+            _ => Err(ApiError::not_found("record")),
+        }
+    }
+}
+
+pub async fn raw_param<S: Send + Sync>(parts: &mut Parts, state: &S, name: &str) -> Result<String> {
+    let params = RawPathParams::from_request_parts(parts, state)
+        .await
+        .map_err(|_| ApiError::internal("route has no path parameters"))?;
+    path_param(&params, name).ok_or_else(|| ApiError::internal(format!("route has no {{{name}}}")))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[derive(serde::Deserialize, Debug)]
+    #[serde(deny_unknown_fields)]
+    #[allow(dead_code)]
+    struct Inner {
+        name: String,
+        #[serde(default, deserialize_with = "present")]
+        email: Option<Option<String>>,
+    }
+
+    #[derive(serde::Deserialize, Debug)]
+    #[serde(deny_unknown_fields)]
+    #[allow(dead_code)]
+    struct Outer {
+        person: Inner,
+    }
+
+    fn field_of(err: ApiError) -> Vec<String> {
+        match err {
+            ApiError::Validation { errors, .. } => errors.into_keys().collect(),
+            other => panic!("expected a validation error, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn unknown_missing_and_mistyped_fields_are_named() {
+        let e = parse_json::<Outer>(br#"{"person":{"name":"A","colour":"red"}}"#).unwrap_err();
+        assert_eq!(field_of(e), ["colour"]);
+        let e = parse_json::<Outer>(br#"{"person":{}}"#).unwrap_err();
+        assert_eq!(field_of(e), ["name"]);
+        let e = parse_json::<Outer>(br#"{"person":{"name":5}}"#).unwrap_err();
+        assert_eq!(field_of(e), ["name"]);
+        let e = parse_json::<Outer>(b"{not json").unwrap_err();
+        assert_eq!(field_of(e), ["body"]);
+    }
+
+    #[test]
+    fn absent_and_null_differ() {
+        let o = parse_json::<Outer>(br#"{"person":{"name":"A"}}"#).unwrap();
+        assert_eq!(o.person.email, None);
+        let o = parse_json::<Outer>(br#"{"person":{"name":"A","email":null}}"#).unwrap();
+        assert_eq!(o.person.email, Some(None));
+    }
+
+    #[test]
+    fn resource_ids() {
+        assert_eq!(ResourceId::parse("12"), Some(ResourceId::Numeric(12)));
+        assert_eq!(ResourceId::parse("0"), None);
+        assert!(matches!(
+            ResourceId::parse("0192a5b0-0000-7000-8000-000000000000"),
+            Some(ResourceId::Portable(_))
+        ));
+        assert_eq!(ResourceId::parse("abc"), None);
+        assert_eq!(percent_decode("a%20b+c%2"), "a b c%2");
+    }
+}

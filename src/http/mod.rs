@@ -1,0 +1,120 @@
+//! Cross-cutting HTTP: extractors, responses, request ids, rate limit, cache
+//! headers, the OpenAPI document and the assembly of the Router.
+
+pub mod extract;
+pub mod openapi;
+pub mod rate_limit;
+pub mod request_id;
+pub mod respond;
+
+use axum::Router;
+use axum::body::Body;
+use axum::extract::{DefaultBodyLimit, Request, State};
+use axum::http::{HeaderValue, header};
+use axum::middleware::{self, Next};
+use axum::response::Response;
+use axum::routing::get;
+
+use crate::error::ApiError;
+use crate::state::AppState;
+use openapi::{Api, Op};
+
+pub const API_PREFIX: &str = "/api/v1";
+/// Largest JSON body accepted.
+pub const MAX_JSON_BODY: usize = 1024 * 1024;
+
+/// Every operation of the service, documented as it is routed.
+pub fn api() -> Api {
+    let api = Api::new();
+    let api = crate::capabilities::routes(api);
+    let api = openapi_route(api);
+    let api = crate::auth::routes::routes(api);
+    crate::household::routes(api)
+}
+
+fn openapi_route(api: Api) -> Api {
+    api.schema(
+        "OpenApiDocument",
+        serde_json::json!({"type": "object", "required": ["openapi", "paths"]}),
+    )
+    .route(
+        Op::get("/openapi.json", "getOpenApiDocument", "Contract")
+            .summary("This OpenAPI 3.1 document")
+            .public()
+            .ok("OpenApiDocument"),
+        get(|State(state): State<AppState>| async move {
+            (
+                [(header::CONTENT_TYPE, "application/json")],
+                state.openapi.clone(),
+            )
+        }),
+    )
+}
+
+/// The whole service as one Router (tests call this directly).
+pub fn app(mut state: AppState) -> Router {
+    let (routes, doc) = api().finish();
+    state.openapi = serde_json::to_vec(&doc)
+        .expect("OpenAPI document serialises")
+        .into();
+    let v1 = routes
+        .fallback(route_not_found)
+        .method_not_allowed_fallback(method_not_allowed)
+        .layer(DefaultBodyLimit::max(MAX_JSON_BODY));
+    Router::new()
+        .nest(API_PREFIX, v1)
+        .fallback(route_not_found)
+        .layer(middleware::from_fn(cache_headers))
+        .layer(middleware::from_fn_with_state(
+            state.clone(),
+            rate_limit::middleware,
+        ))
+        .layer(middleware::from_fn(log_request))
+        .layer(middleware::from_fn(request_id::middleware))
+        .with_state(state)
+}
+
+async fn route_not_found() -> ApiError {
+    ApiError::NotFound("no such route".into())
+}
+
+async fn method_not_allowed() -> ApiError {
+    ApiError::MethodNotAllowed
+}
+
+/// Health data must never sit in a shared or browser cache.
+async fn cache_headers(request: Request, next: Next) -> Response {
+    let public = matches!(
+        request.uri().path(),
+        "/api/v1/capabilities" | "/api/v1/openapi.json"
+    );
+    let mut response = next.run(request).await;
+    let headers = response.headers_mut();
+    headers.insert(
+        header::CACHE_CONTROL,
+        HeaderValue::from_static(if public { "no-cache" } else { "no-store" }),
+    );
+    headers.insert(
+        header::X_CONTENT_TYPE_OPTIONS,
+        HeaderValue::from_static("nosniff"),
+    );
+    response
+}
+
+/// One line per request: method, route path, status, time. Never the query
+/// string, headers or body (they can hold tokens or clinical values).
+async fn log_request(request: Request<Body>, next: Next) -> Response {
+    let method = request.method().clone();
+    let path = request.uri().path().to_string();
+    let started = std::time::Instant::now();
+    let response = next.run(request).await;
+    tracing::info!(
+        request_id = %request_id::current(),
+        %method,
+        %path,
+        status = response.status().as_u16(),
+        ms = started.elapsed().as_millis() as u64,
+        "request"
+    );
+    response
+}

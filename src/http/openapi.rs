@@ -1,0 +1,564 @@
+//! The OpenAPI 3.1 document is built from the same calls that build the
+//! Router: a route cannot exist without its operation, nor the reverse.
+//! Audience tags come from the path (the spec's four audiences), so an
+//! operation cannot be filed under the wrong one.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use axum::Router;
+use axum::http::Method;
+use axum::routing::MethodRouter;
+use serde_json::{Map, Value, json};
+
+use crate::state::AppState;
+
+pub const PUBLIC: &str = "Public";
+pub const ACCOUNT: &str = "Account";
+pub const HOUSEHOLD: &str = "Household";
+pub const ADMINISTRATION: &str = "Household administration";
+
+/// Resource tags and their descriptions; a tag is emitted only if used.
+const RESOURCE_TAGS: &[(&str, &str)] = &[
+    ("Capabilities", "What this server supports"),
+    ("Contract", "This OpenAPI document"),
+    ("Households", "Households available to the credential"),
+    ("People", "People of a household"),
+    ("Profile", "The signed-in member's own profile"),
+    ("Locations", "Places where medicines are kept"),
+    ("Settings", "Household settings"),
+    ("Memberships", "Members of a household and their roles"),
+    (
+        "Person access grants",
+        "Which member may view, record for or manage which person",
+    ),
+    (
+        "App tokens",
+        "Household app tokens for API and MCP integrations",
+    ),
+    ("Audit logs", "Security audit events"),
+];
+
+fn audience_tags() -> [(&'static str, &'static str); 4] {
+    [
+        (PUBLIC, "No credential needed"),
+        (ACCOUNT, "A credential without a selected household"),
+        (HOUSEHOLD, "Paths under /households/{household_id}"),
+        (
+            ADMINISTRATION,
+            "Paths under /households/{household_id}/admin",
+        ),
+    ]
+}
+
+/// One documented operation.
+pub struct Op {
+    method: Method,
+    path: &'static str,
+    id: &'static str,
+    tag: &'static str,
+    summary: &'static str,
+    description: Option<&'static str>,
+    public: bool,
+    deprecated: bool,
+    params: Vec<Value>,
+    body: Option<(Value, &'static str)>,
+    success: (u16, Option<Value>, bool),
+    errors: BTreeSet<u16>,
+}
+
+fn schema_ref(name: &str) -> Value {
+    json!({ "$ref": format!("#/components/schemas/{name}") })
+}
+
+impl Op {
+    fn new(method: Method, path: &'static str, id: &'static str, tag: &'static str) -> Op {
+        Op {
+            method,
+            path,
+            id,
+            tag,
+            summary: "",
+            description: None,
+            public: false,
+            deprecated: false,
+            params: Vec::new(),
+            body: None,
+            success: (200, None, false),
+            errors: BTreeSet::new(),
+        }
+    }
+
+    pub fn get(path: &'static str, id: &'static str, tag: &'static str) -> Op {
+        Op::new(Method::GET, path, id, tag)
+    }
+    pub fn post(path: &'static str, id: &'static str, tag: &'static str) -> Op {
+        Op::new(Method::POST, path, id, tag).errors(&[422])
+    }
+    pub fn patch(path: &'static str, id: &'static str, tag: &'static str) -> Op {
+        Op::new(Method::PATCH, path, id, tag).errors(&[422])
+    }
+    pub fn put(path: &'static str, id: &'static str, tag: &'static str) -> Op {
+        Op::new(Method::PUT, path, id, tag).errors(&[422])
+    }
+    pub fn delete(path: &'static str, id: &'static str, tag: &'static str) -> Op {
+        Op::new(Method::DELETE, path, id, tag)
+    }
+
+    pub fn summary(mut self, summary: &'static str) -> Op {
+        self.summary = summary;
+        self
+    }
+
+    pub fn description(mut self, description: &'static str) -> Op {
+        self.description = Some(description);
+        self
+    }
+
+    /// No credential needed.
+    pub fn public(mut self) -> Op {
+        self.public = true;
+        self
+    }
+
+    pub fn deprecated(mut self) -> Op {
+        self.deprecated = true;
+        self
+    }
+
+    /// A JSON request body of the named component schema.
+    pub fn body(mut self, schema: &str) -> Op {
+        self.body = Some((schema_ref(schema), "application/json"));
+        self.errors.insert(413);
+        self
+    }
+
+    /// 200 with `{"data": <schema>}` documented as the named component.
+    pub fn ok(mut self, schema: &str) -> Op {
+        self.success = (200, Some(schema_ref(schema)), false);
+        self
+    }
+
+    pub fn created(mut self, schema: &str) -> Op {
+        self.success = (201, Some(schema_ref(schema)), false);
+        self
+    }
+
+    pub fn no_content(mut self) -> Op {
+        self.success = (204, None, false);
+        self
+    }
+
+    /// The success response carries an ETag header.
+    pub fn etag(mut self) -> Op {
+        self.success.2 = true;
+        self
+    }
+
+    pub fn errors(mut self, codes: &[u16]) -> Op {
+        self.errors.extend(codes);
+        self
+    }
+
+    pub fn query(mut self, name: &str, schema: Value, description: &str) -> Op {
+        self.params.push(json!({
+            "name": name, "in": "query", "required": false,
+            "description": description, "schema": schema,
+        }));
+        self
+    }
+
+    pub fn paginated(self) -> Op {
+        self.query(
+            "page",
+            json!({"type": "integer", "minimum": 1, "default": 1}),
+            "Page number, from 1",
+        )
+        .query(
+            "per_page",
+            json!({"type": "integer", "minimum": 1, "maximum": 100, "default": 20}),
+            "Items per page, 1 to 100",
+        )
+        .errors(&[422])
+    }
+
+    pub fn updated_since(self) -> Op {
+        self.query(
+            "updated_since",
+            json!({"type": "string", "format": "date-time"}),
+            "Only records updated at or after this time",
+        )
+    }
+
+    /// Optional If-Match: stale → 409.
+    pub fn if_match(mut self) -> Op {
+        self.params.push(json!({
+            "name": "If-Match", "in": "header", "required": false,
+            "description": "The exact ETag from the latest response; a stale one is refused with 409",
+            "schema": {"type": "string", "minLength": 1},
+        }));
+        self.errors.insert(409);
+        self
+    }
+
+    /// If-Match the operation cannot go without: missing → 428, stale → 409.
+    pub fn if_match_required(self) -> Op {
+        self.if_match().errors(&[428])
+    }
+
+    /// `{id}` is a numeric id only.
+    fn id_schema(&self, name: &str) -> Value {
+        match name {
+            "household_id" => json!({"type": "integer", "minimum": 1}),
+            _ => schema_ref("ResourceIdentifier"),
+        }
+    }
+
+    fn audience(&self) -> &'static str {
+        if self.public {
+            PUBLIC
+        } else if self.path.starts_with("/households/{household_id}/admin") {
+            ADMINISTRATION
+        } else if self.path.starts_with("/households/") {
+            HOUSEHOLD
+        } else {
+            ACCOUNT
+        }
+    }
+
+    fn document(&self, numeric_ids: bool) -> Value {
+        let mut params: Vec<Value> = path_params(self.path)
+            .map(|name| {
+                let schema = if numeric_ids && name == "id" {
+                    json!({"type": "integer", "minimum": 1})
+                } else {
+                    self.id_schema(name)
+                };
+                json!({"name": name, "in": "path", "required": true, "schema": schema})
+            })
+            .collect();
+        params.extend(self.params.iter().cloned());
+
+        let mut responses = Map::new();
+        let (status, schema, etag) = &self.success;
+        let mut success = json!({
+            "description": match status { 201 => "Created", 204 => "No content", _ => "OK" },
+            "headers": {"X-Request-Id": {"$ref": "#/components/headers/RequestId"}},
+        });
+        if let Some(schema) = schema {
+            success["content"] = json!({"application/json": {"schema": schema}});
+        }
+        if *etag {
+            success["headers"]["ETag"] = json!({"$ref": "#/components/headers/ETag"});
+        }
+        responses.insert(status.to_string(), success);
+
+        let mut errors = self.errors.clone();
+        errors.insert(429);
+        if !self.public {
+            errors.insert(401);
+        }
+        if self.audience() == HOUSEHOLD || self.audience() == ADMINISTRATION {
+            errors.extend([403, 404, 422]);
+        }
+        for code in errors {
+            let response = if code == 429 {
+                json!({"$ref": "#/components/responses/RateLimited"})
+            } else {
+                json!({"$ref": format!("#/components/responses/Error{code}")})
+            };
+            responses.insert(code.to_string(), response);
+        }
+
+        let mut op = json!({
+            "operationId": self.id,
+            "summary": self.summary,
+            "tags": [self.audience(), self.tag],
+            "parameters": params,
+            "responses": responses,
+        });
+        if let Some(d) = self.description {
+            op["description"] = json!(d);
+        }
+        if self.public {
+            op["security"] = json!([]);
+        }
+        if self.deprecated {
+            op["deprecated"] = json!(true);
+        }
+        if let Some((schema, content_type)) = &self.body {
+            op["requestBody"] = json!({
+                "required": true,
+                "content": {*content_type: {"schema": schema}},
+            });
+        }
+        op
+    }
+}
+
+fn path_params(path: &str) -> impl Iterator<Item = &str> {
+    path.split('/')
+        .filter_map(|seg| seg.strip_prefix('{').and_then(|s| s.strip_suffix('}')))
+}
+
+/// Collects routes and their documentation together.
+pub struct Api {
+    router: Router<AppState>,
+    paths: BTreeMap<&'static str, Map<String, Value>>,
+    schemas: BTreeMap<String, Value>,
+    operation_ids: BTreeSet<&'static str>,
+}
+
+impl Default for Api {
+    fn default() -> Self {
+        Api::new()
+    }
+}
+
+impl Api {
+    pub fn new() -> Api {
+        let mut api = Api {
+            router: Router::new(),
+            paths: BTreeMap::new(),
+            schemas: BTreeMap::new(),
+            operation_ids: BTreeSet::new(),
+        };
+        common_schemas(&mut api);
+        api
+    }
+
+    /// Adds a route whose `{id}` is a ResourceIdentifier (numeric or portable).
+    pub fn route(self, op: Op, handler: MethodRouter<AppState>) -> Api {
+        self.add(op, handler, false)
+    }
+
+    /// Adds a route whose `{id}` is a NumericId.
+    pub fn route_numeric(self, op: Op, handler: MethodRouter<AppState>) -> Api {
+        self.add(op, handler, true)
+    }
+
+    fn add(mut self, op: Op, handler: MethodRouter<AppState>, numeric_ids: bool) -> Api {
+        assert!(
+            self.operation_ids.insert(op.id),
+            "duplicate operationId {}",
+            op.id
+        );
+        assert!(
+            RESOURCE_TAGS.iter().any(|(t, _)| *t == op.tag),
+            "resource tag {} is not declared",
+            op.tag
+        );
+        let method = op.method.as_str().to_ascii_lowercase();
+        let item = self.paths.entry(op.path).or_default();
+        assert!(
+            item.insert(method, op.document(numeric_ids)).is_none(),
+            "{} {} documented twice",
+            op.method,
+            op.path
+        );
+        self.router = self.router.route(op.path, handler);
+        self
+    }
+
+    /// Registers a component schema.
+    pub fn schema(mut self, name: &str, schema: Value) -> Api {
+        assert!(
+            self.schemas.insert(name.to_string(), schema).is_none(),
+            "schema {name} registered twice"
+        );
+        self
+    }
+
+    /// Registers `Name` and `NameResponse` (`{data}`).
+    pub fn single_schema(self, name: &str, schema: Value) -> Api {
+        let single = json!({
+            "type": "object", "additionalProperties": false, "required": ["data"],
+            "properties": {"data": schema_ref(name)},
+        });
+        self.schema(name, schema)
+            .schema(&format!("{name}Response"), single)
+    }
+
+    /// Registers `Name`, `NameResponse` (`{data}`) and `NameCollection`
+    /// (`{data: [...], meta}`).
+    pub fn resource_schema(self, name: &str, schema: Value) -> Api {
+        let single = json!({
+            "type": "object", "additionalProperties": false, "required": ["data"],
+            "properties": {"data": schema_ref(name)},
+        });
+        let collection = json!({
+            "type": "object", "additionalProperties": false, "required": ["data", "meta"],
+            "properties": {
+                "data": {"type": "array", "items": schema_ref(name)},
+                "meta": schema_ref("PaginationMeta"),
+            },
+        });
+        self.schema(name, schema)
+            .schema(&format!("{name}Response"), single)
+            .schema(&format!("{name}Collection"), collection)
+    }
+
+    /// Registers a request body `{<key>: <attributes>}`.
+    pub fn request_schema(self, name: &str, key: &str, attributes: Value) -> Api {
+        let body = json!({
+            "type": "object", "additionalProperties": false, "required": [key],
+            "properties": {key: attributes},
+        });
+        self.schema(name, body)
+    }
+
+    /// The router (routes without the /api/v1 prefix) and the document.
+    pub fn finish(self) -> (Router<AppState>, Value) {
+        let used: BTreeSet<String> = self
+            .paths
+            .values()
+            .flat_map(|item| item.values())
+            .flat_map(|op| op["tags"].as_array().cloned().unwrap_or_default())
+            .filter_map(|t| t.as_str().map(str::to_string))
+            .collect();
+        let tags: Vec<Value> = audience_tags()
+            .iter()
+            .chain(RESOURCE_TAGS.iter())
+            .filter(|(name, _)| used.contains(*name))
+            .map(|(name, description)| json!({"name": name, "description": description}))
+            .collect();
+        let paths: Map<String, Value> = self
+            .paths
+            .into_iter()
+            .map(|(path, item)| (path.to_string(), Value::Object(item)))
+            .collect();
+        let doc = json!({
+            "openapi": "3.1.0",
+            "info": {
+                "title": "Household Medication Tracking API",
+                "version": env!("CARGO_PKG_VERSION"),
+                "description": "Pillbox: a self-hosted household medication tracker.",
+            },
+            "servers": [{"url": "/api/v1"}],
+            "security": [{"bearerAuth": []}],
+            "tags": tags,
+            "paths": paths,
+            "components": {
+                "securitySchemes": {
+                    "bearerAuth": {"type": "http", "scheme": "bearer",
+                        "description": "An opaque bearer token, e.g. a household app token (pbx_app_...)"},
+                },
+                "schemas": self.schemas,
+                "responses": error_responses(),
+                "headers": {
+                    "ETag": {"description": "Strong version tag; send it back in If-Match",
+                        "schema": {"type": "string"}},
+                    "RequestId": {"description": "Identifies the request in logs and error bodies",
+                        "schema": {"type": "string"}},
+                    "RetryAfter": {"description": "Seconds to wait before retrying",
+                        "schema": {"type": "integer", "minimum": 1}},
+                },
+            },
+        });
+        (self.router, doc)
+    }
+}
+
+fn error_responses() -> Value {
+    let mut responses = Map::new();
+    for (code, description) in [
+        (
+            401,
+            "The bearer credential is absent, invalid, expired, revoked or no longer active",
+        ),
+        (
+            403,
+            "The credential cannot perform this operation in this household or person scope",
+        ),
+        (
+            404,
+            "The resource does not exist inside the authorised scope",
+        ),
+        (
+            409,
+            "The resource or idempotency state conflicts with the mutation",
+        ),
+        (413, "The request body is too large"),
+        (422, "Submitted attributes or filters are invalid"),
+        (428, "The mutation needs a version precondition (If-Match)"),
+    ] {
+        responses.insert(
+            format!("Error{code}"),
+            json!({
+                "description": description,
+                "headers": {"X-Request-Id": {"$ref": "#/components/headers/RequestId"}},
+                "content": {"application/json": {"schema": schema_ref("Error")}},
+            }),
+        );
+    }
+    responses.insert(
+        "RateLimited".into(),
+        json!({
+            "description": "Rate limit exceeded",
+            "headers": {"Retry-After": {"$ref": "#/components/headers/RetryAfter", "required": true}},
+            "content": {"application/json": {"schema": schema_ref("RateLimitError")}},
+        }),
+    );
+    Value::Object(responses)
+}
+
+fn common_schemas(api: &mut Api) {
+    let schemas = [
+        ("NumericId", json!({"type": "integer", "minimum": 1})),
+        ("PortableId", json!({"type": "string", "format": "uuid"})),
+        (
+            "ResourceIdentifier",
+            json!({"description": "A numeric id or a portable id",
+                "anyOf": [schema_ref("NumericId"), schema_ref("PortableId")]}),
+        ),
+        (
+            "Timestamp",
+            json!({"type": "string", "format": "date-time"}),
+        ),
+        ("Date", json!({"type": "string", "format": "date"})),
+        (
+            "PaginationMeta",
+            json!({
+                "type": "object", "additionalProperties": false,
+                "required": ["page", "per_page", "total_count"],
+                "properties": {
+                    "page": {"type": "integer", "minimum": 1},
+                    "per_page": {"type": "integer", "minimum": 1, "maximum": 100},
+                    "total_count": {"type": "integer", "minimum": 0},
+                },
+            }),
+        ),
+        (
+            "Error",
+            json!({
+                "type": "object", "required": ["error"], "additionalProperties": false,
+                "properties": {"error": {
+                    "type": "object", "required": ["code", "message", "request_id"],
+                    "additionalProperties": false,
+                    "properties": {
+                        "code": {"type": "string", "minLength": 1},
+                        "message": {"type": "string", "minLength": 1},
+                        "request_id": {"type": "string", "minLength": 1},
+                        "errors": {"type": "object",
+                            "additionalProperties": {"type": "array", "items": {"type": "string"}}},
+                    },
+                }},
+            }),
+        ),
+        (
+            "RateLimitError",
+            json!({
+                "type": "object", "required": ["error"], "additionalProperties": false,
+                "properties": {"error": {
+                    "type": "object", "required": ["code", "message"], "additionalProperties": false,
+                    "properties": {
+                        "code": {"const": "rate_limited"},
+                        "message": {"type": "string", "minLength": 1},
+                    },
+                }},
+            }),
+        ),
+    ];
+    for (name, schema) in schemas {
+        api.schemas.insert(name.to_string(), schema);
+    }
+}

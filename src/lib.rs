@@ -1,0 +1,16 @@
+//! Pillbox: a self-hosted household medication tracker serving the Household
+//! Medication Tracking API from one binary with SQLite inside.
+
+pub mod auth;
+pub mod capabilities;
+pub mod cli;
+pub mod config;
+pub mod db;
+pub mod error;
+pub mod household;
+pub mod http;
+pub mod state;
+pub mod time;
+
+pub use http::app;
+pub use state::AppState;

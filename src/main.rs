@@ -1,0 +1,6 @@
+use clap::Parser;
+
+fn main() -> std::process::ExitCode {
+    let cli = pillbox::cli::Cli::parse();
+    pillbox::cli::run(cli)
+}
