@@ -11,6 +11,7 @@ pub mod household;
 pub mod http;
 pub mod state;
 pub mod time;
+pub mod web;
 
 pub use http::app;
 pub use state::AppState;

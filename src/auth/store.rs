@@ -2,8 +2,10 @@
 
 use rusqlite::{Connection, OptionalExtension, params};
 
+use super::routes::HouseholdSummary;
 use super::{AccessLevel, Actor, Authenticated, Credential, Permissions, Role, token};
 use crate::error::{ApiError, Result};
+use crate::http::extract::Page;
 
 pub fn authenticate(conn: &Connection, presented: &str) -> Result<Authenticated> {
     const INVALID: ApiError = ApiError::Unauthorized("the bearer credential is not valid");
@@ -151,3 +153,41 @@ pub const VISIBLE_PERSON: &str = "(:is_manager = 1 OR EXISTS (
     SELECT 1 FROM person_access_grants g
     WHERE g.person_id = p.id AND g.membership_id = :membership_id AND g.revoked_at IS NULL
       AND (g.expires_at IS NULL OR g.expires_at > :now)))";
+
+/// The households this credential is currently authorised for: an app
+/// token reaches only the household of its membership.
+pub fn households(
+    conn: &Connection,
+    auth: &Authenticated,
+    page: Page,
+) -> Result<(Vec<HouseholdSummary>, i64)> {
+    let Credential::AppToken { membership_id, .. } = auth.credential;
+    let filter = "m.account_id = ?1 AND m.status = 'active' AND m.id = ?2";
+    let total = conn.query_row(
+        &format!("SELECT count(*) FROM memberships m WHERE {filter}"),
+        params![auth.account_id, membership_id],
+        |r| r.get(0),
+    )?;
+    let rows = conn
+        .prepare(&format!(
+            "SELECT h.id, h.portable_id, h.name, h.time_zone, m.role, m.id, m.person_id
+             FROM memberships m JOIN households h ON h.id = m.household_id
+             WHERE {filter} ORDER BY h.id LIMIT ?3 OFFSET ?4"
+        ))?
+        .query_map(
+            params![auth.account_id, membership_id, page.limit(), page.offset()],
+            |r| {
+                Ok(HouseholdSummary {
+                    id: r.get(0)?,
+                    portable_id: r.get(1)?,
+                    name: r.get(2)?,
+                    time_zone: r.get(3)?,
+                    role: r.get(4)?,
+                    membership_id: r.get(5)?,
+                    person_id: r.get(6)?,
+                })
+            },
+        )?
+        .collect::<rusqlite::Result<Vec<_>>>()?;
+    Ok((rows, total))
+}

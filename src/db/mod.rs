@@ -137,16 +137,11 @@ impl Db {
         self.inner.writer.submit(f).await
     }
 
-    /// Waits for queued writes to finish and stops the writer thread.
+    /// Waits for queued writes to finish and stops the writer thread (the
+    /// WAL is checkpointed into the main file). Writes after this fail.
     pub async fn close(self) {
-        let Ok(inner) = Arc::try_unwrap(self.inner) else {
-            return;
-        };
-        let Inner {
-            readers, writer, ..
-        } = inner;
-        drop(readers);
-        let _ = tokio::task::spawn_blocking(move || writer.shutdown()).await;
+        let inner = self.inner.clone();
+        let _ = tokio::task::spawn_blocking(move || inner.writer.shutdown()).await;
     }
 }
 

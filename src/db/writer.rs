@@ -21,9 +21,15 @@ type Completion = Box<dyn FnOnce(Result<()>) + Send>;
 /// Runs inside its savepoint; says whether it succeeded and how to answer.
 type Job = Box<dyn FnOnce(&Connection) -> (bool, Completion) + Send>;
 
+enum Message {
+    Job(Job),
+    /// Finish what is queued before this, then stop.
+    Stop,
+}
+
 pub struct Writer {
-    sender: mpsc::Sender<Job>,
-    thread: JoinHandle<()>,
+    sender: mpsc::Sender<Message>,
+    thread: std::sync::Mutex<Option<JoinHandle<()>>>,
 }
 
 impl Writer {
@@ -32,7 +38,10 @@ impl Writer {
         let thread = std::thread::Builder::new()
             .name("pillbox-writer".into())
             .spawn(move || run(conn, receiver))?;
-        Ok(Writer { sender, thread })
+        Ok(Writer {
+            sender,
+            thread: std::sync::Mutex::new(Some(thread)),
+        })
     }
 
     pub async fn submit<T, F>(&self, f: F) -> Result<T>
@@ -52,7 +61,7 @@ impl Writer {
             (ok, completion)
         });
         self.sender
-            .send(job)
+            .send(Message::Job(job))
             .await
             .map_err(|_| ApiError::internal("database writer has stopped"))?;
         answer
@@ -60,25 +69,38 @@ impl Writer {
             .map_err(|_| ApiError::internal("database writer dropped a job"))?
     }
 
-    /// Lets queued jobs finish, then stops the thread.
-    pub fn shutdown(self) {
-        drop(self.sender);
-        let _ = self.thread.join();
+    /// Lets jobs queued so far finish, then stops the thread. Later writes
+    /// fail with an internal error instead of hanging.
+    pub fn shutdown(&self) {
+        let _ = self.sender.blocking_send(Message::Stop);
+        let handle = self.thread.lock().unwrap_or_else(|e| e.into_inner()).take();
+        if let Some(handle) = handle {
+            let _ = handle.join();
+        }
     }
 }
 
-fn run(mut conn: Connection, mut receiver: mpsc::Receiver<Job>) {
+fn run(mut conn: Connection, mut receiver: mpsc::Receiver<Message>) {
     let mut group: Vec<Job> = Vec::with_capacity(MAX_GROUP);
-    while let Some(first) = receiver.blocking_recv() {
-        group.push(first);
+    let mut stopping = false;
+    while !stopping {
+        match receiver.blocking_recv() {
+            Some(Message::Job(job)) => group.push(job),
+            Some(Message::Stop) | None => break,
+        }
         while group.len() < MAX_GROUP {
             match receiver.try_recv() {
-                Ok(job) => group.push(job),
+                Ok(Message::Job(job)) => group.push(job),
+                Ok(Message::Stop) => {
+                    stopping = true;
+                    break;
+                }
                 Err(_) => break,
             }
         }
         run_group(&mut conn, group.drain(..));
     }
+    receiver.close();
     // Fold the WAL back into the main file on a clean stop.
     let _ = conn.execute_batch("PRAGMA wal_checkpoint(TRUNCATE);");
 }

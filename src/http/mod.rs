@@ -63,6 +63,7 @@ pub fn app(mut state: AppState) -> Router {
         .layer(DefaultBodyLimit::max(MAX_JSON_BODY));
     Router::new()
         .nest(API_PREFIX, v1)
+        .merge(crate::web::router())
         .fallback(route_not_found)
         .layer(middleware::from_fn(cache_headers))
         .layer(middleware::from_fn_with_state(
@@ -84,10 +85,9 @@ async fn method_not_allowed() -> ApiError {
 
 /// Health data must never sit in a shared or browser cache.
 async fn cache_headers(request: Request, next: Next) -> Response {
-    let public = matches!(
-        request.uri().path(),
-        "/api/v1/capabilities" | "/api/v1/openapi.json"
-    );
+    let path = request.uri().path();
+    let public = matches!(path, "/api/v1/capabilities" | "/api/v1/openapi.json")
+        || !path.starts_with(API_PREFIX);
     let mut response = next.run(request).await;
     let headers = response.headers_mut();
     headers.insert(

@@ -137,9 +137,10 @@ async fn every_documented_operation_is_routed() {
     }
 }
 
-/// Every route of the Router is documented: the Router is built only through
-/// the documenting builder, so its route table and the document are the same
-/// list. Probe paths outside the document to prove nothing else answers.
+/// Every API route of the Router is documented: the API Router is built only
+/// through the documenting builder, so its route table and the document are
+/// the same list. Probe paths outside the document to prove nothing else
+/// answers under /api/v1 (only the embedded landing page lives outside it).
 #[tokio::test]
 async fn nothing_outside_the_document_is_routed() {
     let app = TestApp::new().await;
@@ -148,8 +149,8 @@ async fn nothing_outside_the_document_is_routed() {
         "/api/v1/auth",
         "/api/v1/admin",
         "/api/v1/people",
-        "/health",
-        "/",
+        "/api/v1",
+        "/api/v1/health",
     ] {
         let r = app
             .raw(Method::GET, path, Some(&app.owner), None, &[])
@@ -184,4 +185,25 @@ async fn contract_check_rejects_a_wrong_shape() {
             "a wrong Person shape passed the contract check"
         );
     }
+}
+
+#[tokio::test]
+async fn landing_page_points_at_the_api() {
+    let app = TestApp::new().await;
+    let page = app.raw(Method::GET, "/", None, None, &[]).await;
+    page.assert_status(200);
+    assert!(
+        page.header("content-type")
+            .unwrap()
+            .starts_with("text/html")
+    );
+    assert!(
+        page.body["raw"]
+            .as_str()
+            .unwrap()
+            .contains("/api/v1/openapi.json")
+    );
+    app.raw(Method::GET, "/nothing.txt", None, None, &[])
+        .await
+        .assert_error(404, "not_found");
 }

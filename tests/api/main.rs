@@ -5,3 +5,4 @@ mod support;
 mod basics;
 mod contract;
 mod people;
+mod storage;

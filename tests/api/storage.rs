@@ -1,0 +1,116 @@
+//! The database file: schema, pragmas, version guard, the single writer.
+
+use pillbox::db::{DATABASE_FILE, Db, SCHEMA_SQL, SCHEMA_VERSION};
+use rusqlite::Connection;
+
+fn schema_of(conn: &Connection) -> Vec<(String, String, String, Option<String>)> {
+    let mut stmt = conn
+        .prepare(
+            "SELECT type, name, tbl_name, sql FROM sqlite_master
+             WHERE name NOT LIKE 'sqlite_%' ORDER BY type, name",
+        )
+        .unwrap();
+    stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)))
+        .unwrap()
+        .collect::<Result<_, _>>()
+        .unwrap()
+}
+
+#[tokio::test]
+async fn fresh_database_schema_equals_schema_sql() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Db::open(dir.path()).unwrap();
+    db.close().await;
+    let file = Connection::open(dir.path().join(DATABASE_FILE)).unwrap();
+    let reference = Connection::open_in_memory().unwrap();
+    reference.execute_batch(SCHEMA_SQL).unwrap();
+    assert_eq!(schema_of(&file), schema_of(&reference));
+    let version: i64 = file
+        .query_row("PRAGMA user_version", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(version, SCHEMA_VERSION);
+    let mode: String = file
+        .query_row("PRAGMA journal_mode", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(mode, "wal");
+}
+
+#[tokio::test]
+async fn writer_connection_is_durable_and_enforces_foreign_keys() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Db::open(dir.path()).unwrap();
+    let (sync, fk): (i64, i64) = db
+        .write(|c| {
+            Ok((
+                c.query_row("PRAGMA synchronous", [], |r| r.get(0))?,
+                c.query_row("PRAGMA foreign_keys", [], |r| r.get(0))?,
+            ))
+        })
+        .await
+        .unwrap();
+    assert_eq!(sync, 2, "synchronous=FULL");
+    assert_eq!(fk, 1);
+    let orphan = db
+        .write(|c| {
+            c.execute(
+                "INSERT INTO people (portable_id, household_id, name, person_type, has_capacity, created_at, updated_at)
+                 VALUES ('x', 424242, 'n', 'adult', 1, 't', 't')",
+                [],
+            )?;
+            Ok(())
+        })
+        .await;
+    assert!(
+        orphan.is_err(),
+        "a person in a missing household must be refused"
+    );
+}
+
+#[tokio::test]
+async fn reopening_keeps_data_and_a_newer_database_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Db::open(dir.path()).unwrap();
+    db.write(|c| {
+        pillbox::household::store::insert(c, "Kept", "UTC", &pillbox::time::now())?;
+        Ok(())
+    })
+    .await
+    .unwrap();
+    db.close().await;
+    let db = Db::open(dir.path()).unwrap();
+    let n: i64 = db
+        .read(|c| Ok(c.query_row("SELECT count(*) FROM households", [], |r| r.get(0))?))
+        .await
+        .unwrap();
+    assert_eq!(n, 1);
+    db.close().await;
+
+    let file = Connection::open(dir.path().join(DATABASE_FILE)).unwrap();
+    file.pragma_update(None, "user_version", SCHEMA_VERSION + 1)
+        .unwrap();
+    drop(file);
+    let err = Db::open(dir.path())
+        .err()
+        .expect("a newer database must be refused");
+    let message = err.to_string();
+    assert!(
+        message.contains("newer than this pillbox binary"),
+        "{message}"
+    );
+}
+
+#[tokio::test]
+async fn read_connections_cannot_write() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Db::open(dir.path()).unwrap();
+    let attempt = db
+        .read(|c| {
+            c.execute(
+                "INSERT INTO instance_settings (key, value) VALUES ('a', 'b')",
+                [],
+            )?;
+            Ok(())
+        })
+        .await;
+    assert!(attempt.is_err());
+}
