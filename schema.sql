@@ -13,6 +13,10 @@ CREATE TABLE accounts (
     email         TEXT NOT NULL COLLATE NOCASE UNIQUE,
     display_name  TEXT,
     password_hash TEXT NOT NULL,
+    -- Profile preferences of the account (the person holds date of birth).
+    time_zone        TEXT,
+    gravatar_enabled INTEGER NOT NULL DEFAULT 0 CHECK (gravatar_enabled IN (0, 1)),
+    mobile_shortcuts TEXT NOT NULL DEFAULT '[]',
     created_at    TEXT NOT NULL,
     updated_at    TEXT NOT NULL
 ) STRICT;
@@ -146,3 +150,87 @@ CREATE TABLE change_feed (
     occurred_at         TEXT NOT NULL
 ) STRICT;
 CREATE INDEX change_feed_by_household ON change_feed (household_id, seq);
+
+-- Medicines of the household. Decimals (doses, stock) are exact TEXT.
+CREATE TABLE medications (
+    id                    INTEGER PRIMARY KEY,
+    portable_id           TEXT NOT NULL UNIQUE,
+    household_id          INTEGER NOT NULL REFERENCES households (id),
+    location_id           INTEGER REFERENCES locations (id),
+    name                  TEXT NOT NULL,
+    friendly_name         TEXT,
+    category              TEXT,
+    description           TEXT,
+    dose_amount           TEXT,
+    dose_unit             TEXT,
+    default_schedule_type TEXT,
+    current_supply        TEXT NOT NULL DEFAULT '0',
+    reorder_threshold     TEXT,
+    barcode               TEXT,
+    dmd_code              TEXT,
+    dmd_system            TEXT,
+    dmd_concept_class     TEXT CHECK (dmd_concept_class IN ('VMP', 'AMP')),
+    reorder_status        TEXT CHECK (reorder_status IN ('ordered', 'received')),
+    reorder_supplier      TEXT,
+    reorder_quantity      TEXT,
+    reorder_expected_on   TEXT,
+    reorder_ordered_at    TEXT,
+    reorder_received_at   TEXT,
+    lock_version          INTEGER NOT NULL DEFAULT 1,
+    created_at            TEXT NOT NULL,
+    updated_at            TEXT NOT NULL,
+    deleted_at            TEXT
+) STRICT;
+CREATE INDEX medications_by_household ON medications (household_id, id);
+
+-- Ways a medication is taken, with defaults a schedule can start from.
+-- current_supply is NULL unless this option keeps its own stock.
+CREATE TABLE dosage_options (
+    id                              INTEGER PRIMARY KEY,
+    portable_id                     TEXT NOT NULL UNIQUE,
+    household_id                    INTEGER NOT NULL REFERENCES households (id),
+    medication_id                   INTEGER NOT NULL REFERENCES medications (id),
+    amount                          TEXT NOT NULL,
+    unit                            TEXT NOT NULL,
+    frequency                       TEXT,
+    description                     TEXT,
+    default_for_adults              INTEGER NOT NULL DEFAULT 0 CHECK (default_for_adults IN (0, 1)),
+    default_for_children            INTEGER NOT NULL DEFAULT 0 CHECK (default_for_children IN (0, 1)),
+    default_max_daily_doses         INTEGER,
+    default_min_hours_between_doses TEXT,
+    default_dose_cycle              TEXT CHECK (default_dose_cycle IN ('daily', 'weekly', 'monthly')),
+    current_supply                  TEXT,
+    reorder_threshold               TEXT,
+    lock_version                    INTEGER NOT NULL DEFAULT 1,
+    created_at                      TEXT NOT NULL,
+    updated_at                      TEXT NOT NULL
+) STRICT;
+CREATE INDEX dosage_options_by_medication ON dosage_options (medication_id, id);
+CREATE INDEX dosage_options_by_household ON dosage_options (household_id, id);
+
+-- Stock that left other than as a dose. submission_id makes a retry safe.
+CREATE TABLE stock_removals (
+    id                  INTEGER PRIMARY KEY,
+    portable_id         TEXT NOT NULL UNIQUE,
+    household_id        INTEGER NOT NULL REFERENCES households (id),
+    medication_id       INTEGER NOT NULL REFERENCES medications (id),
+    dosage_option_id    INTEGER REFERENCES dosage_options (id),
+    quantity            TEXT NOT NULL,
+    reason              TEXT NOT NULL,
+    note                TEXT,
+    submission_id       TEXT NOT NULL,
+    supply_before       TEXT NOT NULL,
+    supply_after        TEXT NOT NULL,
+    actor_membership_id INTEGER REFERENCES memberships (id),
+    created_at          TEXT NOT NULL,
+    UNIQUE (medication_id, submission_id)
+) STRICT;
+CREATE INDEX stock_removals_by_medication ON stock_removals (medication_id, id);
+
+-- Profile pictures live in the database so backups carry them.
+CREATE TABLE avatars (
+    person_id    INTEGER PRIMARY KEY REFERENCES people (id),
+    content_type TEXT NOT NULL,
+    data         BLOB NOT NULL,
+    updated_at   TEXT NOT NULL
+) STRICT;

@@ -8,6 +8,7 @@ use serde_json::{Value, json};
 
 use crate::http::openapi::{Api, Op};
 use crate::http::respond;
+use crate::medicine::vocab::StockRemovalReason;
 use crate::state::AppState;
 
 /// Resources a sync batch never carries: they change only online.
@@ -58,10 +59,14 @@ pub fn document(_state: &AppState) -> Value {
             "mcp_server": {"supported": false, "transport": "streamable_http", "endpoint": "/mcp", "tools": []},
             "diagnostics": ["request_id", "retry_after"],
         },
+        "inventory": {
+            "stock_removals": true,
+            "stock_removal_reasons": StockRemovalReason::ALL,
+        },
         "features": {
             "people": true,
             "locations": true,
-            "medications": false,
+            "medications": true,
             "medication_lookup": false,
             "ai_suggestions": false,
             "web_push": false,
@@ -104,6 +109,13 @@ fn schema() -> Value {
             "medication_pause_periods": {
                 "type": "object", "required": ["supported"],
                 "properties": {"supported": {"type": "array", "items": {"type": "string"}}},
+            },
+            "inventory": {
+                "type": "object", "required": ["stock_removals", "stock_removal_reasons"],
+                "properties": {
+                    "stock_removals": {"type": "boolean"},
+                    "stock_removal_reasons": {"type": "array", "items": {"type": "string"}},
+                },
             },
             "features": flags,
         },

@@ -3,9 +3,12 @@
 pub mod app_tokens;
 pub mod audit;
 pub mod grants;
+pub mod locations;
 pub mod me;
 pub mod memberships;
 pub mod people;
+pub mod profile;
+pub mod settings;
 pub mod store;
 
 use rusqlite::Connection;
@@ -18,6 +21,12 @@ use grants::Relationship;
 pub fn routes(api: Api) -> Api {
     let api = people::routes::routes(api);
     let api = me::routes(api);
+    let api = profile::routes::routes(api);
+    let api = locations::routes::routes(api);
+    let api = settings::routes::routes(api);
+    let api = memberships::routes::routes(api);
+    let api = grants::routes::routes(api);
+    let api = audit::routes::routes(api);
     app_tokens::routes::routes(api)
 }
 

@@ -23,15 +23,38 @@ where
     type Rejection = ApiError;
 
     async fn from_request(req: Request, state: &S) -> Result<Self> {
-        let bytes = Bytes::from_request(req, state).await.map_err(|rejection| {
-            if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE {
-                ApiError::PayloadTooLarge(crate::http::MAX_JSON_BODY)
-            } else {
-                ApiError::invalid("body", "could not be read")
-            }
-        })?;
+        let bytes = read_body(req, state).await?;
         parse_json(&bytes).map(ApiJson)
     }
+}
+
+/// A JSON body that may be left out entirely (an empty body is `None`).
+pub struct OptionalApiJson<T>(pub Option<T>);
+
+impl<S, T> FromRequest<S> for OptionalApiJson<T>
+where
+    S: Send + Sync,
+    T: DeserializeOwned,
+{
+    type Rejection = ApiError;
+
+    async fn from_request(req: Request, state: &S) -> Result<Self> {
+        let bytes = read_body(req, state).await?;
+        if bytes.iter().all(u8::is_ascii_whitespace) {
+            return Ok(OptionalApiJson(None));
+        }
+        parse_json(&bytes).map(|v| OptionalApiJson(Some(v)))
+    }
+}
+
+async fn read_body<S: Send + Sync>(req: Request, state: &S) -> Result<Bytes> {
+    Bytes::from_request(req, state).await.map_err(|rejection| {
+        if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE {
+            ApiError::PayloadTooLarge(crate::http::MAX_JSON_BODY)
+        } else {
+            ApiError::invalid("body", "could not be read")
+        }
+    })
 }
 
 pub fn parse_json<T: DeserializeOwned>(bytes: &[u8]) -> Result<T> {
@@ -45,30 +68,33 @@ pub fn parse_json<T: DeserializeOwned>(bytes: &[u8]) -> Result<T> {
 fn json_error(err: serde_path_to_error::Error<serde_json::Error>) -> ApiError {
     let path = err.path().to_string();
     let inner = err.into_inner();
-    if !inner.is_data() {
-        return ApiError::invalid("body", "must be a JSON object");
-    }
-    let text = inner.to_string();
-    // serde_json appends the position; the field path says more to a user.
-    let text = text
-        .rfind(" at line ")
-        .map_or(text.as_str(), |i| &text[..i]);
-    let backticked = |s: &str| s.split('`').nth(1).map(str::to_string);
-    let (field, message) = if let Some(rest) = text.strip_prefix("unknown field ") {
-        (
-            backticked(rest).unwrap_or_default(),
-            "is not a recognised attribute".to_string(),
-        )
-    } else if let Some(rest) = text.strip_prefix("missing field ") {
-        (backticked(rest).unwrap_or_default(), "is required".into())
+    let last = path.rsplit('.').next().unwrap_or_default().to_string();
+    let at_field = !matches!(last.as_str(), "" | "." | "?");
+    let (field, message) = if inner.is_eof() {
+        ("body".to_string(), "is not complete JSON".to_string())
+    } else if !inner.is_data() {
+        if at_field {
+            (last, "has an invalid value".to_string())
+        } else {
+            ("body".to_string(), "must be a JSON object".to_string())
+        }
     } else {
-        let last = path.rsplit('.').next().unwrap_or_default();
-        (last.to_string(), text.to_string())
+        let text = inner.to_string();
+        // serde_json appends the position; the field path says more to a user.
+        let text = text.rfind(" at line ").map_or(text.as_str(), |i| &text[..i]);
+        let backticked = |s: &str| s.split('`').nth(1).map(str::to_string);
+        if let Some(rest) = text.strip_prefix("unknown field ") {
+            (
+                backticked(rest).unwrap_or_default(),
+                "is not a recognised attribute".to_string(),
+            )
+        } else if let Some(rest) = text.strip_prefix("missing field ") {
+            (backticked(rest).unwrap_or_default(), "is required".into())
+        } else {
+            (last, describe_data_error(text))
+        }
     };
-    let field = match field.as_str() {
-        "" | "." | "?" => "body".to_string(),
-        _ => field,
-    };
+    let field = if field.is_empty() { "body".to_string() } else { field };
     let location = if path.is_empty() || path == "." {
         String::new()
     } else {
@@ -80,6 +106,22 @@ fn json_error(err: serde_path_to_error::Error<serde_json::Error>) -> ApiError {
         message: format!("{field} {message}{location}"),
         errors,
     }
+}
+
+/// Rewords serde's messages so they state the rule without repeating the
+/// submitted value (which may be a clinical value that must not be echoed).
+fn describe_data_error(text: &str) -> String {
+    if let Some(rest) = text.strip_prefix("unknown variant ") {
+        let expected = rest.split_once(", expected ").map_or("", |(_, e)| e);
+        return format!("must be {expected}");
+    }
+    for prefix in ["invalid type: ", "invalid value: ", "invalid length "] {
+        if let Some(rest) = text.strip_prefix(prefix) {
+            let expected = rest.split_once(", expected ").map_or("a valid value", |(_, e)| e);
+            return format!("must be {expected}");
+        }
+    }
+    text.to_string()
 }
 
 /// Deserialize helper for PATCH fields where "absent" and "null" differ:
@@ -278,6 +320,65 @@ impl ResourceId {
     }
 }
 
+/// In a body, a reference is a numeric id (number or numeric string) or a
+/// portable id (UUID string).
+impl<'de> serde::Deserialize<'de> for ResourceId {
+    fn deserialize<D: serde::Deserializer<'de>>(de: D) -> std::result::Result<Self, D::Error> {
+        struct IdVisitor;
+        const EXPECTED: &str = "must be a numeric id or a portable id (UUID)";
+
+        impl serde::de::Visitor<'_> for IdVisitor {
+            type Value = ResourceId;
+
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a numeric id or a portable id (UUID)")
+            }
+
+            fn visit_u64<E: serde::de::Error>(self, v: u64) -> std::result::Result<ResourceId, E> {
+                i64::try_from(v)
+                    .ok()
+                    .filter(|n| *n >= 1)
+                    .map(ResourceId::Numeric)
+                    .ok_or_else(|| E::custom(EXPECTED))
+            }
+
+            fn visit_i64<E: serde::de::Error>(self, v: i64) -> std::result::Result<ResourceId, E> {
+                if v >= 1 {
+                    Ok(ResourceId::Numeric(v))
+                } else {
+                    Err(E::custom(EXPECTED))
+                }
+            }
+
+            fn visit_str<E: serde::de::Error>(self, v: &str) -> std::result::Result<ResourceId, E> {
+                ResourceId::parse(v).ok_or_else(|| E::custom(EXPECTED))
+            }
+
+            fn visit_f64<E: serde::de::Error>(self, _: f64) -> std::result::Result<ResourceId, E> {
+                Err(E::custom(EXPECTED))
+            }
+
+            fn visit_bool<E: serde::de::Error>(
+                self,
+                _: bool,
+            ) -> std::result::Result<ResourceId, E> {
+                Err(E::custom(EXPECTED))
+            }
+        }
+
+        de.deserialize_any(IdVisitor)
+    }
+}
+
+/// The JSON schema of a body reference: numeric id, numeric string or UUID.
+pub fn resource_ref_schema() -> Value {
+    json!({"anyOf": [
+        {"type": "integer", "minimum": 1},
+        {"type": "string", "pattern": "^[1-9][0-9]*$"},
+        {"type": "string", "format": "uuid"},
+    ]})
+}
+
 /// Reads one path parameter of the matched route.
 pub fn path_param(params: &RawPathParams, name: &str) -> Option<String> {
     params
@@ -369,6 +470,30 @@ mod tests {
         assert_eq!(o.person.email, Some(None));
     }
 
+    #[derive(serde::Deserialize, Debug)]
+    #[serde(deny_unknown_fields)]
+    #[allow(dead_code)]
+    struct WithRef {
+        person_id: ResourceId,
+    }
+
+    #[test]
+    fn references_in_bodies() {
+        let parsed = parse_json::<WithRef>(br#"{"person_id": "12"}"#).unwrap();
+        assert_eq!(parsed.person_id, ResourceId::Numeric(12));
+        let parsed = parse_json::<WithRef>(br#"{"person_id": 12}"#).unwrap();
+        assert_eq!(parsed.person_id, ResourceId::Numeric(12));
+        for bad in [
+            &br#"{}"#[..],
+            br#"{"person_id": 0}"#,
+            br#"{"person_id": "x"}"#,
+            br#"{"person_id": 1.5}"#,
+        ] {
+            let e = parse_json::<WithRef>(bad).unwrap_err();
+            assert_eq!(field_of(e), ["person_id"]);
+        }
+    }
+
     #[test]
     fn resource_ids() {
         assert_eq!(ResourceId::parse("12"), Some(ResourceId::Numeric(12)));
@@ -379,5 +504,51 @@ mod tests {
         ));
         assert_eq!(ResourceId::parse("abc"), None);
         assert_eq!(percent_decode("a%20b+c%2"), "a b c%2");
+    }
+}
+
+#[cfg(test)]
+mod enum_tests {
+    use super::*;
+
+    #[derive(serde::Deserialize, Debug)]
+    #[serde(rename_all = "snake_case")]
+    enum Colour {
+        Red,
+    }
+
+    #[derive(serde::Deserialize, Debug)]
+    #[serde(deny_unknown_fields)]
+    #[allow(dead_code)]
+    struct WithEnum {
+        colour: Colour,
+        count: Option<u32>,
+    }
+
+    fn only_error(err: ApiError) -> (String, String) {
+        match err {
+            ApiError::Validation { errors, .. } => {
+                let (k, v) = errors.into_iter().next().unwrap();
+                (k, v.join(" "))
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn bad_values_are_named_without_echoing_them() {
+        let (field, _) = only_error(parse_json::<WithEnum>(br#"{"colour": null}"#).unwrap_err());
+        assert_eq!(field, "colour");
+        let (field, message) =
+            only_error(parse_json::<WithEnum>(br#"{"colour": "blue"}"#).unwrap_err());
+        assert_eq!(field, "colour");
+        assert!(!message.contains("blue") && message.contains("red"), "{message}");
+        let (field, message) = only_error(
+            parse_json::<WithEnum>(br#"{"colour": "red", "count": "seventeen"}"#).unwrap_err(),
+        );
+        assert_eq!(field, "count");
+        assert!(!message.contains("seventeen"), "{message}");
+        let (field, _) = only_error(parse_json::<WithEnum>(br#"{"colour": "red", "#).unwrap_err());
+        assert_eq!(field, "body");
     }
 }

@@ -29,7 +29,8 @@ pub fn api() -> Api {
     let api = crate::capabilities::routes(api);
     let api = openapi_route(api);
     let api = crate::auth::routes::routes(api);
-    crate::household::routes(api)
+    let api = crate::household::routes(api);
+    crate::medicine::routes(api)
 }
 
 fn openapi_route(api: Api) -> Api {

@@ -25,6 +25,13 @@ const RESOURCE_TAGS: &[(&str, &str)] = &[
     ("People", "People of a household"),
     ("Profile", "The signed-in member's own profile"),
     ("Locations", "Places where medicines are kept"),
+    ("Medications", "Medicines of the household and their stock"),
+    (
+        "Dosage options",
+        "Ways a medication is taken, with schedule defaults",
+    ),
+    ("Stock removals", "Stock that left other than as a dose"),
+    ("Location memberships", "Which people a location serves"),
     ("Settings", "Household settings"),
     ("Memberships", "Members of a household and their roles"),
     (
@@ -61,8 +68,10 @@ pub struct Op {
     public: bool,
     deprecated: bool,
     params: Vec<Value>,
-    body: Option<(Value, &'static str)>,
+    body: Option<(Value, &'static str, bool)>,
     success: (u16, Option<Value>, bool),
+    /// Media types of a binary (non-JSON) success body.
+    binary: Vec<String>,
     errors: BTreeSet<u16>,
 }
 
@@ -84,6 +93,7 @@ impl Op {
             params: Vec::new(),
             body: None,
             success: (200, None, false),
+            binary: Vec::new(),
             errors: BTreeSet::new(),
         }
     }
@@ -127,8 +137,30 @@ impl Op {
 
     /// A JSON request body of the named component schema.
     pub fn body(mut self, schema: &str) -> Op {
-        self.body = Some((schema_ref(schema), "application/json"));
+        self.body = Some((schema_ref(schema), "application/json", true));
         self.errors.insert(413);
+        self
+    }
+
+    /// A JSON request body that may be left out.
+    pub fn optional_body(mut self, schema: &str) -> Op {
+        self.body = Some((schema_ref(schema), "application/json", false));
+        self.errors.insert(413);
+        self
+    }
+
+    /// A multipart/form-data request body of the named component schema
+    /// (file parts are `{"type": "string", "format": "binary"}`).
+    pub fn multipart_body(mut self, schema: &str) -> Op {
+        self.body = Some((schema_ref(schema), "multipart/form-data", true));
+        self.errors.insert(413);
+        self
+    }
+
+    /// 200 with raw bytes (not JSON) of one of these media types.
+    pub fn binary_ok(mut self, content_types: &[&str]) -> Op {
+        self.success = (200, None, false);
+        self.binary = content_types.iter().map(|t| t.to_string()).collect();
         self
     }
 
@@ -246,6 +278,14 @@ impl Op {
         });
         if let Some(schema) = schema {
             success["content"] = json!({"application/json": {"schema": schema}});
+        } else if !self.binary.is_empty() {
+            let binary = json!({"schema": {"type": "string", "format": "binary"}});
+            success["content"] = Value::Object(
+                self.binary
+                    .iter()
+                    .map(|t| (t.clone(), binary.clone()))
+                    .collect(),
+            );
         }
         if *etag {
             success["headers"]["ETag"] = json!({"$ref": "#/components/headers/ETag"});
@@ -285,9 +325,9 @@ impl Op {
         if self.deprecated {
             op["deprecated"] = json!(true);
         }
-        if let Some((schema, content_type)) = &self.body {
+        if let Some((schema, content_type, required)) = &self.body {
             op["requestBody"] = json!({
-                "required": true,
+                "required": required,
                 "content": {*content_type: {"schema": schema}},
             });
         }

@@ -109,8 +109,7 @@ async fn every_documented_operation_is_routed() {
         let concrete = path
             .replace("{household_id}", &app.household_id.to_string())
             .replace("{portable_id}", "0192a5b0-0000-7000-8000-000000000000")
-            .replace('{', "")
-            .replace('}', "")
+            .replace(['{', '}'], "")
             .split('/')
             .map(|s| if s.ends_with("id") { "999999" } else { s })
             .collect::<Vec<_>>()

@@ -2,7 +2,14 @@
 
 mod support;
 
+mod admin;
 mod basics;
+mod cli;
 mod contract;
+mod dosage_options;
+mod locations;
+mod medications;
 mod people;
+mod profile;
+mod stock_removals;
 mod storage;

@@ -1,11 +1,16 @@
 //! Security and stock audit events, listed by the audit-log endpoint.
 
+pub mod model;
+pub mod routes;
 pub mod store;
 
 use rusqlite::Connection;
 use serde_json::Value;
 
+use crate::auth::Actor;
 use crate::error::Result;
+use crate::http::extract::Page;
+use model::AuditEvent;
 
 /// Appends one audit event in the caller's transaction. `metadata` never
 /// holds secrets or clinical values.
@@ -25,4 +30,10 @@ pub fn record(
         subject,
         &metadata,
     )
+}
+
+/// The household's audit events, newest first.
+pub fn list(conn: &Connection, actor: &Actor, page: Page) -> Result<(Vec<AuditEvent>, i64)> {
+    actor.require_manager("read the audit log")?;
+    store::list(conn, actor.household_id, page)
 }

@@ -1,8 +1,13 @@
 //! SQL for person access grants.
 
-use rusqlite::{Connection, params};
+use rusqlite::types::Type;
+use rusqlite::{Connection, OptionalExtension, Row, named_params, params};
 
+use super::Relationship;
+use super::model::PersonAccessGrant;
+use crate::auth::AccessLevel;
 use crate::error::Result;
+use crate::http::extract::{Page, ResourceId};
 
 pub struct NewGrant<'a> {
     pub household_id: i64,
@@ -41,4 +46,131 @@ pub fn bump_permissions_version(conn: &Connection, membership_id: i64) -> Result
     )?
     .execute([membership_id])?;
     Ok(())
+}
+
+const COLUMNS: &str = "g.id, g.membership_id, g.person_id, p.portable_id, g.access_level,
+    g.relationship_type, g.expires_at, g.created_by_membership_id, g.created_at";
+
+fn unknown(column: usize, value: &str) -> rusqlite::Error {
+    rusqlite::Error::FromSqlConversionFailure(
+        column,
+        Type::Text,
+        format!("unknown value {value}").into(),
+    )
+}
+
+fn from_row(r: &Row<'_>) -> rusqlite::Result<PersonAccessGrant> {
+    let level: String = r.get(4)?;
+    let relationship: String = r.get(5)?;
+    Ok(PersonAccessGrant {
+        id: r.get(0)?,
+        membership_id: r.get(1)?,
+        person_id: r.get(2)?,
+        person_portable_id: r.get(3)?,
+        access_level: AccessLevel::parse(&level).ok_or_else(|| unknown(4, &level))?,
+        relationship_type: Relationship::parse(&relationship)
+            .ok_or_else(|| unknown(5, &relationship))?,
+        expires_at: r.get(6)?,
+        created_by_membership_id: r.get(7)?,
+        created_at: r.get(8)?,
+    })
+}
+
+/// A live (not revoked) grant of the household.
+pub fn find_live(
+    conn: &Connection,
+    household_id: i64,
+    id: i64,
+) -> Result<Option<PersonAccessGrant>> {
+    Ok(conn
+        .prepare_cached(&format!(
+            "SELECT {COLUMNS} FROM person_access_grants g JOIN people p ON p.id = g.person_id
+             WHERE g.id = ?1 AND g.household_id = ?2 AND g.revoked_at IS NULL"
+        ))?
+        .query_row(params![id, household_id], from_row)
+        .optional()?)
+}
+
+/// Whether the member already holds a live grant on the person.
+pub fn live_exists(conn: &Connection, membership_id: i64, person_id: i64) -> Result<bool> {
+    Ok(conn
+        .prepare_cached(
+            "SELECT 1 FROM person_access_grants
+             WHERE membership_id = ?1 AND person_id = ?2 AND revoked_at IS NULL",
+        )?
+        .query_row(params![membership_id, person_id], |_| Ok(()))
+        .optional()?
+        .is_some())
+}
+
+/// Which live grants to list.
+#[derive(Debug, Default, Clone)]
+pub struct Filter {
+    pub membership_id: Option<i64>,
+    pub person_id: Option<ResourceId>,
+}
+
+/// One page of the household's live grants, oldest first, and the total.
+pub fn list_live(
+    conn: &Connection,
+    household_id: i64,
+    filter: &Filter,
+    page: Page,
+) -> Result<(Vec<PersonAccessGrant>, i64)> {
+    let (person_numeric, person_portable) = match &filter.person_id {
+        None => (None, None),
+        Some(ResourceId::Numeric(n)) => (Some(*n), None),
+        Some(ResourceId::Portable(p)) => (None, Some(p.as_str())),
+    };
+    let from = "person_access_grants g JOIN people p ON p.id = g.person_id
+        WHERE g.household_id = :household_id AND g.revoked_at IS NULL
+          AND (:membership_id IS NULL OR g.membership_id = :membership_id)
+          AND (:person_numeric IS NULL OR g.person_id = :person_numeric)
+          AND (:person_portable IS NULL OR p.portable_id = :person_portable)";
+    let total = conn
+        .prepare_cached(&format!("SELECT count(*) FROM {from}"))?
+        .query_row(
+            named_params! {
+                ":household_id": household_id,
+                ":membership_id": filter.membership_id,
+                ":person_numeric": person_numeric,
+                ":person_portable": person_portable,
+            },
+            |r| r.get(0),
+        )?;
+    let rows = conn
+        .prepare_cached(&format!(
+            "SELECT {COLUMNS} FROM {from} ORDER BY g.id LIMIT :limit OFFSET :offset"
+        ))?
+        .query_map(
+            named_params! {
+                ":household_id": household_id,
+                ":membership_id": filter.membership_id,
+                ":person_numeric": person_numeric,
+                ":person_portable": person_portable,
+                ":limit": page.limit(),
+                ":offset": page.offset(),
+            },
+            from_row,
+        )?
+        .collect::<rusqlite::Result<Vec<_>>>()?;
+    Ok((rows, total))
+}
+
+pub fn revoke(conn: &Connection, id: i64) -> Result<()> {
+    conn.prepare_cached(
+        "UPDATE person_access_grants SET revoked_at = ?2 WHERE id = ?1 AND revoked_at IS NULL",
+    )?
+    .execute(params![id, crate::time::now()])?;
+    Ok(())
+}
+
+/// Revokes every live grant held by a membership; returns how many.
+pub fn revoke_all_of_membership(conn: &Connection, membership_id: i64) -> Result<usize> {
+    Ok(conn
+        .prepare_cached(
+            "UPDATE person_access_grants SET revoked_at = ?2
+             WHERE membership_id = ?1 AND revoked_at IS NULL",
+        )?
+        .execute(params![membership_id, crate::time::now()])?)
 }

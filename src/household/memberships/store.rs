@@ -1,9 +1,12 @@
 //! SQL for memberships.
 
-use rusqlite::{Connection, params};
+use rusqlite::types::Type;
+use rusqlite::{Connection, OptionalExtension, Row, params};
 
-use crate::auth::Role;
+use super::model::{Membership, MembershipStatus};
+use crate::auth::{Permissions, Role};
 use crate::error::Result;
+use crate::http::extract::Page;
 
 pub fn insert(
     conn: &Connection,
@@ -56,7 +59,6 @@ pub fn own(conn: &Connection, membership_id: i64) -> Result<OwnMembership> {
 }
 
 pub fn active_by_email(conn: &Connection, household_id: i64, email: &str) -> Result<Option<i64>> {
-    use rusqlite::OptionalExtension;
     Ok(conn
         .query_row(
             "SELECT m.id FROM memberships m JOIN accounts a ON a.id = m.account_id
@@ -65,4 +67,138 @@ pub fn active_by_email(conn: &Connection, household_id: i64, email: &str) -> Res
             |r| r.get(0),
         )
         .optional()?)
+}
+
+const COLUMNS: &str = "m.id, m.household_id, m.account_id, a.email, a.display_name, m.role,
+    m.status, m.person_id, p.portable_id, m.inventory_management, m.location_management,
+    m.adult_review, m.permissions_version, m.created_at, m.updated_at, m.lock_version";
+
+/// Memberships with their account and linked person, in one join.
+const FROM: &str = "memberships m JOIN accounts a ON a.id = m.account_id
+    LEFT JOIN people p ON p.id = m.person_id";
+
+fn unknown(column: usize, value: &str) -> rusqlite::Error {
+    rusqlite::Error::FromSqlConversionFailure(
+        column,
+        Type::Text,
+        format!("unknown value {value}").into(),
+    )
+}
+
+fn from_row(r: &Row<'_>) -> rusqlite::Result<Membership> {
+    let role: String = r.get(5)?;
+    let status: String = r.get(6)?;
+    Ok(Membership {
+        id: r.get(0)?,
+        household_id: r.get(1)?,
+        account_id: r.get(2)?,
+        email: r.get(3)?,
+        display_name: r.get(4)?,
+        role: Role::parse(&role).ok_or_else(|| unknown(5, &role))?,
+        status: MembershipStatus::parse(&status).ok_or_else(|| unknown(6, &status))?,
+        person_id: r.get(7)?,
+        person_portable_id: r.get(8)?,
+        permissions: Permissions {
+            inventory_management: r.get(9)?,
+            location_management: r.get(10)?,
+            adult_review: r.get(11)?,
+        },
+        permissions_version: r.get(12)?,
+        created_at: r.get(13)?,
+        updated_at: r.get(14)?,
+        lock_version: r.get(15)?,
+    })
+}
+
+/// A membership of the household that has not been revoked.
+pub fn find(conn: &Connection, household_id: i64, id: i64) -> Result<Option<Membership>> {
+    Ok(conn
+        .prepare_cached(&format!(
+            "SELECT {COLUMNS} FROM {FROM}
+             WHERE m.id = ?1 AND m.household_id = ?2 AND m.status <> 'revoked'"
+        ))?
+        .query_row(params![id, household_id], from_row)
+        .optional()?)
+}
+
+/// One page of the household's memberships that have not been revoked, oldest first.
+pub fn list(conn: &Connection, household_id: i64, page: Page) -> Result<(Vec<Membership>, i64)> {
+    let total = conn
+        .prepare_cached(
+            "SELECT count(*) FROM memberships WHERE household_id = ?1 AND status <> 'revoked'",
+        )?
+        .query_row([household_id], |r| r.get(0))?;
+    let rows = conn
+        .prepare_cached(&format!(
+            "SELECT {COLUMNS} FROM {FROM}
+             WHERE m.household_id = ?1 AND m.status <> 'revoked'
+             ORDER BY m.id LIMIT ?2 OFFSET ?3"
+        ))?
+        .query_map(params![household_id, page.limit(), page.offset()], from_row)?
+        .collect::<rusqlite::Result<Vec<_>>>()?;
+    Ok((rows, total))
+}
+
+/// Saves role, status, person and flags with the new versions and `updated_at`.
+pub fn update(conn: &Connection, m: &Membership) -> Result<()> {
+    conn.prepare_cached(
+        "UPDATE memberships SET role = ?2, status = ?3, person_id = ?4, inventory_management = ?5,
+                location_management = ?6, adult_review = ?7, permissions_version = ?8,
+                lock_version = ?9, updated_at = ?10
+         WHERE id = ?1",
+    )?
+    .execute(params![
+        m.id,
+        m.role.as_str(),
+        m.status.as_str(),
+        m.person_id,
+        m.permissions.inventory_management,
+        m.permissions.location_management,
+        m.permissions.adult_review,
+        m.permissions_version,
+        m.lock_version,
+        m.updated_at,
+    ])?;
+    Ok(())
+}
+
+pub fn revoke(conn: &Connection, id: i64) -> Result<()> {
+    conn.prepare_cached(
+        "UPDATE memberships SET status = 'revoked', permissions_version = permissions_version + 1,
+                lock_version = lock_version + 1, updated_at = ?2
+         WHERE id = ?1",
+    )?
+    .execute(params![id, crate::time::now()])?;
+    Ok(())
+}
+
+/// Active owners of the household other than `except_id`.
+pub fn other_active_owners(conn: &Connection, household_id: i64, except_id: i64) -> Result<i64> {
+    Ok(conn
+        .prepare_cached(
+            "SELECT count(*) FROM memberships
+             WHERE household_id = ?1 AND id <> ?2 AND role = 'owner' AND status = 'active'",
+        )?
+        .query_row(params![household_id, except_id], |r| r.get(0))?)
+}
+
+/// Whether another membership that has not been revoked is linked to the person.
+pub fn person_linked_elsewhere(conn: &Connection, person_id: i64, except_id: i64) -> Result<bool> {
+    Ok(conn
+        .prepare_cached(
+            "SELECT 1 FROM memberships
+             WHERE person_id = ?1 AND id <> ?2 AND status <> 'revoked' LIMIT 1",
+        )?
+        .query_row(params![person_id, except_id], |_| Ok(()))
+        .optional()?
+        .is_some())
+}
+
+/// Revokes every live app token bound to the membership; returns how many.
+pub fn revoke_app_tokens(conn: &Connection, membership_id: i64) -> Result<usize> {
+    Ok(conn
+        .prepare_cached(
+            "UPDATE app_tokens SET revoked_at = ?2 WHERE membership_id = ?1 AND revoked_at IS NULL",
+        )?
+        .execute(params![membership_id, crate::time::now()])?)
 }

@@ -1,0 +1,65 @@
+#!/usr/bin/env bash
+# Builds a fully static pillbox release binary: glibc linked in with
+# crt-static, SQLite compiled in (rusqlite "bundled"), no OpenSSL.
+#
+#   packaging/build-static.sh                 # for this machine (x86_64 or aarch64)
+#   packaging/build-static.sh aarch64-unknown-linux-gnu   # cross, needs a cross linker
+#
+# musl targets are not used: a static glibc build works with the stock
+# toolchain. `--target` must be given explicitly so that RUSTFLAGS reach only
+# the final binary, not build scripts and proc macros (which must stay dynamic).
+#
+# Honours CARGO_TARGET_DIR. Prints the path of the binary on the last line.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+if [[ $# -gt 1 ]]; then
+    echo "usage: $0 [TARGET-TRIPLE]" >&2
+    exit 2
+fi
+
+if [[ $# -eq 1 ]]; then
+    target=$1
+else
+    case "$(uname -m)" in
+        x86_64 | amd64) target=x86_64-unknown-linux-gnu ;;
+        aarch64 | arm64) target=aarch64-unknown-linux-gnu ;;
+        *)
+            echo "build-static.sh: unsupported machine $(uname -m); pass a target triple" >&2
+            exit 2
+            ;;
+    esac
+fi
+
+# Cross-building to 64-bit ARM from x86_64 with Debian's gcc-aarch64-linux-gnu:
+# cargo needs the linker, and the cc crate (bundled SQLite) the C compiler.
+if [[ $target == aarch64-unknown-linux-gnu && $(uname -m) != aarch64 && $(uname -m) != arm64 ]]; then
+    export CARGO_TARGET_AARCH64_UNKNOWN_LINUX_GNU_LINKER=${CARGO_TARGET_AARCH64_UNKNOWN_LINUX_GNU_LINKER:-aarch64-linux-gnu-gcc}
+    export CC_aarch64_unknown_linux_gnu=${CC_aarch64_unknown_linux_gnu:-aarch64-linux-gnu-gcc}
+    export AR_aarch64_unknown_linux_gnu=${AR_aarch64_unknown_linux_gnu:-aarch64-linux-gnu-ar}
+fi
+
+echo "build-static.sh: building pillbox for $target" >&2
+RUSTFLAGS="${RUSTFLAGS:+$RUSTFLAGS }-C target-feature=+crt-static" \
+    cargo build --release --locked --target "$target"
+
+target_dir=${CARGO_TARGET_DIR:-target}
+bin="$target_dir/$target/release/pillbox"
+
+echo "--- file $bin" >&2
+if command -v file >/dev/null; then
+    file "$bin" >&2
+else
+    echo "(file is not installed)" >&2
+fi
+echo "--- ldd $bin" >&2
+# ldd exits 1 on a static binary ("not a dynamic executable"): that is the goal.
+ldd "$bin" >&2 || true
+ls -l "$bin" >&2
+
+if [[ $target == "$(uname -m)"-* ]] || [[ $target == aarch64-* && $(uname -m) == arm64 ]]; then
+    echo "--- $bin --version" >&2
+    "$bin" --version >&2
+fi
+
+echo "$bin"

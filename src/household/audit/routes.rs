@@ -1,0 +1,36 @@
+//! Audit log handlers.
+
+use axum::extract::State;
+use axum::response::Response;
+use axum::routing::get;
+
+use super::model::audit_event_schema;
+use crate::auth::Actor;
+use crate::error::Result;
+use crate::http::extract::QueryParams;
+use crate::http::openapi::{Api, Op};
+use crate::http::respond;
+use crate::state::AppState;
+
+const TAG: &str = "Audit logs";
+const COLLECTION: &str = "/households/{household_id}/admin/audit_logs";
+
+pub fn routes(api: Api) -> Api {
+    api.resource_schema("AuditEvent", audit_event_schema())
+        .route(
+            Op::get(COLLECTION, "listAuditLogs", TAG)
+                .summary("List the household's security audit events, newest first")
+                .paginated()
+                .ok("AuditEventCollection"),
+            get(list),
+        )
+}
+
+async fn list(State(state): State<AppState>, actor: Actor, query: QueryParams) -> Result<Response> {
+    let page = query.page()?;
+    let (events, total) = state
+        .db
+        .read(move |conn| super::list(conn, &actor, page))
+        .await?;
+    Ok(respond::collection(events, page, total))
+}

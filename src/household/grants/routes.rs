@@ -1,0 +1,120 @@
+//! Person access grant handlers.
+
+use axum::extract::State;
+use axum::response::Response;
+use axum::routing::{delete, get, post};
+use serde_json::json;
+
+use super::model::{GrantBody, grant_attributes_schema, grant_schema};
+use super::store::Filter;
+use crate::auth::Actor;
+use crate::error::{ApiError, Result};
+use crate::http::extract::{ApiJson, PathNumericId, QueryParams, ResourceId};
+use crate::http::openapi::{Api, Op};
+use crate::http::respond;
+use crate::state::AppState;
+
+const TAG: &str = "Person access grants";
+const COLLECTION: &str = "/households/{household_id}/admin/person_access_grants";
+const MEMBER: &str = "/households/{household_id}/admin/person_access_grants/{id}";
+
+pub fn routes(api: Api) -> Api {
+    api.resource_schema("PersonAccessGrant", grant_schema())
+        .request_schema(
+            "PersonAccessGrantCreateRequest",
+            "person_access_grant",
+            grant_attributes_schema(),
+        )
+        .route(
+            Op::get(COLLECTION, "listPersonAccessGrants", TAG)
+                .summary("List the household's live person access grants")
+                .description("Revoked grants are not listed; expired ones are, until deleted.")
+                .paginated()
+                .query(
+                    "membership_id",
+                    json!({"type": "integer", "minimum": 1}),
+                    "Only grants held by this membership",
+                )
+                .query(
+                    "person_id",
+                    json!({"$ref": "#/components/schemas/ResourceIdentifier"}),
+                    "Only grants on this person (numeric or portable id)",
+                )
+                .ok("PersonAccessGrantCollection"),
+            get(list),
+        )
+        .route(
+            Op::post(COLLECTION, "createPersonAccessGrant", TAG)
+                .summary("Give a member access to a person")
+                .description("A member holds at most one live grant per person (409 grant_exists).")
+                .body("PersonAccessGrantCreateRequest")
+                .errors(&[409])
+                .created("PersonAccessGrantResponse"),
+            post(create),
+        )
+        .route_numeric(
+            Op::delete(MEMBER, "deletePersonAccessGrant", TAG)
+                .summary("Revoke a person access grant at once")
+                .no_content(),
+            delete(revoke),
+        )
+}
+
+fn filter(query: &QueryParams) -> Result<Filter> {
+    let membership_id = match query.get("membership_id") {
+        None => None,
+        Some(text) => match text.parse::<i64>() {
+            Ok(n) if n >= 1 => Some(n),
+            _ => {
+                return Err(ApiError::invalid(
+                    "membership_id",
+                    "must be a positive integer",
+                ));
+            }
+        },
+    };
+    let person_id = match query.get("person_id") {
+        None => None,
+        Some(text) => Some(ResourceId::parse(text).ok_or_else(|| {
+            ApiError::invalid("person_id", "must be a numeric or portable person id")
+        })?),
+    };
+    Ok(Filter {
+        membership_id,
+        person_id,
+    })
+}
+
+async fn list(State(state): State<AppState>, actor: Actor, query: QueryParams) -> Result<Response> {
+    let page = query.page()?;
+    let filter = filter(&query)?;
+    let (grants, total) = state
+        .db
+        .read(move |conn| super::list(conn, &actor, &filter, page))
+        .await?;
+    Ok(respond::collection(grants, page, total))
+}
+
+async fn create(
+    State(state): State<AppState>,
+    actor: Actor,
+    ApiJson(body): ApiJson<GrantBody>,
+) -> Result<Response> {
+    let grant = state
+        .db
+        .write(move |conn| super::create(conn, &actor, body.person_access_grant))
+        .await?;
+    Ok(respond::created(grant))
+}
+
+async fn revoke(
+    State(state): State<AppState>,
+    actor: Actor,
+    PathNumericId(id): PathNumericId,
+) -> Result<Response> {
+    state
+        .db
+        .write(move |conn| super::revoke(conn, &actor, id))
+        .await?;
+    Ok(respond::no_content())
+}

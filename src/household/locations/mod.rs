@@ -1,0 +1,261 @@
+//! Locations of a household (places where medicines are kept): the rules for
+//! reading, creating, changing and deleting them.
+//!
+//! Every active member may read locations; writing needs owner or
+//! administrator role or the membership's location-management permission.
+//! Edits and deletions need the current ETag (missing → 428, stale → 409).
+//! Deletion is soft: the row stays so that past administrations and saved
+//! dose decisions that name the location keep working.
+
+pub mod model;
+pub mod routes;
+pub mod store;
+
+use rusqlite::Connection;
+
+use crate::auth::Actor;
+use crate::db::change_feed::{self, Action, Change};
+use crate::error::{ApiError, FieldErrors, Result};
+use crate::http::extract::{IfMatch, Page, ResourceId};
+use crate::http::respond::etag;
+
+use model::{Location, LocationAttributes};
+use store::LocationRow;
+
+pub const RECORD_TYPE: &str = "Location";
+const MAX_NAME: usize = 200;
+const MAX_DESCRIPTION: usize = 2000;
+
+impl From<LocationRow> for Location {
+    fn from(row: LocationRow) -> Location {
+        Location {
+            id: row.id,
+            portable_id: row.portable_id,
+            name: row.name,
+            description: row.description,
+            created_at: row.created_at,
+            updated_at: row.updated_at,
+            lock_version: row.lock_version,
+        }
+    }
+}
+
+/// 403 unless the actor may create, change or delete locations.
+fn require_location_manager(actor: &Actor) -> Result<()> {
+    if actor.can_manage_locations() {
+        Ok(())
+    } else {
+        Err(ApiError::forbidden(
+            "only household owners, administrators and members with the location-management \
+             permission may change locations",
+        ))
+    }
+}
+
+/// The live location `id` of the actor's household (404 otherwise).
+fn find(conn: &Connection, actor: &Actor, id: &ResourceId) -> Result<LocationRow> {
+    store::find(conn, actor.household_id, id)?.ok_or_else(|| ApiError::not_found("location"))
+}
+
+pub fn get(conn: &Connection, actor: &Actor, id: &ResourceId) -> Result<Location> {
+    find(conn, actor, id).map(Location::from)
+}
+
+pub fn list(
+    conn: &Connection,
+    actor: &Actor,
+    updated_since: Option<&str>,
+    page: Page,
+) -> Result<(Vec<Location>, i64)> {
+    let (rows, total) = store::list(conn, actor.household_id, updated_since, page)?;
+    Ok((rows.into_iter().map(Location::from).collect(), total))
+}
+
+/// Checks submitted attributes, collecting every problem before answering.
+fn validate(attrs: &LocationAttributes, name_required: bool) -> Result<()> {
+    let mut errors = FieldErrors::new();
+    let mut add = |field: &str, message: &str| {
+        errors
+            .entry(field.to_string())
+            .or_default()
+            .push(message.to_string())
+    };
+    match &attrs.name {
+        None if name_required => add("name", "is required"),
+        Some(None) => add("name", "must not be null"),
+        Some(Some(name)) if name.trim().is_empty() => add("name", "must not be blank"),
+        Some(Some(name)) if name.chars().count() > MAX_NAME => {
+            add("name", "must be at most 200 characters")
+        }
+        _ => {}
+    }
+    if let Some(Some(description)) = &attrs.description
+        && description.chars().count() > MAX_DESCRIPTION
+    {
+        add("description", "must be at most 2000 characters");
+    }
+    if errors.is_empty() {
+        Ok(())
+    } else {
+        Err(ApiError::Validation {
+            message: "the location's attributes are invalid".into(),
+            errors,
+        })
+    }
+}
+
+fn apply(row: &mut LocationRow, attrs: LocationAttributes) {
+    if let Some(Some(name)) = attrs.name {
+        row.name = name.trim().to_string();
+    }
+    if let Some(description) = attrs.description {
+        row.description = description;
+    }
+}
+
+fn record(conn: &Connection, actor: &Actor, row: &LocationRow, action: Action) -> Result<()> {
+    change_feed::append(
+        conn,
+        Change {
+            household_id: actor.household_id,
+            record_type: RECORD_TYPE,
+            record_id: row.id,
+            record_portable_id: &row.portable_id,
+            action,
+            person_id: None,
+        },
+    )
+}
+
+/// `createLocation`: name required, description optional.
+pub fn create(conn: &Connection, actor: &Actor, attrs: LocationAttributes) -> Result<Location> {
+    require_location_manager(actor)?;
+    validate(&attrs, true)?;
+    let now = crate::time::now();
+    let mut row = LocationRow {
+        id: 0,
+        portable_id: crate::db::new_portable_id(),
+        name: String::new(),
+        description: None,
+        lock_version: 1,
+        created_at: now.clone(),
+        updated_at: now,
+    };
+    apply(&mut row, attrs);
+    row.id = store::insert(conn, actor.household_id, &row)?;
+    record(conn, actor, &row, Action::Create)?;
+    Ok(row.into())
+}
+
+/// The location to change: it exists (404), the actor may change locations
+/// (403) and the If-Match names its current version (428/409).
+fn find_for_change(
+    conn: &Connection,
+    actor: &Actor,
+    id: &ResourceId,
+    if_match: &IfMatch,
+) -> Result<LocationRow> {
+    let row = find(conn, actor, id)?;
+    require_location_manager(actor)?;
+    if_match.require(&etag(&row.portable_id, row.lock_version))?;
+    Ok(row)
+}
+
+fn save(
+    conn: &Connection,
+    actor: &Actor,
+    mut row: LocationRow,
+    attrs: LocationAttributes,
+) -> Result<Location> {
+    apply(&mut row, attrs);
+    row.lock_version += 1;
+    row.updated_at = crate::time::now();
+    store::update(conn, &row)?;
+    record(conn, actor, &row, Action::Update)?;
+    Ok(row.into())
+}
+
+/// `updateLocation` (PATCH): any subset of the attributes.
+pub fn update(
+    conn: &Connection,
+    actor: &Actor,
+    id: &ResourceId,
+    if_match: &IfMatch,
+    attrs: LocationAttributes,
+) -> Result<Location> {
+    let row = find_for_change(conn, actor, id, if_match)?;
+    validate(&attrs, false)?;
+    save(conn, actor, row, attrs)
+}
+
+/// `replaceLocation` (PUT): the whole location; name required, an absent
+/// description becomes null.
+pub fn replace(
+    conn: &Connection,
+    actor: &Actor,
+    id: &ResourceId,
+    if_match: &IfMatch,
+    mut attrs: LocationAttributes,
+) -> Result<Location> {
+    let row = find_for_change(conn, actor, id, if_match)?;
+    validate(&attrs, true)?;
+    attrs.description.get_or_insert(None);
+    save(conn, actor, row, attrs)
+}
+
+/// `deleteLocation`: soft delete; the location disappears from reads and
+/// from people's `location_ids`, while records that name it keep working.
+pub fn delete(conn: &Connection, actor: &Actor, id: &ResourceId, if_match: &IfMatch) -> Result<()> {
+    let mut row = find_for_change(conn, actor, id, if_match)?;
+    row.lock_version += 1;
+    row.updated_at = crate::time::now();
+    store::soft_delete(conn, &row)?;
+    record(conn, actor, &row, Action::Delete)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn attrs(name: Option<Option<&str>>, description: Option<Option<&str>>) -> LocationAttributes {
+        LocationAttributes {
+            name: name.map(|n| n.map(str::to_string)),
+            description: description.map(|d| d.map(str::to_string)),
+        }
+    }
+
+    fn fields(err: ApiError) -> Vec<String> {
+        match err {
+            ApiError::Validation { errors, .. } => errors.into_keys().collect(),
+            other => panic!("expected a validation error, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn validation_names_fields() {
+        assert!(validate(&attrs(Some(Some("Kitchen")), None), true).is_ok());
+        assert!(validate(&attrs(None, Some(None)), false).is_ok());
+        assert_eq!(
+            fields(validate(&attrs(None, None), true).unwrap_err()),
+            ["name"]
+        );
+        assert_eq!(
+            fields(validate(&attrs(Some(Some("  ")), None), false).unwrap_err()),
+            ["name"]
+        );
+        assert_eq!(
+            fields(validate(&attrs(Some(None), None), false).unwrap_err()),
+            ["name"]
+        );
+        let long = "x".repeat(201);
+        assert_eq!(
+            fields(validate(&attrs(Some(Some(&long)), None), false).unwrap_err()),
+            ["name"]
+        );
+        let long = "x".repeat(2001);
+        assert_eq!(
+            fields(validate(&attrs(None, Some(Some(&long))), false).unwrap_err()),
+            ["description"]
+        );
+    }
+}

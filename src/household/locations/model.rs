@@ -1,0 +1,72 @@
+//! Location API shapes.
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+
+use crate::http::extract::present;
+use crate::http::respond::{Versioned, etag};
+
+/// A place where medicines are kept: every key always present, nothing else.
+#[derive(Debug, Clone, Serialize)]
+pub struct Location {
+    pub id: i64,
+    pub portable_id: String,
+    pub name: String,
+    pub description: Option<String>,
+    pub created_at: String,
+    pub updated_at: String,
+    #[serde(skip)]
+    pub lock_version: i64,
+}
+
+impl Versioned for Location {
+    fn etag(&self) -> String {
+        etag(&self.portable_id, self.lock_version)
+    }
+}
+
+/// LocationAttributes: absent fields stay as they are (PATCH) or take their
+/// defaults (PUT); `description` may be set to null.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LocationAttributes {
+    #[serde(default, deserialize_with = "present")]
+    pub name: Option<Option<String>>,
+    #[serde(default, deserialize_with = "present")]
+    pub description: Option<Option<String>>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LocationBody {
+    pub location: LocationAttributes,
+}
+
+pub fn location_schema() -> Value {
+    json!({
+        "type": "object",
+        "additionalProperties": false,
+        "required": ["id", "portable_id", "name", "description", "created_at", "updated_at"],
+        "properties": {
+            "id": {"$ref": "#/components/schemas/NumericId"},
+            "portable_id": {"$ref": "#/components/schemas/PortableId"},
+            "name": {"type": "string", "minLength": 1, "maxLength": 200},
+            "description": {"type": ["string", "null"], "maxLength": 2000},
+            "created_at": {"$ref": "#/components/schemas/Timestamp"},
+            "updated_at": {"$ref": "#/components/schemas/Timestamp"},
+        },
+    })
+}
+
+/// LocationAttributes; `required` lists what the request needs.
+pub fn location_attributes_schema(required: &[&str]) -> Value {
+    json!({
+        "type": "object",
+        "additionalProperties": false,
+        "required": required,
+        "properties": {
+            "name": {"type": "string", "minLength": 1, "maxLength": 200},
+            "description": {"type": ["string", "null"], "maxLength": 2000},
+        },
+    })
+}

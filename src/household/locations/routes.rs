@@ -1,0 +1,161 @@
+//! Location handlers: parse, call the rule, shape the response.
+
+use axum::extract::State;
+use axum::response::Response;
+use axum::routing::{delete, get, patch, post, put};
+
+use super::model::{LocationBody, location_attributes_schema, location_schema};
+use crate::auth::Actor;
+use crate::error::Result;
+use crate::http::extract::{ApiJson, IfMatch, PathId, QueryParams};
+use crate::http::openapi::{Api, Op};
+use crate::http::respond;
+use crate::state::AppState;
+
+const TAG: &str = "Locations";
+const COLLECTION: &str = "/households/{household_id}/locations";
+const MEMBER: &str = "/households/{household_id}/locations/{id}";
+
+pub fn routes(api: Api) -> Api {
+    api.resource_schema("Location", location_schema())
+        .request_schema(
+            "LocationCreateRequest",
+            "location",
+            location_attributes_schema(&["name"]),
+        )
+        .request_schema(
+            "LocationUpdateRequest",
+            "location",
+            location_attributes_schema(&[]),
+        )
+        .request_schema(
+            "LocationReplaceRequest",
+            "location",
+            location_attributes_schema(&["name"]),
+        )
+        .route(
+            Op::get(COLLECTION, "listLocations", TAG)
+                .summary("List the household's locations")
+                .description("Any active member may list locations. Deleted locations are not listed.")
+                .paginated()
+                .updated_since()
+                .ok("LocationCollection"),
+            get(list),
+        )
+        .route(
+            Op::post(COLLECTION, "createLocation", TAG)
+                .summary("Add a location")
+                .description("Only household owners, administrators and members with the location-management permission may create locations.")
+                .body("LocationCreateRequest")
+                .created("LocationResponse")
+                .etag(),
+            post(create),
+        )
+        .route(
+            Op::get(MEMBER, "getLocation", TAG)
+                .summary("Get a location")
+                .description("Any active member may read a location. `{id}` is its numeric or portable id.")
+                .ok("LocationResponse")
+                .etag(),
+            get(show),
+        )
+        .route(
+            Op::patch(MEMBER, "updateLocation", TAG)
+                .summary("Update a location")
+                .description("Changes any subset of the attributes. Only household owners, administrators and members with the location-management permission may update locations. The current ETag is required in If-Match: missing returns 428, stale returns 409.")
+                .body("LocationUpdateRequest")
+                .if_match_required()
+                .ok("LocationResponse")
+                .etag(),
+            patch(update),
+        )
+        .route(
+            Op::put(MEMBER, "replaceLocation", TAG)
+                .summary("Replace a location")
+                .description("Replaces the attributes: name is required and an absent description becomes null. Only household owners, administrators and members with the location-management permission may replace locations. The current ETag is required in If-Match: missing returns 428, stale returns 409.")
+                .body("LocationReplaceRequest")
+                .if_match_required()
+                .ok("LocationResponse")
+                .etag(),
+            put(replace),
+        )
+        .route(
+            Op::delete(MEMBER, "deleteLocation", TAG)
+                .summary("Delete a location")
+                .description("Removes the location from lists and from people's locations; recorded administrations and saved dose decisions that name it are kept. Only household owners, administrators and members with the location-management permission may delete locations. The current ETag is required in If-Match: missing returns 428, stale returns 409.")
+                .if_match_required()
+                .no_content(),
+            delete(remove),
+        )
+}
+
+async fn list(State(state): State<AppState>, actor: Actor, query: QueryParams) -> Result<Response> {
+    let page = query.page()?;
+    let since = query.updated_since()?;
+    let (locations, total) = state
+        .db
+        .read(move |conn| super::list(conn, &actor, since.as_deref(), page))
+        .await?;
+    Ok(respond::collection(locations, page, total))
+}
+
+async fn create(
+    State(state): State<AppState>,
+    actor: Actor,
+    ApiJson(body): ApiJson<LocationBody>,
+) -> Result<Response> {
+    let location = state
+        .db
+        .write(move |conn| super::create(conn, &actor, body.location))
+        .await?;
+    Ok(respond::created_tagged(location))
+}
+
+async fn show(State(state): State<AppState>, actor: Actor, PathId(id): PathId) -> Result<Response> {
+    let location = state
+        .db
+        .read(move |conn| super::get(conn, &actor, &id))
+        .await?;
+    Ok(respond::ok_tagged(location))
+}
+
+async fn update(
+    State(state): State<AppState>,
+    actor: Actor,
+    PathId(id): PathId,
+    if_match: IfMatch,
+    ApiJson(body): ApiJson<LocationBody>,
+) -> Result<Response> {
+    let location = state
+        .db
+        .write(move |conn| super::update(conn, &actor, &id, &if_match, body.location))
+        .await?;
+    Ok(respond::ok_tagged(location))
+}
+
+async fn replace(
+    State(state): State<AppState>,
+    actor: Actor,
+    PathId(id): PathId,
+    if_match: IfMatch,
+    ApiJson(body): ApiJson<LocationBody>,
+) -> Result<Response> {
+    let location = state
+        .db
+        .write(move |conn| super::replace(conn, &actor, &id, &if_match, body.location))
+        .await?;
+    Ok(respond::ok_tagged(location))
+}
+
+async fn remove(
+    State(state): State<AppState>,
+    actor: Actor,
+    PathId(id): PathId,
+    if_match: IfMatch,
+) -> Result<Response> {
+    state
+        .db
+        .write(move |conn| super::delete(conn, &actor, &id, &if_match))
+        .await?;
+    Ok(respond::no_content())
+}

@@ -1,0 +1,126 @@
+//! SQL for locations. Deleted locations keep their row (past administrations
+//! and dose decisions still point at it) and are invisible to every read here.
+
+use rusqlite::{Connection, OptionalExtension, Row, named_params, params};
+
+use crate::error::Result;
+use crate::http::extract::{Page, ResourceId};
+
+#[derive(Debug, Clone)]
+pub struct LocationRow {
+    pub id: i64,
+    pub portable_id: String,
+    pub name: String,
+    pub description: Option<String>,
+    pub lock_version: i64,
+    pub created_at: String,
+    pub updated_at: String,
+}
+
+const COLUMNS: &str =
+    "l.id, l.portable_id, l.name, l.description, l.lock_version, l.created_at, l.updated_at";
+
+fn from_row(r: &Row<'_>) -> rusqlite::Result<LocationRow> {
+    Ok(LocationRow {
+        id: r.get(0)?,
+        portable_id: r.get(1)?,
+        name: r.get(2)?,
+        description: r.get(3)?,
+        lock_version: r.get(4)?,
+        created_at: r.get(5)?,
+        updated_at: r.get(6)?,
+    })
+}
+
+/// A live location of the household by numeric or portable id.
+pub fn find(conn: &Connection, household_id: i64, id: &ResourceId) -> Result<Option<LocationRow>> {
+    let (numeric, portable) = id.sql_parts();
+    Ok(conn
+        .prepare_cached(&format!(
+            "SELECT {COLUMNS} FROM locations l
+             WHERE l.household_id = ?1 AND (l.id = ?2 OR l.portable_id = ?3)
+               AND l.deleted_at IS NULL"
+        ))?
+        .query_row(params![household_id, numeric, portable], from_row)
+        .optional()?)
+}
+
+pub fn insert(conn: &Connection, household_id: i64, row: &LocationRow) -> Result<i64> {
+    conn.prepare_cached(
+        "INSERT INTO locations (portable_id, household_id, name, description, lock_version,
+                                created_at, updated_at)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+    )?
+    .execute(params![
+        row.portable_id,
+        household_id,
+        row.name,
+        row.description,
+        row.lock_version,
+        row.created_at,
+        row.updated_at,
+    ])?;
+    Ok(conn.last_insert_rowid())
+}
+
+/// Saves the row's fields and its new `lock_version`/`updated_at`.
+pub fn update(conn: &Connection, row: &LocationRow) -> Result<()> {
+    conn.prepare_cached(
+        "UPDATE locations SET name = ?2, description = ?3, lock_version = ?4, updated_at = ?5
+         WHERE id = ?1",
+    )?
+    .execute(params![
+        row.id,
+        row.name,
+        row.description,
+        row.lock_version,
+        row.updated_at,
+    ])?;
+    Ok(())
+}
+
+/// Marks the location deleted with its new `lock_version`/`updated_at`.
+pub fn soft_delete(conn: &Connection, row: &LocationRow) -> Result<()> {
+    conn.prepare_cached(
+        "UPDATE locations SET deleted_at = ?2, lock_version = ?3, updated_at = ?2
+         WHERE id = ?1",
+    )?
+    .execute(params![row.id, row.updated_at, row.lock_version])?;
+    Ok(())
+}
+
+/// One page of the household's live locations, oldest first, and the total.
+pub fn list(
+    conn: &Connection,
+    household_id: i64,
+    updated_since: Option<&str>,
+    page: Page,
+) -> Result<(Vec<LocationRow>, i64)> {
+    let filter = "l.household_id = :household_id AND l.deleted_at IS NULL
+         AND (:updated_since IS NULL OR l.updated_at >= :updated_since)";
+    let total: i64 = conn
+        .prepare_cached(&format!("SELECT count(*) FROM locations l WHERE {filter}"))?
+        .query_row(
+            named_params! {
+                ":household_id": household_id,
+                ":updated_since": updated_since,
+            },
+            |r| r.get(0),
+        )?;
+    let rows = conn
+        .prepare_cached(&format!(
+            "SELECT {COLUMNS} FROM locations l WHERE {filter}
+             ORDER BY l.id LIMIT :limit OFFSET :offset"
+        ))?
+        .query_map(
+            named_params! {
+                ":household_id": household_id,
+                ":updated_since": updated_since,
+                ":limit": page.limit(),
+                ":offset": page.offset(),
+            },
+            from_row,
+        )?
+        .collect::<rusqlite::Result<Vec<_>>>()?;
+    Ok((rows, total))
+}

@@ -1,0 +1,111 @@
+//! Membership handlers.
+
+use axum::extract::State;
+use axum::response::Response;
+use axum::routing::{delete, get, patch, put};
+
+use super::model::{MembershipBody, membership_attributes_schema, membership_schema};
+use crate::auth::Actor;
+use crate::error::Result;
+use crate::http::extract::{ApiJson, PathNumericId, QueryParams};
+use crate::http::openapi::{Api, Op};
+use crate::http::respond;
+use crate::state::AppState;
+
+const TAG: &str = "Memberships";
+const COLLECTION: &str = "/households/{household_id}/admin/memberships";
+const MEMBER: &str = "/households/{household_id}/admin/memberships/{id}";
+
+pub fn routes(api: Api) -> Api {
+    api.resource_schema("Membership", membership_schema())
+        .request_schema(
+            "MembershipUpdateRequest",
+            "household_membership",
+            membership_attributes_schema(&[]),
+        )
+        .request_schema(
+            "MembershipReplaceRequest",
+            "household_membership",
+            membership_attributes_schema(&["role"]),
+        )
+        .route(
+            Op::get(COLLECTION, "listMemberships", TAG)
+                .summary("List the household's memberships (revoked ones are not listed)")
+                .paginated()
+                .ok("MembershipCollection"),
+            get(list),
+        )
+        .route_numeric(
+            Op::patch(MEMBER, "updateMembership", TAG)
+                .summary("Change some of a membership's role, status, person and permissions")
+                .description("Only an owner may give the owner role or change an owner's membership; the last active owner cannot be demoted or suspended (409 last_owner).")
+                .body("MembershipUpdateRequest")
+                .errors(&[409])
+                .ok("MembershipResponse"),
+            patch(update),
+        )
+        .route_numeric(
+            Op::put(MEMBER, "replaceMembership", TAG)
+                .summary("Replace a membership's role, status, person and permissions")
+                .description("role is required; status defaults to active, person_id to null and the permission flags to false. The owner rules of updateMembership apply.")
+                .body("MembershipReplaceRequest")
+                .errors(&[409])
+                .ok("MembershipResponse"),
+            put(replace),
+        )
+        .route_numeric(
+            Op::delete(MEMBER, "deleteMembership", TAG)
+                .summary("Remove a member: revokes the membership, its app tokens and grants at once")
+                .description("Only an owner may remove an owner; the last active owner cannot be removed (409 last_owner).")
+                .errors(&[409])
+                .no_content(),
+            delete(revoke),
+        )
+}
+
+async fn list(State(state): State<AppState>, actor: Actor, query: QueryParams) -> Result<Response> {
+    let page = query.page()?;
+    let (memberships, total) = state
+        .db
+        .read(move |conn| super::list(conn, &actor, page))
+        .await?;
+    Ok(respond::collection(memberships, page, total))
+}
+
+async fn update(
+    State(state): State<AppState>,
+    actor: Actor,
+    PathNumericId(id): PathNumericId,
+    ApiJson(body): ApiJson<MembershipBody>,
+) -> Result<Response> {
+    let membership = state
+        .db
+        .write(move |conn| super::update(conn, &actor, id, body.household_membership))
+        .await?;
+    Ok(respond::ok(membership))
+}
+
+async fn replace(
+    State(state): State<AppState>,
+    actor: Actor,
+    PathNumericId(id): PathNumericId,
+    ApiJson(body): ApiJson<MembershipBody>,
+) -> Result<Response> {
+    let membership = state
+        .db
+        .write(move |conn| super::replace(conn, &actor, id, body.household_membership))
+        .await?;
+    Ok(respond::ok(membership))
+}
+
+async fn revoke(
+    State(state): State<AppState>,
+    actor: Actor,
+    PathNumericId(id): PathNumericId,
+) -> Result<Response> {
+    state
+        .db
+        .write(move |conn| super::revoke(conn, &actor, id))
+        .await?;
+    Ok(respond::no_content())
+}

@@ -1,0 +1,153 @@
+//! Household settings: name, time zone and the app token maximum age.
+//! Only owners and administrators read or change them.
+
+pub mod model;
+pub mod routes;
+pub mod store;
+
+use rusqlite::Connection;
+use serde_json::json;
+
+use crate::auth::Actor;
+use crate::error::{ApiError, FieldErrors, Result};
+use crate::household::{audit, check_time_zone};
+use crate::http::extract::IfMatch;
+use crate::http::respond::Versioned;
+use model::{HouseholdSettings, SettingsAttributes};
+
+const MAX_NAME: usize = 200;
+const MAX_TOKEN_AGE_DAYS: i64 = 3650;
+/// `app_token_max_age_days` when a PUT leaves it out.
+pub const DEFAULT_TOKEN_AGE_DAYS: i64 = 90;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Mode {
+    /// PATCH: any subset of fields.
+    Update,
+    /// PUT: name and time zone required, the rest defaulted.
+    Replace,
+}
+
+fn current(conn: &Connection, actor: &Actor) -> Result<HouseholdSettings> {
+    store::find(conn, actor.household_id)?.ok_or_else(|| ApiError::not_found("household"))
+}
+
+pub fn get(conn: &Connection, actor: &Actor) -> Result<HouseholdSettings> {
+    actor.require_manager("view household settings")?;
+    current(conn, actor)
+}
+
+/// PATCH: changes the fields sent.
+pub fn update(
+    conn: &Connection,
+    actor: &Actor,
+    if_match: &IfMatch,
+    attrs: SettingsAttributes,
+) -> Result<HouseholdSettings> {
+    change(conn, actor, if_match, attrs, Mode::Update)
+}
+
+/// PUT: sets every field; `app_token_max_age_days` defaults to 90.
+pub fn replace(
+    conn: &Connection,
+    actor: &Actor,
+    if_match: &IfMatch,
+    attrs: SettingsAttributes,
+) -> Result<HouseholdSettings> {
+    change(conn, actor, if_match, attrs, Mode::Replace)
+}
+
+fn change(
+    conn: &Connection,
+    actor: &Actor,
+    if_match: &IfMatch,
+    attrs: SettingsAttributes,
+    mode: Mode,
+) -> Result<HouseholdSettings> {
+    actor.require_manager("change household settings")?;
+    let mut settings = current(conn, actor)?;
+    if_match.check(&settings.etag())?;
+    validate(&attrs, mode)?;
+    let before = settings.clone();
+    if let Some(Some(name)) = attrs.name {
+        settings.name = name.trim().to_string();
+    }
+    if let Some(Some(time_zone)) = attrs.time_zone {
+        settings.time_zone = time_zone.trim().to_string();
+    }
+    match attrs.app_token_max_age_days {
+        Some(Some(days)) => settings.app_token_max_age_days = days,
+        _ if mode == Mode::Replace => settings.app_token_max_age_days = DEFAULT_TOKEN_AGE_DAYS,
+        _ => {}
+    }
+    let mut changed = Vec::new();
+    if settings.name != before.name {
+        changed.push("name");
+    }
+    if settings.time_zone != before.time_zone {
+        changed.push("time_zone");
+    }
+    if settings.app_token_max_age_days != before.app_token_max_age_days {
+        changed.push("app_token_max_age_days");
+    }
+    if changed.is_empty() {
+        // Nothing to write: the version (and ETag) stays as it is.
+        return Ok(settings);
+    }
+    settings.lock_version += 1;
+    settings.updated_at = crate::time::now();
+    store::update(conn, &settings)?;
+    audit::record(
+        conn,
+        actor.household_id,
+        Some(actor.membership_id),
+        "household.settings_updated",
+        ("household", settings.id),
+        json!({ "changed": changed }),
+    )?;
+    Ok(settings)
+}
+
+/// Checks submitted attributes, collecting every problem before answering.
+fn validate(attrs: &SettingsAttributes, mode: Mode) -> Result<()> {
+    let mut errors = FieldErrors::new();
+    let mut add = |field: &str, message: &str| {
+        errors
+            .entry(field.to_string())
+            .or_default()
+            .push(message.to_string())
+    };
+    match &attrs.name {
+        None if mode == Mode::Replace => add("name", "is required"),
+        Some(None) => add("name", "must not be null"),
+        Some(Some(name)) if name.trim().is_empty() => add("name", "must not be blank"),
+        Some(Some(name)) if name.trim().chars().count() > MAX_NAME => {
+            add("name", "must be at most 200 characters")
+        }
+        _ => {}
+    }
+    match &attrs.time_zone {
+        None if mode == Mode::Replace => add("time_zone", "is required"),
+        Some(None) => add("time_zone", "must not be null"),
+        Some(Some(tz)) if check_time_zone(tz.trim()).is_err() => {
+            add("time_zone", "must be a known IANA time zone name")
+        }
+        _ => {}
+    }
+    match attrs.app_token_max_age_days {
+        Some(None) => add("app_token_max_age_days", "must not be null"),
+        Some(Some(days)) if !(1..=MAX_TOKEN_AGE_DAYS).contains(&days) => add(
+            "app_token_max_age_days",
+            "must be an integer from 1 to 3650",
+        ),
+        _ => {}
+    }
+    if errors.is_empty() {
+        Ok(())
+    } else {
+        Err(ApiError::Validation {
+            message: "the household settings are invalid".into(),
+            errors,
+        })
+    }
+}

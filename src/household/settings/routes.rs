@@ -1,0 +1,88 @@
+//! Household settings handlers.
+
+use axum::extract::State;
+use axum::response::Response;
+use axum::routing::{get, patch, put};
+
+use super::model::{SettingsBody, settings_attributes_schema, settings_schema};
+use crate::auth::Actor;
+use crate::error::Result;
+use crate::http::extract::{ApiJson, IfMatch};
+use crate::http::openapi::{Api, Op};
+use crate::http::respond;
+use crate::state::AppState;
+
+const TAG: &str = "Settings";
+const PATH: &str = "/households/{household_id}/admin/settings";
+
+pub fn routes(api: Api) -> Api {
+    api.single_schema("HouseholdSettings", settings_schema())
+        .request_schema(
+            "HouseholdSettingsUpdateRequest",
+            "household",
+            settings_attributes_schema(&[]),
+        )
+        .request_schema(
+            "HouseholdSettingsReplaceRequest",
+            "household",
+            settings_attributes_schema(&["name", "time_zone"]),
+        )
+        .route(
+            Op::get(PATH, "getHouseholdAdminSettings", TAG)
+                .summary("Get the household's settings")
+                .ok("HouseholdSettingsResponse")
+                .etag(),
+            get(show),
+        )
+        .route(
+            Op::patch(PATH, "updateHouseholdAdminSettings", TAG)
+                .summary("Change some of the household's settings")
+                .description("Fields left out keep their values. A changed setting moves the ETag on and is audited.")
+                .body("HouseholdSettingsUpdateRequest")
+                .if_match()
+                .ok("HouseholdSettingsResponse")
+                .etag(),
+            patch(update),
+        )
+        .route(
+            Op::put(PATH, "replaceHouseholdAdminSettings", TAG)
+                .summary("Replace the household's settings")
+                .description("name and time_zone are required; app_token_max_age_days defaults to 90.")
+                .body("HouseholdSettingsReplaceRequest")
+                .if_match()
+                .ok("HouseholdSettingsResponse")
+                .etag(),
+            put(replace),
+        )
+}
+
+async fn show(State(state): State<AppState>, actor: Actor) -> Result<Response> {
+    let settings = state.db.read(move |conn| super::get(conn, &actor)).await?;
+    Ok(respond::ok_tagged(settings))
+}
+
+async fn update(
+    State(state): State<AppState>,
+    actor: Actor,
+    if_match: IfMatch,
+    ApiJson(body): ApiJson<SettingsBody>,
+) -> Result<Response> {
+    let settings = state
+        .db
+        .write(move |conn| super::update(conn, &actor, &if_match, body.household))
+        .await?;
+    Ok(respond::ok_tagged(settings))
+}
+
+async fn replace(
+    State(state): State<AppState>,
+    actor: Actor,
+    if_match: IfMatch,
+    ApiJson(body): ApiJson<SettingsBody>,
+) -> Result<Response> {
+    let settings = state
+        .db
+        .write(move |conn| super::replace(conn, &actor, &if_match, body.household))
+        .await?;
+    Ok(respond::ok_tagged(settings))
+}

@@ -1,0 +1,347 @@
+//! Dosage options: the ways a medication is taken (an amount and unit,
+//! with defaults a schedule can start from). An option with a
+//! `current_supply` keeps its own stock and is then a tracked dosage stock
+//! source that a stock removal may name.
+
+pub mod model;
+pub mod routes;
+pub mod store;
+
+use rusqlite::Connection;
+
+use crate::auth::Actor;
+use crate::db::change_feed::{self, Action, Change};
+use crate::decimal::Dec;
+use crate::error::{ApiError, FieldErrors, Result};
+use crate::http::extract::{IfMatch, Page, ResourceId};
+use crate::http::respond::etag;
+use crate::medicine::medications::require_inventory;
+use model::{DosageOption, DosageOptionAttributes};
+
+pub const RECORD_TYPE: &str = "MedicationDosageOption";
+
+/// How absent attributes are treated.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Mode {
+    /// POST: medication_id, amount and unit are required.
+    Create,
+    /// PATCH: absent attributes keep their values.
+    Update,
+    /// PUT: amount and unit are required; the row starts from the defaults.
+    Replace,
+}
+
+pub fn find(conn: &Connection, actor: &Actor, id: &ResourceId) -> Result<DosageOption> {
+    store::find(conn, actor.household_id, id)?.ok_or_else(|| ApiError::not_found("dosage option"))
+}
+
+pub fn get(conn: &Connection, actor: &Actor, id: &ResourceId) -> Result<DosageOption> {
+    find(conn, actor, id)
+}
+
+/// The household's dosage options in id order, optionally of one medication.
+/// A medication filter that names no live medication of the household is a 422.
+pub fn list(
+    conn: &Connection,
+    actor: &Actor,
+    medication: Option<&ResourceId>,
+    updated_since: Option<&str>,
+    page: Page,
+) -> Result<(Vec<DosageOption>, i64)> {
+    let medication_id = match medication {
+        None => None,
+        Some(id) => Some(
+            store::find_medication(conn, actor.household_id, id)?
+                .map(|(id, _)| id)
+                .ok_or_else(|| {
+                    ApiError::invalid("medication_id", "must name a medication of this household")
+                })?,
+        ),
+    };
+    store::list(conn, actor.household_id, medication_id, updated_since, page)
+}
+
+fn trimmed(value: Option<String>) -> Option<String> {
+    value
+        .map(|s| s.trim().to_string())
+        .filter(|s| !s.is_empty())
+}
+
+/// Whether a body reference names the option's own medication.
+fn names_medication(id: &ResourceId, row: &DosageOption) -> bool {
+    match id {
+        ResourceId::Numeric(n) => *n == row.medication_id,
+        ResourceId::Portable(p) => *p == row.medication_portable_id,
+    }
+}
+
+/// Applies attributes to a row, collecting every problem. The medication
+/// is settled before this (it is set on creation and never changes).
+fn apply(row: &mut DosageOption, attrs: DosageOptionAttributes, mode: Mode) -> Result<()> {
+    let mut errors = FieldErrors::new();
+    let mut add = |field: &str, message: &str| {
+        errors
+            .entry(field.to_string())
+            .or_default()
+            .push(message.to_string())
+    };
+    let whole = mode != Mode::Update;
+    match attrs.amount {
+        None if whole => add("amount", "is required"),
+        None => {}
+        Some(None) => add("amount", "must not be null"),
+        Some(Some(a)) if !a.is_positive() => add("amount", "must be greater than zero"),
+        Some(Some(a)) => row.amount = a,
+    }
+    match attrs.unit {
+        None if whole => add("unit", "is required"),
+        None => {}
+        Some(None) => add("unit", "must not be null"),
+        Some(Some(unit)) => row.unit = unit,
+    }
+    let mut text =
+        |field: &str, value: Option<Option<String>>, max: usize, target: &mut Option<String>| {
+            if let Some(value) = value {
+                let value = trimmed(value);
+                if value.as_ref().is_some_and(|v| v.chars().count() > max) {
+                    add(field, &format!("must be at most {max} characters"));
+                } else {
+                    *target = value;
+                }
+            }
+        };
+    text("frequency", attrs.frequency, 200, &mut row.frequency);
+    text("description", attrs.description, 2000, &mut row.description);
+    let mut flag = |field: &str, value: Option<Option<bool>>, target: &mut bool| match value {
+        Some(None) => add(field, "must be true or false, not null"),
+        Some(Some(v)) => *target = v,
+        None => {}
+    };
+    flag(
+        "default_for_adults",
+        attrs.default_for_adults,
+        &mut row.default_for_adults,
+    );
+    flag(
+        "default_for_children",
+        attrs.default_for_children,
+        &mut row.default_for_children,
+    );
+    match attrs.default_max_daily_doses {
+        Some(Some(n)) if n < 1 => add("default_max_daily_doses", "must be at least 1"),
+        Some(value) => row.default_max_daily_doses = value,
+        None => {}
+    }
+    if let Some(cycle) = attrs.default_dose_cycle {
+        row.default_dose_cycle = cycle;
+    }
+    let mut quantity =
+        |field: &str, value: Option<Option<Dec>>, target: &mut Option<Dec>| match value {
+            Some(Some(q)) if q.is_negative() => add(field, "must not be negative"),
+            Some(value) => *target = value,
+            None => {}
+        };
+    quantity(
+        "default_min_hours_between_doses",
+        attrs.default_min_hours_between_doses,
+        &mut row.default_min_hours_between_doses,
+    );
+    quantity(
+        "current_supply",
+        attrs.current_supply,
+        &mut row.current_supply,
+    );
+    quantity(
+        "reorder_threshold",
+        attrs.reorder_threshold,
+        &mut row.reorder_threshold,
+    );
+    if errors.is_empty() {
+        Ok(())
+    } else {
+        Err(ApiError::Validation {
+            message: "the dosage option's attributes are invalid".into(),
+            errors,
+        })
+    }
+}
+
+fn record_change(
+    conn: &Connection,
+    actor: &Actor,
+    row: &DosageOption,
+    action: Action,
+) -> Result<()> {
+    change_feed::append(
+        conn,
+        Change {
+            household_id: actor.household_id,
+            record_type: RECORD_TYPE,
+            record_id: row.id,
+            record_portable_id: &row.portable_id,
+            action,
+            person_id: None,
+        },
+    )
+}
+
+/// Adds a dosage option to a live medication of the household.
+pub fn create(
+    conn: &Connection,
+    actor: &Actor,
+    mut attrs: DosageOptionAttributes,
+) -> Result<DosageOption> {
+    require_inventory(actor)?;
+    let medication = match attrs.medication_id.take() {
+        None => return Err(ApiError::invalid("medication_id", "is required")),
+        Some(None) => return Err(ApiError::invalid("medication_id", "must not be null")),
+        Some(Some(id)) => {
+            store::find_medication(conn, actor.household_id, &id)?.ok_or_else(|| {
+                ApiError::invalid("medication_id", "must name a medication of this household")
+            })?
+        }
+    };
+    let now = crate::time::now();
+    let mut row = DosageOption {
+        portable_id: crate::db::new_portable_id(),
+        created_at: now.clone(),
+        updated_at: now,
+        ..DosageOption::blank(medication.0, medication.1)
+    };
+    apply(&mut row, attrs, Mode::Create)?;
+    row.id = store::insert(conn, actor.household_id, &row)?;
+    record_change(conn, actor, &row, Action::Create)?;
+    Ok(row)
+}
+
+/// Loads the option for a change: permission, then the precondition, then
+/// the medication (which an update may repeat but not change).
+fn for_change(
+    conn: &Connection,
+    actor: &Actor,
+    id: &ResourceId,
+    if_match: &IfMatch,
+    attrs: &mut DosageOptionAttributes,
+) -> Result<DosageOption> {
+    require_inventory(actor)?;
+    let row = find(conn, actor, id)?;
+    if_match.check(&etag(&row.portable_id, row.lock_version))?;
+    match attrs.medication_id.take() {
+        Some(Some(medication)) if names_medication(&medication, &row) => Ok(row),
+        Some(_) => Err(ApiError::invalid(
+            "medication_id",
+            "cannot be changed; create a dosage option for the other medication instead",
+        )),
+        None => Ok(row),
+    }
+}
+
+fn save(conn: &Connection, actor: &Actor, mut row: DosageOption) -> Result<DosageOption> {
+    row.lock_version += 1;
+    row.updated_at = crate::time::now();
+    store::update(conn, &row)?;
+    record_change(conn, actor, &row, Action::Update)?;
+    Ok(row)
+}
+
+/// PATCH: the given attributes change; the rest stay.
+pub fn update(
+    conn: &Connection,
+    actor: &Actor,
+    id: &ResourceId,
+    if_match: &IfMatch,
+    mut attrs: DosageOptionAttributes,
+) -> Result<DosageOption> {
+    let mut row = for_change(conn, actor, id, if_match, &mut attrs)?;
+    apply(&mut row, attrs, Mode::Update)?;
+    save(conn, actor, row)
+}
+
+/// PUT: amount and unit are required; every omitted attribute returns to
+/// its default (null, or false for the default_for_* flags), including
+/// current_supply, so an option stops tracking its own stock unless the
+/// body repeats it.
+pub fn replace(
+    conn: &Connection,
+    actor: &Actor,
+    id: &ResourceId,
+    if_match: &IfMatch,
+    mut attrs: DosageOptionAttributes,
+) -> Result<DosageOption> {
+    let current = for_change(conn, actor, id, if_match, &mut attrs)?;
+    let mut row = DosageOption {
+        id: current.id,
+        portable_id: current.portable_id,
+        lock_version: current.lock_version,
+        created_at: current.created_at,
+        updated_at: current.updated_at,
+        ..DosageOption::blank(current.medication_id, current.medication_portable_id)
+    };
+    apply(&mut row, attrs, Mode::Replace)?;
+    save(conn, actor, row)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn attrs(json: serde_json::Value) -> DosageOptionAttributes {
+        serde_json::from_value(json).unwrap()
+    }
+
+    fn blank() -> DosageOption {
+        DosageOption::blank(1, "0192a5b0-0000-7000-8000-000000000000".into())
+    }
+
+    fn fields(err: ApiError) -> Vec<String> {
+        match err {
+            ApiError::Validation { errors, .. } => errors.into_keys().collect(),
+            other => panic!("expected a validation error, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn whole_modes_require_amount_and_unit_and_report_every_problem() {
+        let mut row = blank();
+        let err = apply(
+            &mut row,
+            attrs(serde_json::json!({"current_supply": "-1"})),
+            Mode::Replace,
+        )
+        .unwrap_err();
+        assert_eq!(fields(err), ["amount", "current_supply", "unit"]);
+        let mut row = blank();
+        apply(
+            &mut row,
+            attrs(serde_json::json!({"frequency": "  "})),
+            Mode::Update,
+        )
+        .unwrap();
+        assert_eq!(row.frequency, None);
+    }
+
+    #[test]
+    fn limits() {
+        let mut row = blank();
+        let err = apply(
+            &mut row,
+            attrs(serde_json::json!({
+                "amount": "0", "unit": "ml", "default_max_daily_doses": 0,
+                "default_min_hours_between_doses": "-0.5", "default_for_adults": null,
+                "frequency": "x".repeat(201),
+            })),
+            Mode::Create,
+        )
+        .unwrap_err();
+        assert_eq!(
+            fields(err),
+            [
+                "amount",
+                "default_for_adults",
+                "default_max_daily_doses",
+                "default_min_hours_between_doses",
+                "frequency"
+            ]
+        );
+    }
+}

@@ -1,0 +1,158 @@
+//! Dosage option handlers.
+
+use axum::extract::State;
+use axum::response::Response;
+use axum::routing::{get, patch, post, put};
+use serde_json::json;
+
+use super::model::{DosageOptionBody, dosage_option_attributes_schema, dosage_option_schema};
+use crate::auth::Actor;
+use crate::error::{ApiError, Result};
+use crate::http::extract::{ApiJson, IfMatch, PathId, QueryParams, ResourceId};
+use crate::http::openapi::{Api, Op};
+use crate::http::respond;
+use crate::state::AppState;
+
+const TAG: &str = "Dosage options";
+const COLLECTION: &str = "/households/{household_id}/dosage_options";
+const MEMBER: &str = "/households/{household_id}/dosage_options/{id}";
+
+const WRITERS: &str = "Needs the inventory management permission (owners and administrators hold it). medication_id cannot change.";
+
+pub fn routes(api: Api) -> Api {
+    api.resource_schema("DosageOption", dosage_option_schema())
+        .request_schema(
+            "DosageOptionCreateRequest",
+            "dosage_option",
+            dosage_option_attributes_schema(&["medication_id", "amount", "unit"]),
+        )
+        .request_schema(
+            "DosageOptionUpdateRequest",
+            "dosage_option",
+            dosage_option_attributes_schema(&[]),
+        )
+        .request_schema(
+            "DosageOptionReplaceRequest",
+            "dosage_option",
+            dosage_option_attributes_schema(&["amount", "unit"]),
+        )
+        .route(
+            Op::get(COLLECTION, "listDosageOptions", TAG)
+                .summary("List the household's dosage options")
+                .description("In id order; only options of medications that have not been deleted.")
+                .paginated()
+                .updated_since()
+                .query(
+                    "medication_id",
+                    json!({"$ref": "#/components/schemas/ResourceIdentifier"}),
+                    "Only the options of this medication (numeric or portable id)",
+                )
+                .ok("DosageOptionCollection"),
+            get(list),
+        )
+        .route(
+            Op::post(COLLECTION, "createDosageOption", TAG)
+                .summary("Add a dosage option to a medication")
+                .description("A non-null current_supply makes the option keep its own stock (a tracked dosage stock source). Needs the inventory management permission (owners and administrators hold it).")
+                .body("DosageOptionCreateRequest")
+                .created("DosageOptionResponse")
+                .etag(),
+            post(create),
+        )
+        .route(
+            Op::get(MEMBER, "getDosageOption", TAG)
+                .summary("Get a dosage option")
+                .ok("DosageOptionResponse")
+                .etag(),
+            get(show),
+        )
+        .route(
+            Op::patch(MEMBER, "updateDosageOption", TAG)
+                .summary("Change some attributes of a dosage option")
+                .description(WRITERS)
+                .body("DosageOptionUpdateRequest")
+                .if_match()
+                .ok("DosageOptionResponse")
+                .etag(),
+            patch(update),
+        )
+        .route(
+            Op::put(MEMBER, "replaceDosageOption", TAG)
+                .summary("Replace a dosage option's attributes")
+                .description("amount and unit are required; omitted attributes return to their defaults (null, or false for default_for_adults and default_for_children), current_supply included. medication_id cannot change. Needs the inventory management permission.")
+                .body("DosageOptionReplaceRequest")
+                .if_match()
+                .ok("DosageOptionResponse")
+                .etag(),
+            put(replace),
+        )
+}
+
+async fn list(State(state): State<AppState>, actor: Actor, query: QueryParams) -> Result<Response> {
+    let page = query.page()?;
+    let since = query.updated_since()?;
+    let medication = query
+        .get("medication_id")
+        .map(|text| {
+            ResourceId::parse(text).ok_or_else(|| {
+                ApiError::invalid(
+                    "medication_id",
+                    "must be a numeric id or a portable id (UUID)",
+                )
+            })
+        })
+        .transpose()?;
+    let (items, total) = state
+        .db
+        .read(move |conn| super::list(conn, &actor, medication.as_ref(), since.as_deref(), page))
+        .await?;
+    Ok(respond::collection(items, page, total))
+}
+
+async fn create(
+    State(state): State<AppState>,
+    actor: Actor,
+    ApiJson(body): ApiJson<DosageOptionBody>,
+) -> Result<Response> {
+    let option = state
+        .db
+        .write(move |conn| super::create(conn, &actor, body.dosage_option))
+        .await?;
+    Ok(respond::created_tagged(option))
+}
+
+async fn show(State(state): State<AppState>, actor: Actor, PathId(id): PathId) -> Result<Response> {
+    let option = state
+        .db
+        .read(move |conn| super::get(conn, &actor, &id))
+        .await?;
+    Ok(respond::ok_tagged(option))
+}
+
+async fn update(
+    State(state): State<AppState>,
+    actor: Actor,
+    PathId(id): PathId,
+    if_match: IfMatch,
+    ApiJson(body): ApiJson<DosageOptionBody>,
+) -> Result<Response> {
+    let option = state
+        .db
+        .write(move |conn| super::update(conn, &actor, &id, &if_match, body.dosage_option))
+        .await?;
+    Ok(respond::ok_tagged(option))
+}
+
+async fn replace(
+    State(state): State<AppState>,
+    actor: Actor,
+    PathId(id): PathId,
+    if_match: IfMatch,
+    ApiJson(body): ApiJson<DosageOptionBody>,
+) -> Result<Response> {
+    let option = state
+        .db
+        .write(move |conn| super::replace(conn, &actor, &id, &if_match, body.dosage_option))
+        .await?;
+    Ok(respond::ok_tagged(option))
+}

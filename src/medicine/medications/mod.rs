@@ -1,0 +1,565 @@
+//! Medications of a household: the rules for reading and changing them,
+//! their stock (inventory counts, orders, receipts) and derived fields.
+
+pub mod model;
+pub mod routes;
+pub mod store;
+
+use jiff::civil::Date;
+use rusqlite::Connection;
+use rust_decimal::prelude::ToPrimitive;
+use serde::Deserialize;
+use serde_json::json;
+
+use crate::auth::Actor;
+use crate::db::change_feed::{self, Action, Change};
+use crate::decimal::Dec;
+use crate::error::{ApiError, FieldErrors, Result};
+use crate::household::{audit, locations};
+use crate::http::extract::{IfMatch, Page, ResourceId, present};
+use crate::http::respond::etag;
+use crate::medicine::vocab::{AdjustmentReason, ReorderStatus};
+use model::{Medication, MedicationAttributes, MedicationRow};
+
+pub const RECORD_TYPE: &str = "Medication";
+
+/// Stock changes need the inventory-management permission (owners and
+/// administrators hold it implicitly).
+pub fn require_inventory(actor: &Actor) -> Result<()> {
+    if actor.is_manager() || actor.permissions.inventory_management {
+        Ok(())
+    } else {
+        Err(ApiError::forbidden(
+            "managing medicines and stock needs the inventory management permission",
+        ))
+    }
+}
+
+/// Whole days until `supply` falls to `level` at `daily_use` a day.
+pub fn days_until(supply: Dec, level: Dec, daily_use: Dec) -> Option<i64> {
+    if !daily_use.is_positive() {
+        return None;
+    }
+    let above = supply.checked_sub(level)?;
+    if !above.is_positive() {
+        return Some(0);
+    }
+    (above.0 / daily_use.0).floor().to_i64()
+}
+
+/// Adds the derived fields. `daily_use` is the routine consumption drawn
+/// from this medication by active schedules and assignments, when known.
+pub fn to_api(row: MedicationRow, daily_use: Option<Dec>) -> Medication {
+    let threshold = row.reorder_threshold;
+    let low_stock = threshold.is_some_and(|t| row.current_supply <= t);
+    let out_of_stock = !row.current_supply.is_positive();
+    let (days_until_low_stock, days_until_out_of_stock) = match daily_use {
+        Some(use_per_day) => (
+            threshold.and_then(|t| days_until(row.current_supply, t, use_per_day)),
+            days_until(row.current_supply, Dec::ZERO, use_per_day),
+        ),
+        None => (None, None),
+    };
+    Medication {
+        display_name: row
+            .friendly_name
+            .clone()
+            .unwrap_or_else(|| row.name.clone()),
+        id: row.id,
+        portable_id: row.portable_id,
+        created_at: row.created_at,
+        updated_at: row.updated_at,
+        location_id: row.location_id,
+        location_portable_id: row.location_portable_id,
+        name: row.name,
+        friendly_name: row.friendly_name,
+        category: row.category,
+        description: row.description,
+        dose_amount: row.dose_amount,
+        dose_unit: row.dose_unit,
+        default_schedule_type: row.default_schedule_type,
+        current_supply: row.current_supply,
+        reorder_threshold: row.reorder_threshold,
+        barcode: row.barcode,
+        dmd_code: row.dmd_code,
+        dmd_system: row.dmd_system,
+        dmd_concept_class: row.dmd_concept_class,
+        reorder: row.reorder,
+        low_stock,
+        out_of_stock,
+        days_until_low_stock,
+        days_until_out_of_stock,
+        lock_version: row.lock_version,
+    }
+}
+
+/// Routine daily use per medication. Nothing draws on stock on a schedule
+/// until the care plan exists, so no forecast can be made yet.
+fn daily_use(_conn: &Connection, _medication_id: i64) -> Result<Option<Dec>> {
+    Ok(None)
+}
+
+fn shape(conn: &Connection, row: MedicationRow) -> Result<Medication> {
+    let use_per_day = daily_use(conn, row.id)?;
+    Ok(to_api(row, use_per_day))
+}
+
+pub fn find(conn: &Connection, actor: &Actor, id: &ResourceId) -> Result<MedicationRow> {
+    store::find(conn, actor.household_id, id)?.ok_or_else(|| ApiError::not_found("medication"))
+}
+
+pub fn get(conn: &Connection, actor: &Actor, id: &ResourceId) -> Result<Medication> {
+    let row = find(conn, actor, id)?;
+    shape(conn, row)
+}
+
+pub fn list(
+    conn: &Connection,
+    actor: &Actor,
+    updated_since: Option<&str>,
+    page: Page,
+) -> Result<(Vec<Medication>, i64)> {
+    let (rows, total) = store::list(conn, actor.household_id, updated_since, page)?;
+    let items = rows
+        .into_iter()
+        .map(|row| shape(conn, row))
+        .collect::<Result<Vec<_>>>()?;
+    Ok((items, total))
+}
+
+fn trimmed(value: Option<String>) -> Option<String> {
+    value
+        .map(|s| s.trim().to_string())
+        .filter(|s| !s.is_empty())
+}
+
+/// Applies attributes to a row, collecting every problem.
+fn apply(
+    conn: &Connection,
+    actor: &Actor,
+    row: &mut MedicationRow,
+    attrs: MedicationAttributes,
+) -> Result<()> {
+    let mut errors = FieldErrors::new();
+    let mut add = |field: &str, message: &str| {
+        errors
+            .entry(field.to_string())
+            .or_default()
+            .push(message.to_string())
+    };
+    if let Some(location) = attrs.location_id {
+        match location {
+            None => {
+                row.location_id = None;
+                row.location_portable_id = None;
+            }
+            Some(id) => match locations::store::find(conn, actor.household_id, &id)? {
+                Some(location) => {
+                    row.location_id = Some(location.id);
+                    row.location_portable_id = Some(location.portable_id);
+                }
+                None => add("location_id", "must name a location of this household"),
+            },
+        }
+    }
+    match attrs.name {
+        Some(None) => add("name", "must not be null"),
+        Some(Some(name)) => match trimmed(Some(name)) {
+            Some(name) if name.chars().count() <= 200 => row.name = name,
+            Some(_) => add("name", "must be at most 200 characters"),
+            None => add("name", "must not be blank"),
+        },
+        None => {}
+    }
+    let mut text =
+        |field: &str, value: Option<Option<String>>, max: usize, target: &mut Option<String>| {
+            if let Some(value) = value {
+                let value = trimmed(value);
+                if value.as_ref().is_some_and(|v| v.chars().count() > max) {
+                    add(field, &format!("must be at most {max} characters"));
+                } else {
+                    *target = value;
+                }
+            }
+        };
+    text(
+        "friendly_name",
+        attrs.friendly_name,
+        200,
+        &mut row.friendly_name,
+    );
+    text("category", attrs.category, 100, &mut row.category);
+    text("description", attrs.description, 2000, &mut row.description);
+    text("dmd_system", attrs.dmd_system, 200, &mut row.dmd_system);
+    let mut digits = |field: &str,
+                      value: Option<Option<String>>,
+                      lengths: (usize, usize),
+                      target: &mut Option<String>| {
+        if let Some(value) = value {
+            let value = trimmed(value);
+            match &value {
+                Some(v)
+                    if !(v.len() >= lengths.0
+                        && v.len() <= lengths.1
+                        && v.bytes().all(|b| b.is_ascii_digit())) =>
+                {
+                    add(
+                        field,
+                        &format!("must be {} to {} digits", lengths.0, lengths.1),
+                    )
+                }
+                _ => *target = value,
+            }
+        }
+    };
+    digits("barcode", attrs.barcode, (13, 14), &mut row.barcode);
+    digits("dmd_code", attrs.dmd_code, (6, 18), &mut row.dmd_code);
+    if let Some(amount) = attrs.dose_amount {
+        match amount {
+            Some(a) if !a.is_positive() => add("dose_amount", "must be greater than zero"),
+            _ => row.dose_amount = amount,
+        }
+    }
+    if let Some(unit) = attrs.dose_unit {
+        row.dose_unit = unit;
+    }
+    if let Some(schedule_type) = attrs.default_schedule_type {
+        row.default_schedule_type = schedule_type;
+    }
+    if let Some(class) = attrs.dmd_concept_class {
+        row.dmd_concept_class = class;
+    }
+    match attrs.current_supply {
+        Some(None) => add("current_supply", "must not be null"),
+        Some(Some(s)) if s.is_negative() => add("current_supply", "must not be negative"),
+        Some(Some(s)) => row.current_supply = s,
+        None => {}
+    }
+    if let Some(threshold) = attrs.reorder_threshold {
+        match threshold {
+            Some(t) if t.is_negative() => add("reorder_threshold", "must not be negative"),
+            _ => row.reorder_threshold = threshold,
+        }
+    }
+    if errors.is_empty() {
+        Ok(())
+    } else {
+        Err(ApiError::Validation {
+            message: "the medication's attributes are invalid".into(),
+            errors,
+        })
+    }
+}
+
+fn record_change(
+    conn: &Connection,
+    actor: &Actor,
+    row: &MedicationRow,
+    action: Action,
+) -> Result<()> {
+    change_feed::append(
+        conn,
+        Change {
+            household_id: actor.household_id,
+            record_type: RECORD_TYPE,
+            record_id: row.id,
+            record_portable_id: &row.portable_id,
+            action,
+            person_id: None,
+        },
+    )
+}
+
+pub fn create(conn: &Connection, actor: &Actor, attrs: MedicationAttributes) -> Result<Medication> {
+    require_inventory(actor)?;
+    if attrs.name.is_none() {
+        return Err(ApiError::invalid("name", "is required"));
+    }
+    let now = crate::time::now();
+    let mut row = MedicationRow {
+        portable_id: crate::db::new_portable_id(),
+        lock_version: 1,
+        created_at: now.clone(),
+        updated_at: now,
+        ..MedicationRow::default()
+    };
+    apply(conn, actor, &mut row, attrs)?;
+    row.id = store::insert(conn, actor.household_id, &row)?;
+    record_change(conn, actor, &row, Action::Create)?;
+    shape(conn, row)
+}
+
+/// Loads the medication for a change: permission, then the precondition.
+fn for_change(
+    conn: &Connection,
+    actor: &Actor,
+    id: &ResourceId,
+    if_match: &IfMatch,
+) -> Result<MedicationRow> {
+    require_inventory(actor)?;
+    let row = find(conn, actor, id)?;
+    if_match.check(&etag(&row.portable_id, row.lock_version))?;
+    Ok(row)
+}
+
+fn save(conn: &Connection, actor: &Actor, mut row: MedicationRow) -> Result<Medication> {
+    row.lock_version += 1;
+    row.updated_at = crate::time::now();
+    store::update(conn, &row)?;
+    record_change(conn, actor, &row, Action::Update)?;
+    shape(conn, row)
+}
+
+/// PATCH: the given attributes change; the rest stay.
+pub fn update(
+    conn: &Connection,
+    actor: &Actor,
+    id: &ResourceId,
+    if_match: &IfMatch,
+    attrs: MedicationAttributes,
+) -> Result<Medication> {
+    let mut row = for_change(conn, actor, id, if_match)?;
+    apply(conn, actor, &mut row, attrs)?;
+    save(conn, actor, row)
+}
+
+/// PUT: the descriptive attributes are replaced (omitted ones become null).
+/// Stock and reorder state change only through their own operations, so an
+/// omitted current_supply keeps the count.
+pub fn replace(
+    conn: &Connection,
+    actor: &Actor,
+    id: &ResourceId,
+    if_match: &IfMatch,
+    attrs: MedicationAttributes,
+) -> Result<Medication> {
+    if attrs.name.is_none() {
+        return Err(ApiError::invalid("name", "is required"));
+    }
+    let current = for_change(conn, actor, id, if_match)?;
+    let mut row = MedicationRow {
+        id: current.id,
+        portable_id: current.portable_id,
+        current_supply: current.current_supply,
+        reorder: current.reorder,
+        lock_version: current.lock_version,
+        created_at: current.created_at,
+        updated_at: current.updated_at,
+        ..MedicationRow::default()
+    };
+    apply(conn, actor, &mut row, attrs)?;
+    save(conn, actor, row)
+}
+
+/// Removes a medication from the household's lists; past records that name
+/// it keep working. (No schedule or assignment can reference a medication
+/// until the care plan exists; from then on, deletion is refused while an
+/// active one still uses it.)
+pub fn delete(conn: &Connection, actor: &Actor, id: &ResourceId, if_match: &IfMatch) -> Result<()> {
+    let row = for_change(conn, actor, id, if_match)?;
+    let now = crate::time::now();
+    store::soft_delete(conn, row.id, &now)?;
+    record_change(conn, actor, &row, Action::Delete)
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Adjustment {
+    /// The counted stock, which becomes current_supply.
+    pub quantity: Dec,
+    pub reason: AdjustmentReason,
+    #[serde(default)]
+    pub note: Option<String>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AdjustmentBody {
+    pub adjustment: Adjustment,
+}
+
+/// Sets the stock to a counted quantity.
+pub fn adjust_inventory(
+    conn: &Connection,
+    actor: &Actor,
+    id: &ResourceId,
+    if_match: &IfMatch,
+    adjustment: Adjustment,
+) -> Result<Medication> {
+    if adjustment.quantity.is_negative() {
+        return Err(ApiError::invalid("quantity", "must not be negative"));
+    }
+    if adjustment
+        .note
+        .as_ref()
+        .is_some_and(|n| n.chars().count() > 1000)
+    {
+        return Err(ApiError::invalid("note", "must be at most 1000 characters"));
+    }
+    let mut row = for_change(conn, actor, id, if_match)?;
+    let previous = row.current_supply;
+    row.current_supply = adjustment.quantity;
+    audit::record(
+        conn,
+        actor.household_id,
+        Some(actor.membership_id),
+        "medication.inventory_adjusted",
+        ("medication", row.id),
+        json!({"previous_supply": previous, "new_supply": adjustment.quantity,
+               "reason": adjustment.reason.as_str()}),
+    )?;
+    save(conn, actor, row)
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct OrderDetails {
+    #[serde(default, deserialize_with = "present")]
+    pub supplier: Option<Option<String>>,
+    #[serde(default, deserialize_with = "present")]
+    pub quantity: Option<Option<Dec>>,
+    #[serde(default, deserialize_with = "present")]
+    pub expected_on: Option<Option<Date>>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct OrderBody {
+    #[serde(default)]
+    pub order_details: OrderDetails,
+}
+
+fn check_order_quantity(quantity: Option<Dec>) -> Result<()> {
+    match quantity {
+        Some(q) if !q.is_positive() => {
+            Err(ApiError::invalid("quantity", "must be greater than zero"))
+        }
+        _ => Ok(()),
+    }
+}
+
+/// Records that more has been ordered.
+pub fn mark_as_ordered(
+    conn: &Connection,
+    actor: &Actor,
+    id: &ResourceId,
+    if_match: &IfMatch,
+    details: OrderDetails,
+) -> Result<Medication> {
+    let quantity = details.quantity.flatten();
+    check_order_quantity(quantity)?;
+    let supplier = trimmed(details.supplier.flatten());
+    if supplier.as_ref().is_some_and(|s| s.chars().count() > 200) {
+        return Err(ApiError::invalid(
+            "supplier",
+            "must be at most 200 characters",
+        ));
+    }
+    let mut row = for_change(conn, actor, id, if_match)?;
+    row.reorder = model::Reorder {
+        status: Some(ReorderStatus::Ordered),
+        supplier,
+        quantity,
+        expected_on: details.expected_on.flatten().map(|d| d.to_string()),
+        ordered_at: Some(crate::time::now()),
+        received_at: None,
+    };
+    audit::record(
+        conn,
+        actor.household_id,
+        Some(actor.membership_id),
+        "medication.marked_as_ordered",
+        ("medication", row.id),
+        json!({"quantity": quantity}),
+    )?;
+    save(conn, actor, row)
+}
+
+/// Records a delivery: its quantity (or else the ordered quantity) is added to the stock.
+pub fn mark_as_received(
+    conn: &Connection,
+    actor: &Actor,
+    id: &ResourceId,
+    if_match: &IfMatch,
+    details: OrderDetails,
+) -> Result<Medication> {
+    if details.supplier.is_some() || details.expected_on.is_some() {
+        return Err(ApiError::invalid(
+            "order_details",
+            "a receipt takes only quantity",
+        ));
+    }
+    let mut row = for_change(conn, actor, id, if_match)?;
+    let received = details
+        .quantity
+        .flatten()
+        .or(row.reorder.quantity)
+        .ok_or_else(|| {
+            ApiError::invalid(
+                "quantity",
+                "is required when the order did not record a quantity",
+            )
+        })?;
+    check_order_quantity(Some(received))?;
+    let previous = row.current_supply;
+    row.current_supply = previous
+        .checked_add(received)
+        .ok_or_else(|| ApiError::invalid("quantity", "is too large"))?;
+    row.reorder.status = Some(ReorderStatus::Received);
+    row.reorder.quantity = Some(received);
+    row.reorder.received_at = Some(crate::time::now());
+    audit::record(
+        conn,
+        actor.household_id,
+        Some(actor.membership_id),
+        "medication.marked_as_received",
+        ("medication", row.id),
+        json!({"quantity": received, "previous_supply": previous, "new_supply": row.current_supply}),
+    )?;
+    save(conn, actor, row)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn d(s: &str) -> Dec {
+        s.parse().unwrap()
+    }
+
+    #[test]
+    fn days_until_counts_whole_days() {
+        assert_eq!(days_until(d("30"), d("0"), d("2")), Some(15));
+        assert_eq!(days_until(d("31"), d("0"), d("2")), Some(15));
+        assert_eq!(days_until(d("30"), d("10"), d("2")), Some(10));
+        assert_eq!(days_until(d("5"), d("10"), d("2")), Some(0));
+        assert_eq!(days_until(d("5"), d("0"), d("0")), None);
+        assert_eq!(days_until(d("10"), d("0"), d("0.5")), Some(20));
+    }
+
+    #[test]
+    fn derived_fields() {
+        let row = MedicationRow {
+            name: "Paracetamol 500mg".into(),
+            current_supply: d("4"),
+            reorder_threshold: Some(d("5")),
+            ..MedicationRow::default()
+        };
+        let m = to_api(row.clone(), Some(d("2")));
+        assert_eq!(m.display_name, "Paracetamol 500mg");
+        assert!(m.low_stock && !m.out_of_stock);
+        assert_eq!(m.days_until_low_stock, Some(0));
+        assert_eq!(m.days_until_out_of_stock, Some(2));
+        let empty = to_api(
+            MedicationRow {
+                current_supply: d("0"),
+                friendly_name: Some("Calpol".into()),
+                ..row
+            },
+            None,
+        );
+        assert!(empty.out_of_stock);
+        assert_eq!(empty.display_name, "Calpol");
+        assert_eq!(empty.days_until_out_of_stock, None);
+    }
+}

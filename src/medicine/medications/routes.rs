@@ -1,0 +1,253 @@
+//! Medication handlers.
+
+use axum::extract::State;
+use axum::response::Response;
+use axum::routing::{delete, get, patch, post, put};
+use serde_json::json;
+
+use super::model::{MedicationBody, medication_attributes_schema, medication_schema};
+use super::{AdjustmentBody, OrderBody};
+use crate::auth::Actor;
+use crate::decimal;
+use crate::error::Result;
+use crate::http::extract::{ApiJson, IfMatch, OptionalApiJson, PathId, QueryParams};
+use crate::http::openapi::{Api, Op};
+use crate::http::respond;
+use crate::medicine::vocab::AdjustmentReason;
+use crate::state::AppState;
+
+const TAG: &str = "Medications";
+const COLLECTION: &str = "/households/{household_id}/medications";
+const MEMBER: &str = "/households/{household_id}/medications/{id}";
+
+const WRITERS: &str =
+    "Needs the inventory management permission (owners and administrators hold it).";
+
+pub fn routes(api: Api) -> Api {
+    api.resource_schema("Medication", medication_schema())
+        .request_schema("MedicationCreateRequest", "medication", medication_attributes_schema(&["name"]))
+        .request_schema("MedicationUpdateRequest", "medication", medication_attributes_schema(&[]))
+        .request_schema(
+            "InventoryAdjustmentRequest",
+            "adjustment",
+            json!({
+                "type": "object", "additionalProperties": false, "required": ["quantity", "reason"],
+                "properties": {
+                    "quantity": decimal::schema(),
+                    "reason": AdjustmentReason::schema(),
+                    "note": {"type": ["string", "null"], "maxLength": 1000},
+                },
+            }),
+        )
+        .schema(
+            "OrderDetailsRequest",
+            json!({
+                "type": "object", "additionalProperties": false,
+                "properties": {"order_details": {
+                    "type": "object", "additionalProperties": false,
+                    "properties": {
+                        "supplier": {"type": ["string", "null"], "maxLength": 200},
+                        "quantity": {"anyOf": [decimal::schema(), {"type": "null"}]},
+                        "expected_on": {"type": ["string", "null"], "format": "date"},
+                    },
+                }},
+            }),
+        )
+        .route(
+            Op::get(COLLECTION, "listMedications", TAG)
+                .summary("List the household's medications")
+                .paginated()
+                .updated_since()
+                .ok("MedicationCollection"),
+            get(list),
+        )
+        .route(
+            Op::post(COLLECTION, "createMedication", TAG)
+                .summary("Add a medication")
+                .description(WRITERS)
+                .body("MedicationCreateRequest")
+                .created("MedicationResponse")
+                .etag(),
+            post(create),
+        )
+        .route(
+            Op::get(MEMBER, "getMedication", TAG)
+                .summary("Get a medication")
+                .ok("MedicationResponse")
+                .etag(),
+            get(show),
+        )
+        .route(
+            Op::patch(MEMBER, "updateMedication", TAG)
+                .summary("Change some attributes of a medication")
+                .description(WRITERS)
+                .body("MedicationUpdateRequest")
+                .if_match()
+                .ok("MedicationResponse")
+                .etag(),
+            patch(update),
+        )
+        .route(
+            Op::put(MEMBER, "replaceMedication", TAG)
+                .summary("Replace a medication's attributes")
+                .description("Omitted descriptive attributes become null; an omitted current_supply keeps the stock count. Needs the inventory management permission.")
+                .body("MedicationCreateRequest")
+                .if_match()
+                .ok("MedicationResponse")
+                .etag(),
+            put(replace),
+        )
+        .route(
+            Op::delete(MEMBER, "deleteMedication", TAG)
+                .summary("Remove a medication from the household")
+                .description("Past takes and stock history that name it are kept. Refused with 409 while an active schedule or assignment uses it. Needs the inventory management permission.")
+                .if_match()
+                .no_content(),
+            delete(remove),
+        )
+        .route(
+            Op::patch("/households/{household_id}/medications/{id}/adjust_inventory", "adjustMedicationInventory", TAG)
+                .summary("Set the stock to a counted quantity")
+                .description(WRITERS)
+                .body("InventoryAdjustmentRequest")
+                .if_match()
+                .ok("MedicationResponse")
+                .etag(),
+            patch(adjust_inventory),
+        )
+        .route(
+            Op::patch("/households/{household_id}/medications/{id}/mark_as_ordered", "markMedicationAsOrdered", TAG)
+                .summary("Record that more has been ordered")
+                .description(WRITERS)
+                .optional_body("OrderDetailsRequest")
+                .if_match()
+                .ok("MedicationResponse")
+                .etag(),
+            patch(mark_as_ordered),
+        )
+        .route(
+            Op::patch("/households/{household_id}/medications/{id}/mark_as_received", "markMedicationAsReceived", TAG)
+                .summary("Record a delivery and add it to the stock")
+                .description("order_details.quantity is added to current_supply; without it the ordered quantity is used. Needs the inventory management permission.")
+                .optional_body("OrderDetailsRequest")
+                .if_match()
+                .ok("MedicationResponse")
+                .etag(),
+            patch(mark_as_received),
+        )
+}
+
+async fn list(State(state): State<AppState>, actor: Actor, query: QueryParams) -> Result<Response> {
+    let page = query.page()?;
+    let since = query.updated_since()?;
+    let (items, total) = state
+        .db
+        .read(move |conn| super::list(conn, &actor, since.as_deref(), page))
+        .await?;
+    Ok(respond::collection(items, page, total))
+}
+
+async fn create(
+    State(state): State<AppState>,
+    actor: Actor,
+    ApiJson(body): ApiJson<MedicationBody>,
+) -> Result<Response> {
+    let medication = state
+        .db
+        .write(move |conn| super::create(conn, &actor, body.medication))
+        .await?;
+    Ok(respond::created_tagged(medication))
+}
+
+async fn show(State(state): State<AppState>, actor: Actor, PathId(id): PathId) -> Result<Response> {
+    let medication = state
+        .db
+        .read(move |conn| super::get(conn, &actor, &id))
+        .await?;
+    Ok(respond::ok_tagged(medication))
+}
+
+async fn update(
+    State(state): State<AppState>,
+    actor: Actor,
+    PathId(id): PathId,
+    if_match: IfMatch,
+    ApiJson(body): ApiJson<MedicationBody>,
+) -> Result<Response> {
+    let medication = state
+        .db
+        .write(move |conn| super::update(conn, &actor, &id, &if_match, body.medication))
+        .await?;
+    Ok(respond::ok_tagged(medication))
+}
+
+async fn replace(
+    State(state): State<AppState>,
+    actor: Actor,
+    PathId(id): PathId,
+    if_match: IfMatch,
+    ApiJson(body): ApiJson<MedicationBody>,
+) -> Result<Response> {
+    let medication = state
+        .db
+        .write(move |conn| super::replace(conn, &actor, &id, &if_match, body.medication))
+        .await?;
+    Ok(respond::ok_tagged(medication))
+}
+
+async fn remove(
+    State(state): State<AppState>,
+    actor: Actor,
+    PathId(id): PathId,
+    if_match: IfMatch,
+) -> Result<Response> {
+    state
+        .db
+        .write(move |conn| super::delete(conn, &actor, &id, &if_match))
+        .await?;
+    Ok(respond::no_content())
+}
+
+async fn adjust_inventory(
+    State(state): State<AppState>,
+    actor: Actor,
+    PathId(id): PathId,
+    if_match: IfMatch,
+    ApiJson(body): ApiJson<AdjustmentBody>,
+) -> Result<Response> {
+    let medication = state
+        .db
+        .write(move |conn| super::adjust_inventory(conn, &actor, &id, &if_match, body.adjustment))
+        .await?;
+    Ok(respond::ok_tagged(medication))
+}
+
+async fn mark_as_ordered(
+    State(state): State<AppState>,
+    actor: Actor,
+    PathId(id): PathId,
+    if_match: IfMatch,
+    OptionalApiJson(body): OptionalApiJson<OrderBody>,
+) -> Result<Response> {
+    let details = body.unwrap_or_default().order_details;
+    let medication = state
+        .db
+        .write(move |conn| super::mark_as_ordered(conn, &actor, &id, &if_match, details))
+        .await?;
+    Ok(respond::ok_tagged(medication))
+}
+
+async fn mark_as_received(
+    State(state): State<AppState>,
+    actor: Actor,
+    PathId(id): PathId,
+    if_match: IfMatch,
+    OptionalApiJson(body): OptionalApiJson<OrderBody>,
+) -> Result<Response> {
+    let details = body.unwrap_or_default().order_details;
+    let medication = state
+        .db
+        .write(move |conn| super::mark_as_received(conn, &actor, &id, &if_match, details))
+        .await?;
+    Ok(respond::ok_tagged(medication))
+}

@@ -1,0 +1,177 @@
+//! SQL for medications.
+
+use rusqlite::{Connection, OptionalExtension, Row, named_params, params};
+
+use super::model::{MedicationRow, Reorder};
+use crate::error::Result;
+use crate::http::extract::{Page, ResourceId};
+
+const COLUMNS: &str = "m.id, m.portable_id, m.location_id, l.portable_id, m.name, m.friendly_name,
+    m.category, m.description, m.dose_amount, m.dose_unit, m.default_schedule_type,
+    m.current_supply, m.reorder_threshold, m.barcode, m.dmd_code, m.dmd_system,
+    m.dmd_concept_class, m.reorder_status, m.reorder_supplier, m.reorder_quantity,
+    m.reorder_expected_on, m.reorder_ordered_at, m.reorder_received_at, m.lock_version,
+    m.created_at, m.updated_at";
+
+const FROM: &str = "medications m LEFT JOIN locations l ON l.id = m.location_id";
+
+fn from_row(r: &Row<'_>) -> rusqlite::Result<MedicationRow> {
+    Ok(MedicationRow {
+        id: r.get(0)?,
+        portable_id: r.get(1)?,
+        location_id: r.get(2)?,
+        location_portable_id: r.get(3)?,
+        name: r.get(4)?,
+        friendly_name: r.get(5)?,
+        category: r.get(6)?,
+        description: r.get(7)?,
+        dose_amount: r.get(8)?,
+        dose_unit: r.get(9)?,
+        default_schedule_type: r.get(10)?,
+        current_supply: r.get(11)?,
+        reorder_threshold: r.get(12)?,
+        barcode: r.get(13)?,
+        dmd_code: r.get(14)?,
+        dmd_system: r.get(15)?,
+        dmd_concept_class: r.get(16)?,
+        reorder: Reorder {
+            status: r.get(17)?,
+            supplier: r.get(18)?,
+            quantity: r.get(19)?,
+            expected_on: r.get(20)?,
+            ordered_at: r.get(21)?,
+            received_at: r.get(22)?,
+        },
+        lock_version: r.get(23)?,
+        created_at: r.get(24)?,
+        updated_at: r.get(25)?,
+    })
+}
+
+/// A live medication of the household by numeric or portable id.
+pub fn find(
+    conn: &Connection,
+    household_id: i64,
+    id: &ResourceId,
+) -> Result<Option<MedicationRow>> {
+    let (numeric, portable) = id.sql_parts();
+    Ok(conn
+        .prepare_cached(&format!(
+            "SELECT {COLUMNS} FROM {FROM}
+             WHERE m.household_id = ?1 AND (m.id = ?2 OR m.portable_id = ?3) AND m.deleted_at IS NULL"
+        ))?
+        .query_row(params![household_id, numeric, portable], from_row)
+        .optional()?)
+}
+
+pub fn list(
+    conn: &Connection,
+    household_id: i64,
+    updated_since: Option<&str>,
+    page: Page,
+) -> Result<(Vec<MedicationRow>, i64)> {
+    let filter = "m.household_id = :household_id AND m.deleted_at IS NULL
+        AND (:updated_since IS NULL OR m.updated_at >= :updated_since)";
+    let total = conn
+        .prepare_cached(&format!(
+            "SELECT count(*) FROM medications m WHERE {filter}"
+        ))?
+        .query_row(
+            named_params! {":household_id": household_id, ":updated_since": updated_since},
+            |r| r.get(0),
+        )?;
+    let rows = conn
+        .prepare_cached(&format!(
+            "SELECT {COLUMNS} FROM {FROM} WHERE {filter} ORDER BY m.id LIMIT :limit OFFSET :offset"
+        ))?
+        .query_map(
+            named_params! {
+                ":household_id": household_id,
+                ":updated_since": updated_since,
+                ":limit": page.limit(),
+                ":offset": page.offset(),
+            },
+            from_row,
+        )?
+        .collect::<rusqlite::Result<Vec<_>>>()?;
+    Ok((rows, total))
+}
+
+pub fn insert(conn: &Connection, household_id: i64, m: &MedicationRow) -> Result<i64> {
+    conn.prepare_cached(
+        "INSERT INTO medications (portable_id, household_id, location_id, name, friendly_name,
+             category, description, dose_amount, dose_unit, default_schedule_type, current_supply,
+             reorder_threshold, barcode, dmd_code, dmd_system, dmd_concept_class,
+             lock_version, created_at, updated_at)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, 1, ?17, ?17)",
+    )?
+    .execute(params![
+        m.portable_id,
+        household_id,
+        m.location_id,
+        m.name,
+        m.friendly_name,
+        m.category,
+        m.description,
+        m.dose_amount,
+        m.dose_unit,
+        m.default_schedule_type,
+        m.current_supply,
+        m.reorder_threshold,
+        m.barcode,
+        m.dmd_code,
+        m.dmd_system,
+        m.dmd_concept_class,
+        m.updated_at,
+    ])?;
+    Ok(conn.last_insert_rowid())
+}
+
+/// Saves every stored field of the row, including stock and reorder state.
+pub fn update(conn: &Connection, m: &MedicationRow) -> Result<()> {
+    conn.prepare_cached(
+        "UPDATE medications SET location_id = ?2, name = ?3, friendly_name = ?4, category = ?5,
+             description = ?6, dose_amount = ?7, dose_unit = ?8, default_schedule_type = ?9,
+             current_supply = ?10, reorder_threshold = ?11, barcode = ?12, dmd_code = ?13,
+             dmd_system = ?14, dmd_concept_class = ?15, reorder_status = ?16,
+             reorder_supplier = ?17, reorder_quantity = ?18, reorder_expected_on = ?19,
+             reorder_ordered_at = ?20, reorder_received_at = ?21, lock_version = ?22,
+             updated_at = ?23
+         WHERE id = ?1",
+    )?
+    .execute(params![
+        m.id,
+        m.location_id,
+        m.name,
+        m.friendly_name,
+        m.category,
+        m.description,
+        m.dose_amount,
+        m.dose_unit,
+        m.default_schedule_type,
+        m.current_supply,
+        m.reorder_threshold,
+        m.barcode,
+        m.dmd_code,
+        m.dmd_system,
+        m.dmd_concept_class,
+        m.reorder.status,
+        m.reorder.supplier,
+        m.reorder.quantity,
+        m.reorder.expected_on,
+        m.reorder.ordered_at,
+        m.reorder.received_at,
+        m.lock_version,
+        m.updated_at,
+    ])?;
+    Ok(())
+}
+
+pub fn soft_delete(conn: &Connection, id: i64, now: &str) -> Result<()> {
+    conn.prepare_cached(
+        "UPDATE medications SET deleted_at = ?2, updated_at = ?2, lock_version = lock_version + 1
+         WHERE id = ?1",
+    )?
+    .execute(params![id, now])?;
+    Ok(())
+}

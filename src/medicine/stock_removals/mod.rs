@@ -1,0 +1,209 @@
+//! Stock removals: stock that left the cupboard other than as a dose
+//! (expired, damaged, lost, ...). A removal decrements the medication's
+//! stock, or a dosage option's own stock, exactly once per submission id.
+//! It is not a medication take.
+
+pub mod model;
+pub mod routes;
+pub mod store;
+
+use rusqlite::Connection;
+use serde_json::json;
+
+use crate::auth::Actor;
+use crate::db::change_feed::{self, Action, Change};
+use crate::decimal::Dec;
+use crate::error::{ApiError, FieldErrors, Result};
+use crate::household::audit;
+use crate::http::extract::{Page, ResourceId};
+use crate::medicine::medications::{self, require_inventory};
+use model::{NewStockRemoval, StockRemoval};
+
+/// The change-feed record type of a dosage option.
+pub const DOSAGE_OPTION_RECORD_TYPE: &str = "MedicationDosageOption";
+
+pub const AUDIT_EVENT: &str = "medication.stock_removed";
+
+pub const MAX_NOTE: usize = 1000;
+
+/// The medication's removals, newest first.
+pub fn list(
+    conn: &Connection,
+    actor: &Actor,
+    medication_id: &ResourceId,
+    page: Page,
+) -> Result<(Vec<StockRemoval>, i64)> {
+    require_inventory(actor)?;
+    let medication = medications::find(conn, actor, medication_id)?;
+    store::list(conn, medication.id, page)
+}
+
+/// The facts a submission id stands for; a retry must repeat them exactly.
+#[derive(Debug, PartialEq)]
+struct Facts<'a> {
+    quantity: Dec,
+    reason: crate::medicine::vocab::StockRemovalReason,
+    note: Option<&'a str>,
+    dosage_option_id: Option<i64>,
+}
+
+impl StockRemoval {
+    fn facts(&self) -> Facts<'_> {
+        Facts {
+            quantity: self.quantity,
+            reason: self.reason,
+            note: self.note.as_deref(),
+            dosage_option_id: self.dosage_option_id,
+        }
+    }
+}
+
+/// A note as kept: trimmed, and a blank one is no note.
+fn clean_note(note: Option<String>) -> Option<String> {
+    note.map(|n| n.trim().to_string()).filter(|n| !n.is_empty())
+}
+
+/// Records a removal and decrements the stock it came from, all in the
+/// caller's transaction. A repeated submission id with the same facts
+/// returns the saved removal and changes nothing; with other facts it is a
+/// 409 `submission_id_reused`. The permission is checked before anything,
+/// a replay included.
+pub fn create(
+    conn: &Connection,
+    actor: &Actor,
+    medication_id: &ResourceId,
+    input: NewStockRemoval,
+) -> Result<StockRemoval> {
+    require_inventory(actor)?;
+    let medication = medications::find(conn, actor, medication_id)?;
+
+    let mut errors = FieldErrors::new();
+    if !input.quantity.is_positive() {
+        errors
+            .entry("quantity".into())
+            .or_default()
+            .push("must be greater than zero".into());
+    }
+    let note = clean_note(input.note);
+    if note.as_ref().is_some_and(|n| n.chars().count() > MAX_NOTE) {
+        errors
+            .entry("note".into())
+            .or_default()
+            .push(format!("must be at most {MAX_NOTE} characters"));
+    }
+    if !errors.is_empty() {
+        return Err(ApiError::Validation {
+            message: "the stock removal is invalid".into(),
+            errors,
+        });
+    }
+
+    let submission_id = input.submission_id.0;
+    let facts = Facts {
+        quantity: input.quantity,
+        reason: input.reason,
+        note: note.as_deref(),
+        dosage_option_id: input.dosage_id.map(|d| d.0),
+    };
+    if let Some(saved) = store::find_by_submission(conn, medication.id, &submission_id)? {
+        if saved.facts() == facts {
+            return Ok(saved);
+        }
+        return Err(ApiError::conflict(
+            "submission_id_reused",
+            "this submission_id was already used for a different stock removal of this medication; \
+             use a new submission_id for a new removal",
+        ));
+    }
+
+    // Where the stock comes from: a dosage option's own stock, or the medication's.
+    let dosage = match facts.dosage_option_id {
+        Some(id) => Some(
+            store::find_tracked_dosage(conn, actor.household_id, medication.id, id)?.ok_or_else(
+                || {
+                    ApiError::invalid(
+                        "dosage_id",
+                        "must name a dosage option of this medication that tracks its own stock",
+                    )
+                },
+            )?,
+        ),
+        None => None,
+    };
+    let supply_before = dosage
+        .as_ref()
+        .map_or(medication.current_supply, |d| d.current_supply);
+    let supply_after = supply_before
+        .checked_sub(facts.quantity)
+        .filter(|after| !after.is_negative())
+        .ok_or_else(|| {
+            ApiError::invalid(
+                "quantity",
+                format!("is more than the current supply of {supply_before}; nothing was removed"),
+            )
+        })?;
+
+    let now = crate::time::now();
+    let change = match &dosage {
+        Some(d) => {
+            store::set_dosage_supply(conn, d.id, supply_after, &now)?;
+            (DOSAGE_OPTION_RECORD_TYPE, d.id, d.portable_id.as_str())
+        }
+        None => {
+            store::set_medication_supply(conn, medication.id, supply_after, &now)?;
+            (
+                medications::RECORD_TYPE,
+                medication.id,
+                medication.portable_id.as_str(),
+            )
+        }
+    };
+    change_feed::append(
+        conn,
+        Change {
+            household_id: actor.household_id,
+            record_type: change.0,
+            record_id: change.1,
+            record_portable_id: change.2,
+            action: Action::Update,
+            person_id: None,
+        },
+    )?;
+
+    let portable_id = crate::db::new_portable_id();
+    let id = store::insert(
+        conn,
+        &store::NewRow {
+            portable_id: &portable_id,
+            household_id: actor.household_id,
+            medication_id: medication.id,
+            dosage_option_id: facts.dosage_option_id,
+            quantity: facts.quantity,
+            reason: facts.reason,
+            note: facts.note,
+            submission_id: &submission_id,
+            supply_before,
+            supply_after,
+            actor_membership_id: Some(actor.membership_id),
+            created_at: &now,
+        },
+    )?;
+    // The note can hold clinical detail, so it stays out of the audit trail.
+    audit::record(
+        conn,
+        actor.household_id,
+        Some(actor.membership_id),
+        AUDIT_EVENT,
+        ("medication", medication.id),
+        json!({
+            "stock_removal_id": id,
+            "medication_id": medication.id,
+            "dosage_option_id": facts.dosage_option_id,
+            "quantity": facts.quantity,
+            "reason": facts.reason.as_str(),
+            "supply_before": supply_before,
+            "supply_after": supply_after,
+        }),
+    )?;
+    store::find(conn, id)?.ok_or_else(|| ApiError::internal("saved stock removal is missing"))
+}

@@ -1,0 +1,114 @@
+//! Stock removal handlers.
+
+use axum::extract::{FromRequestParts, State};
+use axum::http::request::Parts;
+use axum::response::Response;
+use axum::routing::{get, post};
+
+use super::model::{StockRemovalBody, new_stock_removal_schema, stock_removal_schema};
+use crate::auth::Actor;
+use crate::error::{ApiError, Result};
+use crate::http::extract::{ApiJson, QueryParams, ResourceId, raw_param};
+use crate::http::openapi::{Api, Op};
+use crate::http::respond;
+use crate::state::AppState;
+
+const TAG: &str = "Stock removals";
+const COLLECTION: &str = "/households/{household_id}/medications/{medication_id}/stock_removals";
+
+/// The operation description, which also documents the supported reasons;
+/// a unit test keeps it in step with `StockRemovalReason::ALL`.
+const CREATE_DESCRIPTION: &str = "Records stock that left other than as a dose (it is not a \
+medication take) and decrements the medication's current_supply by quantity, exactly, in the same \
+transaction; with dosage_id, the stock of that dosage option (which must belong to this medication \
+and track its own stock) is decremented instead. A removal that would take the stock below zero is \
+refused with 422 and changes nothing. submission_id is chosen by the client once per intended \
+removal: repeating it for this medication with the same quantity, reason, note and dosage_id \
+returns the saved removal (201, same body) without another decrement; repeating it with different \
+facts is refused with 409 submission_id_reused. Needs the inventory management permission, \
+checked again before a repeated submission is answered. Each new removal writes a \
+medication.stock_removed audit event (without the note). Supported reasons: `expired` (past its \
+use-by date), `damaged` (broken, spoiled or contaminated), `lost` (missing or mislaid), \
+`disposed` (thrown away or destroyed for another reason), `returned_to_pharmacy` (handed back for \
+disposal or credit), `other` (say why in the note); the capability document lists them under \
+inventory.stock_removal_reasons.";
+
+pub fn routes(api: Api) -> Api {
+    api.resource_schema("StockRemoval", stock_removal_schema())
+        .request_schema("StockRemovalCreateRequest", "stock_removal", new_stock_removal_schema())
+        .route(
+            Op::get(COLLECTION, "listStockRemovals", TAG)
+                .summary("List a medication's stock removals, newest first")
+                .description("Needs the inventory management permission (owners and administrators hold it).")
+                .paginated()
+                .ok("StockRemovalCollection"),
+            get(list),
+        )
+        .route(
+            Op::post(COLLECTION, "createStockRemoval", TAG)
+                .summary("Remove stock that left other than as a dose")
+                .description(CREATE_DESCRIPTION)
+                .body("StockRemovalCreateRequest")
+                .created("StockRemovalResponse")
+                .errors(&[409]),
+            post(create),
+        )
+}
+
+/// `{medication_id}` as a numeric or portable id; anything else names no medication (404).
+pub struct MedicationPathId(pub ResourceId);
+
+impl<S: Send + Sync> FromRequestParts<S> for MedicationPathId {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self> {
+        let raw = raw_param(parts, state, "medication_id").await?;
+        ResourceId::parse(&raw)
+            .map(MedicationPathId)
+            .ok_or_else(|| ApiError::not_found("medication"))
+    }
+}
+
+async fn list(
+    State(state): State<AppState>,
+    actor: Actor,
+    MedicationPathId(medication_id): MedicationPathId,
+    query: QueryParams,
+) -> Result<Response> {
+    let page = query.page()?;
+    let (items, total) = state
+        .db
+        .read(move |conn| super::list(conn, &actor, &medication_id, page))
+        .await?;
+    Ok(respond::collection(items, page, total))
+}
+
+async fn create(
+    State(state): State<AppState>,
+    actor: Actor,
+    MedicationPathId(medication_id): MedicationPathId,
+    ApiJson(body): ApiJson<StockRemovalBody>,
+) -> Result<Response> {
+    let removal = state
+        .db
+        .write(move |conn| super::create(conn, &actor, &medication_id, body.stock_removal))
+        .await?;
+    Ok(respond::created(removal))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::medicine::vocab::StockRemovalReason;
+
+    #[test]
+    fn every_reason_is_documented() {
+        for reason in StockRemovalReason::ALL {
+            let named = format!("`{reason}`");
+            assert!(
+                CREATE_DESCRIPTION.contains(&named),
+                "{reason} missing from the operation description"
+            );
+        }
+    }
+}

@@ -1,0 +1,125 @@
+//! The closed vocabularies of medicines (DESIGN.md's decisions): each is a
+//! string enum on the wire and in SQLite, with its list for the OpenAPI
+//! document and the capability document.
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+
+macro_rules! vocabulary {
+    ($(#[$meta:meta])* $name:ident { $($variant:ident => $text:literal),+ $(,)? }) => {
+        $(#[$meta])*
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+        pub enum $name {
+            $(#[serde(rename = $text)] $variant),+
+        }
+
+        impl $name {
+            pub const ALL: &'static [&'static str] = &[$($text),+];
+
+            pub fn as_str(self) -> &'static str {
+                match self { $($name::$variant => $text),+ }
+            }
+
+            pub fn parse(text: &str) -> Option<$name> {
+                match text { $($text => Some($name::$variant),)+ _ => None }
+            }
+
+            pub fn schema() -> Value {
+                json!({"type": "string", "enum": Self::ALL})
+            }
+        }
+
+        impl rusqlite::types::ToSql for $name {
+            fn to_sql(&self) -> rusqlite::Result<rusqlite::types::ToSqlOutput<'_>> {
+                Ok(self.as_str().into())
+            }
+        }
+
+        impl rusqlite::types::FromSql for $name {
+            fn column_result(value: rusqlite::types::ValueRef<'_>) -> rusqlite::types::FromSqlResult<Self> {
+                let text = value.as_str()?;
+                $name::parse(text).ok_or_else(|| {
+                    rusqlite::types::FromSqlError::Other(format!("unknown {} {text}", stringify!($name)).into())
+                })
+            }
+        }
+    };
+}
+
+vocabulary!(
+    /// Units a dose or a stock quantity is counted in.
+    DoseUnit {
+        Tablet => "tablet",
+        Capsule => "capsule",
+        Gummy => "gummy",
+        Mg => "mg",
+        Ml => "ml",
+        G => "g",
+        Mcg => "mcg",
+        Iu => "IU",
+        Spray => "spray",
+        Drop => "drop",
+        Sachet => "sachet",
+        Pad => "pad",
+    }
+);
+
+vocabulary!(
+    /// How a schedule repeats.
+    ScheduleType {
+        Daily => "daily",
+        MultipleDaily => "multiple_daily",
+        Weekly => "weekly",
+        SpecificDates => "specific_dates",
+        Prn => "prn",
+        Tapering => "tapering",
+        EveryOtherDay => "every_other_day",
+    }
+);
+
+vocabulary!(
+    /// The window a dose limit counts over.
+    DoseCycle {
+        Daily => "daily",
+        Weekly => "weekly",
+        Monthly => "monthly",
+    }
+);
+
+vocabulary!(
+    /// dm+d concept classes: generic (virtual) or branded (actual) product.
+    ConceptClass {
+        Vmp => "VMP",
+        Amp => "AMP",
+    }
+);
+
+vocabulary!(
+    /// Why stock left the cupboard other than as a dose.
+    StockRemovalReason {
+        Expired => "expired",
+        Damaged => "damaged",
+        Lost => "lost",
+        Disposed => "disposed",
+        ReturnedToPharmacy => "returned_to_pharmacy",
+        Other => "other",
+    }
+);
+
+vocabulary!(
+    /// Why a stock count was corrected.
+    AdjustmentReason {
+        StockCount => "stock_count",
+        Correction => "correction",
+        Found => "found",
+        Other => "other",
+    }
+);
+
+vocabulary!(
+    /// Where a reorder stands.
+    ReorderStatus {
+        Ordered => "ordered",
+        Received => "received",
+    }
+);

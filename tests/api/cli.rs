@@ -1,0 +1,756 @@
+//! The command line as a process: the real binary over a temp data dir, with
+//! passwords piped on stdin (not a terminal, so the binary reads one line).
+//! Every child is killed by a guard, so a failing test never leaves a server
+//! running, and every wait has a deadline.
+
+use std::io::{Read, Write};
+use std::net::{Ipv4Addr, SocketAddr, TcpListener, TcpStream};
+use std::path::Path;
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::time::{Duration, Instant};
+
+use pillbox::db::DATABASE_FILE;
+use rusqlite::{Connection, OpenFlags};
+use serde_json::Value;
+
+const BIN: &str = env!("CARGO_BIN_EXE_pillbox");
+const PASSWORD: &str = "correct horse battery staple";
+const DEADLINE: Duration = Duration::from_secs(20);
+
+/// Settings a developer's shell might carry; each test sets what it means.
+const INHERITED: &[&str] = &[
+    "PILLBOX_DATA_DIR",
+    "PILLBOX_LISTEN",
+    "PILLBOX_PUBLIC_URL",
+    "PILLBOX_RATE_LIMIT",
+    "PILLBOX_LOG_FORMAT",
+    "RUST_LOG",
+    "NO_COLOR",
+];
+
+fn pillbox(args: &[&str]) -> Command {
+    let mut cmd = Command::new(BIN);
+    cmd.args(args);
+    for var in INHERITED {
+        cmd.env_remove(var);
+    }
+    cmd
+}
+
+/// Kills and reaps the child when dropped, whatever happened in between.
+struct Guard(Child);
+
+impl Drop for Guard {
+    fn drop(&mut self) {
+        if let Ok(None) = self.0.try_wait() {
+            let _ = self.0.kill();
+        }
+        let _ = self.0.wait();
+    }
+}
+
+impl Guard {
+    /// Waits for the child to exit, at most `limit`.
+    fn wait_for_exit(&mut self, limit: Duration) -> Option<ExitStatus> {
+        let end = Instant::now() + limit;
+        loop {
+            if let Some(status) = self.0.try_wait().expect("try_wait") {
+                return Some(status);
+            }
+            if Instant::now() >= end {
+                return None;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    fn read_all(&mut self) -> (String, String) {
+        let mut out = String::new();
+        let mut err = String::new();
+        if let Some(mut s) = self.0.stdout.take() {
+            s.read_to_string(&mut out).expect("read stdout");
+        }
+        if let Some(mut s) = self.0.stderr.take() {
+            s.read_to_string(&mut err).expect("read stderr");
+        }
+        (out, err)
+    }
+}
+
+struct Outcome {
+    status: ExitStatus,
+    stdout: String,
+    stderr: String,
+}
+
+impl Outcome {
+    #[track_caller]
+    fn assert_success(&self) -> &Self {
+        assert!(
+            self.status.success(),
+            "expected success, got {}; stdout: {:?}; stderr: {:?}",
+            self.status,
+            self.stdout,
+            self.stderr
+        );
+        self
+    }
+
+    /// A failed command: non-zero, nothing on stdout, exactly one clear line
+    /// on stderr containing `needle`.
+    #[track_caller]
+    fn assert_one_line_failure(&self, needle: &str) -> &Self {
+        assert!(
+            !self.status.success(),
+            "expected failure; stdout: {:?}; stderr: {:?}",
+            self.stdout,
+            self.stderr
+        );
+        assert_eq!(self.stdout, "", "nothing on stdout on failure");
+        let lines: Vec<&str> = self.stderr.lines().collect();
+        assert_eq!(
+            lines.len(),
+            1,
+            "exactly one line on stderr: {:?}",
+            self.stderr
+        );
+        assert!(
+            lines[0].starts_with("pillbox: error: ") && lines[0].contains(needle),
+            "stderr line {:?} should mention {needle:?}",
+            lines[0]
+        );
+        self
+    }
+
+    /// stdout is exactly one line; returns it.
+    #[track_caller]
+    fn single_stdout_line(&self) -> &str {
+        let lines: Vec<&str> = self.stdout.lines().collect();
+        assert_eq!(lines.len(), 1, "one line on stdout: {:?}", self.stdout);
+        assert!(self.stdout.ends_with('\n'));
+        lines[0]
+    }
+}
+
+/// Runs a command to completion (bounded), with `stdin` piped in or closed.
+fn run(mut cmd: Command, stdin: Option<&str>) -> Outcome {
+    cmd.stdin(if stdin.is_some() {
+        Stdio::piped()
+    } else {
+        Stdio::null()
+    })
+    .stdout(Stdio::piped())
+    .stderr(Stdio::piped());
+    let mut guard = Guard(cmd.spawn().expect("spawn pillbox"));
+    if let Some(input) = stdin {
+        let mut pipe = guard.0.stdin.take().expect("stdin pipe");
+        // The binary may fail (bad arguments) before reading: ignore EPIPE.
+        let _ = pipe.write_all(input.as_bytes());
+    }
+    let status = guard
+        .wait_for_exit(DEADLINE)
+        .expect("pillbox did not exit within the deadline");
+    let (stdout, stderr) = guard.read_all();
+    Outcome {
+        status,
+        stdout,
+        stderr,
+    }
+}
+
+fn password_line() -> String {
+    format!("{PASSWORD}\n")
+}
+
+fn setup_in(data: &Path, email: &str) -> Outcome {
+    run(
+        pillbox(&[
+            "setup",
+            "--data-dir",
+            data.to_str().unwrap(),
+            "--household",
+            "Home",
+            "--email",
+            email,
+            "--time-zone",
+            "Europe/London",
+        ]),
+        Some(&password_line()),
+    )
+}
+
+/// A fresh data dir with one household; returns (temp dir, data dir, household id).
+fn set_up_household() -> (tempfile::TempDir, std::path::PathBuf, String) {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    let out = setup_in(&data, "owner@example.org");
+    out.assert_success();
+    let id = out.single_stdout_line().to_string();
+    (dir, data, id)
+}
+
+fn token_create(data: &Path, household: &str, email: &str, extra: &[&str]) -> Outcome {
+    let mut args = vec![
+        "token",
+        "create",
+        "--data-dir",
+        data.to_str().unwrap(),
+        "--household",
+        household,
+        "--email",
+        email,
+        "--name",
+        "laptop",
+    ];
+    args.extend_from_slice(extra);
+    run(pillbox(&args), None)
+}
+
+/// Row counts read through a read-only connection to the database file.
+fn count(data: &Path, table: &str) -> i64 {
+    let conn =
+        Connection::open_with_flags(data.join(DATABASE_FILE), OpenFlags::SQLITE_OPEN_READ_ONLY)
+            .expect("open the database read-only");
+    conn.query_row(&format!("SELECT count(*) FROM {table}"), [], |r| r.get(0))
+        .unwrap()
+}
+
+fn counts(data: &Path) -> [i64; 3] {
+    [
+        count(data, "households"),
+        count(data, "accounts"),
+        count(data, "memberships"),
+    ]
+}
+
+#[test]
+fn setup_prints_the_household_id_and_refuses_an_existing_email() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    let first = setup_in(&data, "owner@example.org");
+    first.assert_success();
+    let id: i64 = first
+        .single_stdout_line()
+        .parse()
+        .expect("stdout is the household id alone");
+    assert!(id > 0);
+    assert!(data.join(DATABASE_FILE).exists());
+    assert_eq!(counts(&data), [1, 1, 1]);
+    let (name, zone): (String, String) =
+        Connection::open_with_flags(data.join(DATABASE_FILE), OpenFlags::SQLITE_OPEN_READ_ONLY)
+            .unwrap()
+            .query_row(
+                "SELECT name, time_zone FROM households WHERE id = ?1",
+                [id],
+                |r| Ok((r.get(0)?, r.get(1)?)),
+            )
+            .unwrap();
+    assert_eq!((name.as_str(), zone.as_str()), ("Home", "Europe/London"));
+
+    // Again with the same email: one clear line, and nothing changes.
+    let again = setup_in(&data, "owner@example.org");
+    again.assert_one_line_failure("owner@example.org");
+    assert!(again.stderr.contains("already exists"), "{}", again.stderr);
+    assert_eq!(
+        counts(&data),
+        [1, 1, 1],
+        "no second household, account or membership"
+    );
+}
+
+#[test]
+fn setup_rejects_a_short_password_and_creates_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    let out = run(
+        pillbox(&[
+            "setup",
+            "--data-dir",
+            data.to_str().unwrap(),
+            "--household",
+            "Home",
+            "--email",
+            "owner@example.org",
+            "--time-zone",
+            "Europe/London",
+        ]),
+        Some("elevenchars\n"),
+    );
+    out.assert_one_line_failure("12 characters");
+    assert!(!data.exists(), "no data dir or database was created");
+
+    // Nor is an existing database touched.
+    let (_dir, data, _id) = set_up_household();
+    let out = run(
+        pillbox(&[
+            "setup",
+            "--data-dir",
+            data.to_str().unwrap(),
+            "--household",
+            "Second",
+            "--email",
+            "second@example.org",
+        ]),
+        Some("short\n"),
+    );
+    out.assert_one_line_failure("12 characters");
+    assert_eq!(counts(&data), [1, 1, 1]);
+}
+
+#[test]
+fn setup_rejects_an_empty_stdin() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    let out = run(
+        pillbox(&[
+            "setup",
+            "--data-dir",
+            data.to_str().unwrap(),
+            "--household",
+            "Home",
+            "--email",
+            "owner@example.org",
+        ]),
+        Some(""),
+    );
+    out.assert_one_line_failure("password");
+    assert!(!data.exists());
+}
+
+#[test]
+fn setup_rejects_an_unknown_time_zone() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    let out = run(
+        pillbox(&[
+            "setup",
+            "--data-dir",
+            data.to_str().unwrap(),
+            "--household",
+            "Home",
+            "--email",
+            "owner@example.org",
+            "--time-zone",
+            "Mars/Olympus_Mons",
+        ]),
+        Some(&password_line()),
+    );
+    out.assert_one_line_failure("Mars/Olympus_Mons");
+    assert!(!data.exists(), "nothing was created");
+}
+
+#[test]
+fn setup_reads_the_data_dir_from_the_environment() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("from-env");
+    let cwd = dir.path().join("cwd");
+    std::fs::create_dir(&cwd).unwrap();
+    let mut cmd = pillbox(&[
+        "setup",
+        "--household",
+        "Home",
+        "--email",
+        "owner@example.org",
+        "--time-zone",
+        "UTC",
+    ]);
+    cmd.env("PILLBOX_DATA_DIR", &data).current_dir(&cwd);
+    let out = run(cmd, Some(&password_line()));
+    out.assert_success();
+    out.single_stdout_line().parse::<i64>().unwrap();
+    assert!(
+        data.join(DATABASE_FILE).exists(),
+        "database under PILLBOX_DATA_DIR"
+    );
+    assert!(
+        !cwd.join("pillbox-data").exists(),
+        "the default ./pillbox-data was not used"
+    );
+    assert_eq!(counts(&data), [1, 1, 1]);
+}
+
+#[test]
+fn member_add_creates_an_account_and_membership() {
+    let (_dir, data, household) = set_up_household();
+    let d = data.to_str().unwrap();
+    let out = run(
+        pillbox(&[
+            "member",
+            "add",
+            "--data-dir",
+            d,
+            "--household",
+            &household,
+            "--email",
+            "m@example.org",
+            "--role",
+            "member",
+        ]),
+        Some(&password_line()),
+    );
+    out.assert_success();
+    out.single_stdout_line()
+        .parse::<i64>()
+        .expect("stdout is the membership id");
+    assert_eq!(counts(&data), [1, 2, 2]);
+
+    // The new member can be given a token.
+    let token = token_create(&data, &household, "m@example.org", &[]);
+    token.assert_success();
+    assert!(token.single_stdout_line().starts_with("pbx_app_"));
+
+    // An administrator too.
+    let out = run(
+        pillbox(&[
+            "member",
+            "add",
+            "--data-dir",
+            d,
+            "--household",
+            &household,
+            "--email",
+            "admin@example.org",
+            "--role",
+            "administrator",
+        ]),
+        Some(&password_line()),
+    );
+    out.assert_success();
+    assert_eq!(counts(&data), [1, 3, 3]);
+
+    // The same email twice fails clearly and changes nothing.
+    let out = run(
+        pillbox(&[
+            "member",
+            "add",
+            "--data-dir",
+            d,
+            "--household",
+            &household,
+            "--email",
+            "m@example.org",
+            "--role",
+            "member",
+        ]),
+        Some(&password_line()),
+    );
+    out.assert_one_line_failure("m@example.org");
+    assert_eq!(counts(&data), [1, 3, 3]);
+
+    // An unknown household.
+    let out = run(
+        pillbox(&[
+            "member",
+            "add",
+            "--data-dir",
+            d,
+            "--household",
+            "999999",
+            "--email",
+            "x@example.org",
+            "--role",
+            "member",
+        ]),
+        Some(&password_line()),
+    );
+    out.assert_one_line_failure("household");
+    assert_eq!(counts(&data), [1, 3, 3]);
+}
+
+#[test]
+fn member_add_cannot_make_an_owner() {
+    let (_dir, data, household) = set_up_household();
+    let out = run(
+        pillbox(&[
+            "member",
+            "add",
+            "--data-dir",
+            data.to_str().unwrap(),
+            "--household",
+            &household,
+            "--email",
+            "m@example.org",
+            "--role",
+            "owner",
+        ]),
+        Some(&password_line()),
+    );
+    assert!(!out.status.success());
+    assert_eq!(out.status.code(), Some(2), "clap's usage error");
+    assert!(out.stderr.contains("'owner'"), "{}", out.stderr);
+    assert_eq!(out.stdout, "");
+    assert_eq!(counts(&data), [1, 1, 1]);
+}
+
+#[test]
+fn token_create_prints_the_token_alone() {
+    let (_dir, data, household) = set_up_household();
+    let out = token_create(&data, &household, "owner@example.org", &[]);
+    out.assert_success();
+    let token = out.single_stdout_line();
+    assert!(token.starts_with("pbx_app_"), "{token}");
+    assert!(!token.contains(char::is_whitespace));
+
+    let out = token_create(
+        &data,
+        &household,
+        "owner@example.org",
+        &["--max-age-days", "30"],
+    );
+    out.assert_success();
+    let second = out.single_stdout_line();
+    assert!(second.starts_with("pbx_app_"));
+    assert_ne!(second, token, "every token is new");
+    assert_eq!(count(&data, "app_tokens"), 2);
+
+    // Only hashes are stored: the secret is nowhere in the database file.
+    let bytes = std::fs::read(data.join(DATABASE_FILE)).unwrap();
+    let secret = token.rsplit('_').next().unwrap().as_bytes();
+    assert!(!bytes.windows(secret.len()).any(|w| w == secret));
+}
+
+#[test]
+fn token_create_fails_clearly() {
+    let (_dir, data, household) = set_up_household();
+    token_create(&data, &household, "nobody@example.org", &[])
+        .assert_one_line_failure("nobody@example.org");
+    token_create(&data, "999999", "owner@example.org", &[]).assert_one_line_failure("999999");
+    token_create(
+        &data,
+        &household,
+        "owner@example.org",
+        &["--max-age-days", "0"],
+    )
+    .assert_one_line_failure("max_age_days");
+    assert_eq!(count(&data, "app_tokens"), 0);
+}
+
+#[test]
+fn help_works_on_every_command() {
+    for args in [
+        &["--help"][..],
+        &["serve", "--help"],
+        &["setup", "--help"],
+        &["member", "--help"],
+        &["member", "add", "--help"],
+        &["token", "--help"],
+        &["token", "create", "--help"],
+    ] {
+        let out = run(pillbox(args), None);
+        out.assert_success();
+        assert!(
+            out.stdout.contains("Usage: pillbox"),
+            "{args:?}: {}",
+            out.stdout
+        );
+        assert!(
+            !out.stdout.contains("--password"),
+            "{args:?}: secrets never travel as arguments"
+        );
+    }
+    let out = run(pillbox(&["serve", "--help"]), None);
+    for flag in [
+        "--data-dir",
+        "--listen",
+        "--public-url",
+        "--rate-limit",
+        "PILLBOX_DATA_DIR",
+        "PILLBOX_LISTEN",
+        "PILLBOX_PUBLIC_URL",
+    ] {
+        assert!(out.stdout.contains(flag), "serve --help mentions {flag}");
+    }
+}
+
+// ---- serve ---------------------------------------------------------------
+
+fn free_port() -> u16 {
+    let listener = TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).unwrap();
+    listener.local_addr().unwrap().port()
+}
+
+struct HttpResponse {
+    status: u16,
+    headers: Vec<(String, String)>,
+    body: String,
+}
+
+impl HttpResponse {
+    fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(n, _)| n.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.as_str())
+    }
+
+    fn json(&self) -> Value {
+        serde_json::from_str(&self.body).unwrap_or_else(|e| panic!("{e}: {}", self.body))
+    }
+}
+
+/// A minimal HTTP/1.1 GET over a fresh connection (`Connection: close`).
+fn http_get(port: u16, path: &str, token: Option<&str>) -> std::io::Result<HttpResponse> {
+    let addr = SocketAddr::from((Ipv4Addr::LOCALHOST, port));
+    let mut stream = TcpStream::connect_timeout(&addr, Duration::from_secs(2))?;
+    stream.set_read_timeout(Some(Duration::from_secs(10)))?;
+    stream.set_write_timeout(Some(Duration::from_secs(10)))?;
+    let mut request = format!(
+        "GET {path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nAccept: application/json\r\nConnection: close\r\n"
+    );
+    if let Some(token) = token {
+        request.push_str(&format!("Authorization: Bearer {token}\r\n"));
+    }
+    request.push_str("\r\n");
+    stream.write_all(request.as_bytes())?;
+    let mut raw = Vec::new();
+    stream.read_to_end(&mut raw)?;
+    let text = String::from_utf8(raw).expect("UTF-8 response");
+    let (head, body) = text
+        .split_once("\r\n\r\n")
+        .unwrap_or_else(|| panic!("no end of headers in {text:?}"));
+    let mut lines = head.split("\r\n");
+    let status_line = lines.next().unwrap();
+    let status = status_line
+        .split(' ')
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .unwrap_or_else(|| panic!("bad status line {status_line:?}"));
+    let headers: Vec<(String, String)> = lines
+        .filter_map(|l| l.split_once(':'))
+        .map(|(n, v)| (n.trim().to_string(), v.trim().to_string()))
+        .collect();
+    let mut response = HttpResponse {
+        status,
+        headers,
+        body: body.to_string(),
+    };
+    if response
+        .header("transfer-encoding")
+        .is_some_and(|v| v.eq_ignore_ascii_case("chunked"))
+    {
+        response.body = dechunk(body);
+    }
+    Ok(response)
+}
+
+fn dechunk(mut rest: &str) -> String {
+    let mut out = String::new();
+    loop {
+        let (size, after) = rest.split_once("\r\n").expect("chunk size line");
+        let size = usize::from_str_radix(size.split(';').next().unwrap().trim(), 16).unwrap();
+        if size == 0 {
+            return out;
+        }
+        out.push_str(&after[..size]);
+        rest = &after[size + 2..];
+    }
+}
+
+/// Polls until the server answers; panics with its log if it exits or the
+/// deadline passes.
+fn wait_until_serving(server: &mut Guard, port: u16) {
+    let end = Instant::now() + DEADLINE;
+    loop {
+        if let Some(status) = server.0.try_wait().unwrap() {
+            let (_, err) = server.read_all();
+            panic!("serve exited early with {status}: {err}");
+        }
+        if http_get(port, "/api/v1/capabilities", None).is_ok() {
+            return;
+        }
+        if Instant::now() >= end {
+            panic!("serve did not answer on port {port} within {DEADLINE:?}");
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+#[test]
+fn serve_answers_on_a_free_port_and_stops_on_sigterm() {
+    let (_dir, data, household) = set_up_household();
+    let token = token_create(&data, &household, "owner@example.org", &[]);
+    token.assert_success();
+    let token = token.single_stdout_line().to_string();
+
+    let port = free_port();
+    let listen = format!("127.0.0.1:{port}");
+    let mut cmd = pillbox(&[
+        "serve",
+        "--data-dir",
+        data.to_str().unwrap(),
+        "--listen",
+        &listen,
+    ]);
+    cmd.stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let mut server = Guard(cmd.spawn().expect("spawn pillbox serve"));
+    wait_until_serving(&mut server, port);
+
+    let capabilities = http_get(port, "/api/v1/capabilities", None).unwrap();
+    assert_eq!(capabilities.status, 200, "{}", capabilities.body);
+    assert!(capabilities.json().is_object());
+
+    let people_path = format!("/api/v1/households/{household}/people");
+    let people = http_get(port, &people_path, Some(&token)).unwrap();
+    assert_eq!(people.status, 200, "{}", people.body);
+    assert!(people.json()["data"].is_array(), "{}", people.body);
+    assert_eq!(people.header("cache-control"), Some("no-store"));
+
+    let anonymous = http_get(port, &people_path, None).unwrap();
+    assert_eq!(anonymous.status, 401, "{}", anonymous.body);
+    assert_eq!(anonymous.json()["error"]["code"], "unauthorized");
+    assert!(anonymous.header("x-request-id").is_some());
+
+    // SIGTERM: a graceful stop with status 0.
+    let pid = server.0.id().to_string();
+    let kill = Command::new("kill")
+        .args(["-TERM", &pid])
+        .status()
+        .expect("run kill");
+    assert!(kill.success());
+    let status = server
+        .wait_for_exit(Duration::from_secs(10))
+        .expect("serve stops within 10 s of SIGTERM");
+    let (stdout, stderr) = server.read_all();
+    assert!(status.success(), "exit status {status}; log: {stderr}");
+    assert_eq!(stdout, "", "serve logs to stderr only");
+
+    // One start-up line says where it listens and where the data is.
+    let start: Vec<&str> = stderr
+        .lines()
+        .filter(|l| l.contains("listening on"))
+        .collect();
+    assert_eq!(start.len(), 1, "one start-up line in {stderr}");
+    assert!(start[0].contains(&listen), "{}", start[0]);
+    assert!(
+        start[0].contains(data.to_str().unwrap()),
+        "start-up line names the data dir: {}",
+        start[0]
+    );
+    assert!(
+        !stderr.contains('\u{1b}'),
+        "no colour escapes when stderr is not a terminal: {stderr:?}"
+    );
+    assert!(stderr.contains("shutting down"), "{stderr}");
+}
+
+#[test]
+fn serve_fails_clearly_when_the_port_is_taken() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    let taken = TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).unwrap();
+    let listen = taken.local_addr().unwrap().to_string();
+    let out = run(
+        pillbox(&[
+            "serve",
+            "--data-dir",
+            data.to_str().unwrap(),
+            "--listen",
+            &listen,
+        ]),
+        None,
+    );
+    out.assert_one_line_failure(&listen);
+    drop(taken);
+}

@@ -1,0 +1,336 @@
+use pillbox::auth::Role;
+use serde_json::{Value, json};
+
+use crate::support::TestApp;
+
+pub fn paracetamol() -> Value {
+    json!({"medication": {
+        "name": "Paracetamol 500mg tablets",
+        "friendly_name": "Paracetamol",
+        "category": "pain relief",
+        "dose_amount": "1",
+        "dose_unit": "tablet",
+        "default_schedule_type": "prn",
+        "current_supply": "10.5",
+        "reorder_threshold": "4",
+        "barcode": "5012345678900",
+        "dmd_code": "42109611000001109",
+        "dmd_system": "https://dmd.nhs.uk",
+        "dmd_concept_class": "AMP",
+    }})
+}
+
+/// A member holding the inventory management permission.
+pub async fn stock_keeper(app: &TestApp) -> String {
+    let (membership_id, token) = app
+        .add_member("stock@example.org", Role::Member, None)
+        .await;
+    app.db
+        .write(move |c| {
+            c.execute(
+                "UPDATE memberships SET inventory_management = 1 WHERE id = ?1",
+                [membership_id],
+            )?;
+            Ok(())
+        })
+        .await
+        .unwrap();
+    token
+}
+
+#[tokio::test]
+async fn create_read_update_replace_delete_a_medication() {
+    let app = TestApp::new().await;
+    let created = app
+        .post(&app.hh("/medications"), &app.owner, paracetamol())
+        .await;
+    created.assert_status(201);
+    let m = created.data().clone();
+    assert_eq!(m["display_name"], "Paracetamol");
+    assert_eq!(m["current_supply"], "10.5");
+    assert_eq!(m["low_stock"], false);
+    assert_eq!(m["out_of_stock"], false);
+    assert_eq!(m["reorder_status"], Value::Null);
+    assert_eq!(m["days_until_out_of_stock"], Value::Null);
+    let id = created.id();
+    let portable = m["portable_id"].as_str().unwrap().to_string();
+
+    // Numeric and portable ids name the same medication.
+    let by_portable = app
+        .get(&app.hh(&format!("/medications/{portable}")), &app.owner)
+        .await;
+    by_portable.assert_status(200);
+    assert_eq!(by_portable.etag(), created.etag());
+    assert_eq!(by_portable.data(), &m);
+
+    let list = app.get(&app.hh("/medications"), &app.owner).await;
+    list.assert_status(200);
+    assert_eq!(list.body["meta"]["total_count"], 1);
+
+    let patched = app
+        .patch(
+            &app.hh(&format!("/medications/{id}")),
+            &app.owner,
+            json!({"medication": {"friendly_name": null, "reorder_threshold": "11"}}),
+            Some(&created.etag()),
+        )
+        .await;
+    patched.assert_status(200);
+    assert_eq!(patched.data()["display_name"], "Paracetamol 500mg tablets");
+    assert_eq!(patched.data()["low_stock"], true);
+
+    // A stale ETag changes nothing.
+    let stale = app
+        .patch(
+            &app.hh(&format!("/medications/{id}")),
+            &app.owner,
+            json!({"medication": {"name": "Other"}}),
+            Some(&created.etag()),
+        )
+        .await;
+    stale.assert_error(409, "edit_conflict");
+
+    // PUT replaces the description but keeps the stock count.
+    let replaced = app
+        .put(
+            &app.hh(&format!("/medications/{portable}")),
+            &app.owner,
+            json!({"medication": {"name": "Ibuprofen 200mg"}}),
+            Some(&patched.etag()),
+        )
+        .await;
+    replaced.assert_status(200);
+    assert_eq!(replaced.data()["category"], Value::Null);
+    assert_eq!(replaced.data()["barcode"], Value::Null);
+    assert_eq!(replaced.data()["current_supply"], "10.5");
+
+    app.delete(
+        &app.hh(&format!("/medications/{id}")),
+        &app.owner,
+        Some(&replaced.etag()),
+    )
+    .await
+    .assert_status(204);
+    app.get(&app.hh(&format!("/medications/{id}")), &app.owner)
+        .await
+        .assert_error(404, "not_found");
+    let list = app.get(&app.hh("/medications"), &app.owner).await;
+    assert_eq!(list.body["meta"]["total_count"], 0);
+}
+
+#[tokio::test]
+async fn decimals_are_strings_and_validated() {
+    let app = TestApp::new().await;
+    let number = app
+        .post(
+            &app.hh("/medications"),
+            &app.owner,
+            json!({"medication": {"name": "A", "current_supply": 10.5}}),
+        )
+        .await;
+    number.assert_error(422, "validation_failed");
+    assert!(number.body["error"]["errors"]["current_supply"].is_array());
+
+    for (field, value) in [
+        ("current_supply", "-1"),
+        ("dose_amount", "0"),
+        ("current_supply", "1e3"),
+        ("reorder_threshold", "abc"),
+    ] {
+        let r = app
+            .post(
+                &app.hh("/medications"),
+                &app.owner,
+                json!({"medication": {"name": "A", field: value}}),
+            )
+            .await;
+        r.assert_error(422, "validation_failed");
+        assert!(
+            r.body["error"]["errors"][field].is_array(),
+            "{field}={value}: {}",
+            r.body
+        );
+    }
+    for (field, value) in [
+        ("barcode", "123"),
+        ("barcode", "12345678901234567"),
+        ("dose_unit", "bucket"),
+        ("default_schedule_type", "hourly"),
+        ("dmd_concept_class", "XYZ"),
+        ("location_id", "999"),
+    ] {
+        let r = app
+            .post(
+                &app.hh("/medications"),
+                &app.owner,
+                json!({"medication": {"name": "A", field: value}}),
+            )
+            .await;
+        r.assert_error(422, "validation_failed");
+        assert!(
+            r.body["error"]["errors"][field].is_array(),
+            "{field}={value}: {}",
+            r.body
+        );
+    }
+    app.post(
+        &app.hh("/medications"),
+        &app.owner,
+        json!({"medication": {"dose_amount": "1"}}),
+    )
+    .await
+    .assert_error(422, "validation_failed");
+    app.post(
+        &app.hh("/medications"),
+        &app.owner,
+        json!({"medication": {"name": "A", "colour": "red"}}),
+    )
+    .await
+    .assert_error(422, "validation_failed");
+    let list = app.get(&app.hh("/medications"), &app.owner).await;
+    assert_eq!(list.body["meta"]["total_count"], 0, "nothing was created");
+}
+
+#[tokio::test]
+async fn inventory_adjust_order_and_receive() {
+    let app = TestApp::new().await;
+    let created = app
+        .post(&app.hh("/medications"), &app.owner, paracetamol())
+        .await;
+    let id = created.id();
+    let path = |op: &str| app.hh(&format!("/medications/{id}/{op}"));
+
+    let adjusted = app
+        .patch(
+            &path("adjust_inventory"),
+            &app.owner,
+            json!({"adjustment": {"quantity": "3.25", "reason": "stock_count"}}),
+            None,
+        )
+        .await;
+    adjusted.assert_status(200);
+    assert_eq!(adjusted.data()["current_supply"], "3.25");
+    assert_eq!(adjusted.data()["low_stock"], true);
+
+    app.patch(
+        &path("adjust_inventory"),
+        &app.owner,
+        json!({"adjustment": {"quantity": "3", "reason": "guess"}}),
+        None,
+    )
+    .await
+    .assert_error(422, "validation_failed");
+    app.patch(
+        &path("adjust_inventory"),
+        &app.owner,
+        json!({"adjustment": {"quantity": "3", "reason": "stock_count"}}),
+        Some(&created.etag()),
+    )
+    .await
+    .assert_error(409, "edit_conflict");
+
+    let ordered = app
+        .patch(&path("mark_as_ordered"), &app.owner,
+            json!({"order_details": {"supplier": "High Street Pharmacy", "quantity": "32", "expected_on": "2026-12-01"}}), None)
+        .await;
+    ordered.assert_status(200);
+    assert_eq!(ordered.data()["reorder_status"], "ordered");
+    assert_eq!(ordered.data()["reorder_quantity"], "32");
+    assert_eq!(ordered.data()["current_supply"], "3.25");
+
+    let received = app
+        .patch(&path("mark_as_received"), &app.owner, json!({}), None)
+        .await;
+    received.assert_status(200);
+    assert_eq!(received.data()["reorder_status"], "received");
+    assert_eq!(received.data()["current_supply"], "35.25");
+    assert!(received.data()["reorder_received_at"].is_string());
+
+    // An order with no body, then a receipt that says how much came.
+    let request = axum::http::Request::builder()
+        .method("PATCH")
+        .uri(path("mark_as_ordered"))
+        .header("authorization", format!("Bearer {}", app.owner))
+        .body(axum::body::Body::empty())
+        .unwrap();
+    app.raw_request(request).await.assert_status(200);
+    app.patch(&path("mark_as_received"), &app.owner, json!({}), None)
+        .await
+        .assert_error(422, "validation_failed");
+    let received = app
+        .patch(
+            &path("mark_as_received"),
+            &app.owner,
+            json!({"order_details": {"quantity": "0.75"}}),
+            None,
+        )
+        .await;
+    assert_eq!(received.data()["current_supply"], "36");
+
+    let audit = app.get(&app.hh("/admin/audit_logs"), &app.owner).await;
+    let kinds: Vec<&str> = audit
+        .data()
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|e| e["event_type"].as_str())
+        .collect();
+    for kind in [
+        "medication.inventory_adjusted",
+        "medication.marked_as_ordered",
+        "medication.marked_as_received",
+    ] {
+        assert!(kinds.contains(&kind), "{kind} missing from {kinds:?}");
+    }
+}
+
+#[tokio::test]
+async fn stock_changes_need_the_inventory_permission() {
+    let app = TestApp::new().await;
+    let id = app
+        .post(&app.hh("/medications"), &app.owner, paracetamol())
+        .await
+        .id();
+    let (_, member) = app
+        .add_member("plain@example.org", Role::Member, None)
+        .await;
+    // Any member may read the household's medicines.
+    app.get(&app.hh(&format!("/medications/{id}")), &member)
+        .await
+        .assert_status(200);
+    app.post(&app.hh("/medications"), &member, paracetamol())
+        .await
+        .assert_error(403, "forbidden");
+    app.patch(
+        &app.hh(&format!("/medications/{id}")),
+        &member,
+        json!({"medication": {"name": "X"}}),
+        None,
+    )
+    .await
+    .assert_error(403, "forbidden");
+    app.patch(
+        &app.hh(&format!("/medications/{id}/adjust_inventory")),
+        &member,
+        json!({"adjustment": {"quantity": "1", "reason": "stock_count"}}),
+        None,
+    )
+    .await
+    .assert_error(403, "forbidden");
+    app.delete(&app.hh(&format!("/medications/{id}")), &member, None)
+        .await
+        .assert_error(403, "forbidden");
+
+    let keeper = stock_keeper(&app).await;
+    app.post(&app.hh("/medications"), &keeper, paracetamol())
+        .await
+        .assert_status(201);
+    app.patch(
+        &app.hh(&format!("/medications/{id}/adjust_inventory")),
+        &keeper,
+        json!({"adjustment": {"quantity": "1", "reason": "stock_count"}}),
+        None,
+    )
+    .await
+    .assert_status(200);
+}
