@@ -13,6 +13,35 @@ pub type Result<T, E = ApiError> = std::result::Result<T, E>;
 /// Field name -> validation messages, rendered as the envelope's `errors`.
 pub type FieldErrors = BTreeMap<String, Vec<String>>;
 
+/// Collects every problem with a submission so one 422 reports them all.
+#[derive(Debug, Default)]
+pub struct Problems(FieldErrors);
+
+impl Problems {
+    pub fn add(&mut self, field: &str, message: impl Into<String>) {
+        self.0
+            .entry(field.to_string())
+            .or_default()
+            .push(message.into());
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    /// `Ok` when nothing was added, else a 422 with `message` and the fields.
+    pub fn check(self, message: &str) -> Result<()> {
+        if self.0.is_empty() {
+            Ok(())
+        } else {
+            Err(ApiError::Validation {
+                message: message.to_string(),
+                errors: self.0,
+            })
+        }
+    }
+}
+
 #[derive(Debug, thiserror::Error)]
 pub enum ApiError {
     /// Bearer credential absent, invalid, expired, revoked or no longer active.

@@ -81,7 +81,9 @@ fn json_error(err: serde_path_to_error::Error<serde_json::Error>) -> ApiError {
     } else {
         let text = inner.to_string();
         // serde_json appends the position; the field path says more to a user.
-        let text = text.rfind(" at line ").map_or(text.as_str(), |i| &text[..i]);
+        let text = text
+            .rfind(" at line ")
+            .map_or(text.as_str(), |i| &text[..i]);
         let backticked = |s: &str| s.split('`').nth(1).map(str::to_string);
         if let Some(rest) = text.strip_prefix("unknown field ") {
             (
@@ -94,7 +96,11 @@ fn json_error(err: serde_path_to_error::Error<serde_json::Error>) -> ApiError {
             (last, describe_data_error(text))
         }
     };
-    let field = if field.is_empty() { "body".to_string() } else { field };
+    let field = if field.is_empty() {
+        "body".to_string()
+    } else {
+        field
+    };
     let location = if path.is_empty() || path == "." {
         String::new()
     } else {
@@ -117,7 +123,9 @@ fn describe_data_error(text: &str) -> String {
     }
     for prefix in ["invalid type: ", "invalid value: ", "invalid length "] {
         if let Some(rest) = text.strip_prefix(prefix) {
-            let expected = rest.split_once(", expected ").map_or("a valid value", |(_, e)| e);
+            let expected = rest
+                .split_once(", expected ")
+                .map_or("a valid value", |(_, e)| e);
             return format!("must be {expected}");
         }
     }
@@ -542,7 +550,10 @@ mod enum_tests {
         let (field, message) =
             only_error(parse_json::<WithEnum>(br#"{"colour": "blue"}"#).unwrap_err());
         assert_eq!(field, "colour");
-        assert!(!message.contains("blue") && message.contains("red"), "{message}");
+        assert!(
+            !message.contains("blue") && message.contains("red"),
+            "{message}"
+        );
         let (field, message) = only_error(
             parse_json::<WithEnum>(br#"{"colour": "red", "count": "seventeen"}"#).unwrap_err(),
         );

@@ -70,6 +70,11 @@ pub struct Op {
     params: Vec<Value>,
     body: Option<(Value, &'static str, bool)>,
     success: (u16, Option<Value>, bool),
+    /// A 200 documented beside a 201 success: the same body for a record
+    /// that already existed (an idempotent create).
+    also_ok: Option<Value>,
+    /// Path parameters other than `{id}` that are numeric ids only.
+    numeric_params: Vec<&'static str>,
     /// Media types of a binary (non-JSON) success body.
     binary: Vec<String>,
     errors: BTreeSet<u16>,
@@ -93,6 +98,8 @@ impl Op {
             params: Vec::new(),
             body: None,
             success: (200, None, false),
+            also_ok: None,
+            numeric_params: Vec::new(),
             binary: Vec::new(),
             errors: BTreeSet::new(),
         }
@@ -175,6 +182,13 @@ impl Op {
         self
     }
 
+    /// Beside a 201 success, a 200 with the same kind of body (the named
+    /// component) when the record already existed and nothing changed.
+    pub fn also_ok(mut self, schema: &str) -> Op {
+        self.also_ok = Some(schema_ref(schema));
+        self
+    }
+
     pub fn no_content(mut self) -> Op {
         self.success = (204, None, false);
         self
@@ -237,6 +251,12 @@ impl Op {
         self.if_match().errors(&[428])
     }
 
+    /// The path parameter `{name}` (other than `{id}`) is a numeric id only.
+    pub fn numeric_path_param(mut self, name: &'static str) -> Op {
+        self.numeric_params.push(name);
+        self
+    }
+
     /// `{id}` is a numeric id only.
     fn id_schema(&self, name: &str) -> Value {
         match name {
@@ -260,7 +280,8 @@ impl Op {
     fn document(&self, numeric_ids: bool) -> Value {
         let mut params: Vec<Value> = path_params(self.path)
             .map(|name| {
-                let schema = if numeric_ids && name == "id" {
+                let schema = if (numeric_ids && name == "id") || self.numeric_params.contains(&name)
+                {
                     json!({"type": "integer", "minimum": 1})
                 } else {
                     self.id_schema(name)
@@ -289,6 +310,13 @@ impl Op {
         }
         if *etag {
             success["headers"]["ETag"] = json!({"$ref": "#/components/headers/ETag"});
+        }
+        if let Some(schema) = &self.also_ok {
+            let mut existing = success.clone();
+            existing["description"] =
+                json!("OK: the record already existed and is returned unchanged");
+            existing["content"] = json!({"application/json": {"schema": schema}});
+            responses.insert("200".to_string(), existing);
         }
         responses.insert(status.to_string(), success);
 

@@ -7,6 +7,7 @@ mod basics;
 mod cli;
 mod contract;
 mod dosage_options;
+mod location_memberships;
 mod locations;
 mod medications;
 mod people;

@@ -9,7 +9,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::json;
 
 use crate::auth::{AccessLevel, Actor};
-use crate::error::{ApiError, FieldErrors, Result};
+use crate::error::{ApiError, Problems, Result};
 use crate::household::{audit, memberships, people};
 use crate::http::extract::Page;
 use model::{GrantAttributes, PersonAccessGrant};
@@ -110,13 +110,8 @@ pub fn create(
     attrs: GrantAttributes,
 ) -> Result<PersonAccessGrant> {
     actor.require_manager("grant access to people")?;
-    let mut errors = FieldErrors::new();
-    let mut add = |field: &str, message: &str| {
-        errors
-            .entry(field.to_string())
-            .or_default()
-            .push(message.to_string())
-    };
+    let mut problems = Problems::default();
+    let mut add = |field: &str, message: &str| problems.add(field, message);
     let membership = memberships::store::find(conn, actor.household_id, attrs.membership_id)?;
     if membership.is_none() {
         add("membership_id", "must name a membership of this household");
@@ -144,11 +139,11 @@ pub fn create(
             }
         },
     };
-    let (Some(membership), Some(person), true) = (membership, person, errors.is_empty()) else {
-        return Err(ApiError::Validation {
-            message: "the person access grant's attributes are invalid".into(),
-            errors,
-        });
+    problems.check("the person access grant's attributes are invalid")?;
+    let (Some(membership), Some(person)) = (membership, person) else {
+        return Err(ApiError::internal(
+            "grant checks passed without a membership and person",
+        ));
     };
     if store::live_exists(conn, membership.id, person.id)? {
         return Err(ApiError::conflict(

@@ -7,6 +7,8 @@
 //! Deletion is soft: the row stays so that past administrations and saved
 //! dose decisions that name the location keep working.
 
+pub mod membership_routes;
+pub mod memberships;
 pub mod model;
 pub mod routes;
 pub mod store;
@@ -15,7 +17,7 @@ use rusqlite::Connection;
 
 use crate::auth::Actor;
 use crate::db::change_feed::{self, Action, Change};
-use crate::error::{ApiError, FieldErrors, Result};
+use crate::error::{ApiError, Problems, Result};
 use crate::http::extract::{IfMatch, Page, ResourceId};
 use crate::http::respond::etag;
 
@@ -73,13 +75,8 @@ pub fn list(
 
 /// Checks submitted attributes, collecting every problem before answering.
 fn validate(attrs: &LocationAttributes, name_required: bool) -> Result<()> {
-    let mut errors = FieldErrors::new();
-    let mut add = |field: &str, message: &str| {
-        errors
-            .entry(field.to_string())
-            .or_default()
-            .push(message.to_string())
-    };
+    let mut problems = Problems::default();
+    let mut add = |field: &str, message: &str| problems.add(field, message);
     match &attrs.name {
         None if name_required => add("name", "is required"),
         Some(None) => add("name", "must not be null"),
@@ -94,14 +91,7 @@ fn validate(attrs: &LocationAttributes, name_required: bool) -> Result<()> {
     {
         add("description", "must be at most 2000 characters");
     }
-    if errors.is_empty() {
-        Ok(())
-    } else {
-        Err(ApiError::Validation {
-            message: "the location's attributes are invalid".into(),
-            errors,
-        })
-    }
+    problems.check("the location's attributes are invalid")
 }
 
 fn apply(row: &mut LocationRow, attrs: LocationAttributes) {

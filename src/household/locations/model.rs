@@ -3,7 +3,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
-use crate::http::extract::present;
+use crate::http::extract::{ResourceId, present, resource_ref_schema};
 use crate::http::respond::{Versioned, etag};
 
 /// A place where medicines are kept: every key always present, nothing else.
@@ -67,6 +67,61 @@ pub fn location_attributes_schema(required: &[&str]) -> Value {
         "properties": {
             "name": {"type": "string", "minLength": 1, "maxLength": 200},
             "description": {"type": ["string", "null"], "maxLength": 2000},
+        },
+    })
+}
+
+/// A person assigned to a location (`location_ids` of the person).
+#[derive(Debug, Clone, Serialize)]
+pub struct LocationMembership {
+    pub id: i64,
+    pub location_id: i64,
+    pub location_portable_id: String,
+    pub person_id: i64,
+    pub person_portable_id: String,
+    pub created_at: String,
+}
+
+/// LocationMembershipAttributes: the person to assign, by numeric id
+/// (number or numeric string) or portable id.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LocationMembershipAttributes {
+    pub person_id: ResourceId,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LocationMembershipBody {
+    pub location_membership: LocationMembershipAttributes,
+}
+
+pub fn location_membership_schema() -> Value {
+    json!({
+        "type": "object",
+        "additionalProperties": false,
+        "required": [
+            "id", "location_id", "location_portable_id", "person_id", "person_portable_id",
+            "created_at",
+        ],
+        "properties": {
+            "id": {"$ref": "#/components/schemas/NumericId"},
+            "location_id": {"$ref": "#/components/schemas/NumericId"},
+            "location_portable_id": {"$ref": "#/components/schemas/PortableId"},
+            "person_id": {"$ref": "#/components/schemas/NumericId"},
+            "person_portable_id": {"$ref": "#/components/schemas/PortableId"},
+            "created_at": {"$ref": "#/components/schemas/Timestamp"},
+        },
+    })
+}
+
+pub fn location_membership_attributes_schema() -> Value {
+    json!({
+        "type": "object",
+        "additionalProperties": false,
+        "required": ["person_id"],
+        "properties": {
+            "person_id": resource_ref_schema(),
         },
     })
 }

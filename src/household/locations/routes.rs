@@ -16,8 +16,10 @@ const TAG: &str = "Locations";
 const COLLECTION: &str = "/households/{household_id}/locations";
 const MEMBER: &str = "/households/{household_id}/locations/{id}";
 
+/// Locations, then their memberships.
 pub fn routes(api: Api) -> Api {
-    api.resource_schema("Location", location_schema())
+    let api = api
+        .resource_schema("Location", location_schema())
         .request_schema(
             "LocationCreateRequest",
             "location",
@@ -86,7 +88,8 @@ pub fn routes(api: Api) -> Api {
                 .if_match_required()
                 .no_content(),
             delete(remove),
-        )
+        );
+    super::membership_routes::routes(api)
 }
 
 async fn list(State(state): State<AppState>, actor: Actor, query: QueryParams) -> Result<Response> {

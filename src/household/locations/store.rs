@@ -124,3 +124,74 @@ pub fn list(
         .collect::<rusqlite::Result<Vec<_>>>()?;
     Ok((rows, total))
 }
+
+/// A row of `location_memberships`: a person assigned to a location.
+#[derive(Debug, Clone)]
+pub struct MembershipRow {
+    pub id: i64,
+    pub location_id: i64,
+    pub person_id: i64,
+    pub created_at: String,
+}
+
+const MEMBERSHIP_COLUMNS: &str = "lm.id, lm.location_id, lm.person_id, lm.created_at";
+
+fn membership_from_row(r: &Row<'_>) -> rusqlite::Result<MembershipRow> {
+    Ok(MembershipRow {
+        id: r.get(0)?,
+        location_id: r.get(1)?,
+        person_id: r.get(2)?,
+        created_at: r.get(3)?,
+    })
+}
+
+/// The membership `id` of this location in the household.
+pub fn find_membership(
+    conn: &Connection,
+    household_id: i64,
+    location_id: i64,
+    id: i64,
+) -> Result<Option<MembershipRow>> {
+    Ok(conn
+        .prepare_cached(&format!(
+            "SELECT {MEMBERSHIP_COLUMNS} FROM location_memberships lm
+             WHERE lm.id = ?1 AND lm.location_id = ?2 AND lm.household_id = ?3"
+        ))?
+        .query_row(params![id, location_id, household_id], membership_from_row)
+        .optional()?)
+}
+
+/// The membership assigning `person_id` to `location_id`, if there is one.
+pub fn find_membership_of(
+    conn: &Connection,
+    location_id: i64,
+    person_id: i64,
+) -> Result<Option<MembershipRow>> {
+    Ok(conn
+        .prepare_cached(&format!(
+            "SELECT {MEMBERSHIP_COLUMNS} FROM location_memberships lm
+             WHERE lm.location_id = ?1 AND lm.person_id = ?2"
+        ))?
+        .query_row(params![location_id, person_id], membership_from_row)
+        .optional()?)
+}
+
+pub fn insert_membership(conn: &Connection, household_id: i64, row: &MembershipRow) -> Result<i64> {
+    conn.prepare_cached(
+        "INSERT INTO location_memberships (household_id, location_id, person_id, created_at)
+         VALUES (?1, ?2, ?3, ?4)",
+    )?
+    .execute(params![
+        household_id,
+        row.location_id,
+        row.person_id,
+        row.created_at,
+    ])?;
+    Ok(conn.last_insert_rowid())
+}
+
+pub fn delete_membership(conn: &Connection, id: i64) -> Result<()> {
+    conn.prepare_cached("DELETE FROM location_memberships WHERE id = ?1")?
+        .execute([id])?;
+    Ok(())
+}

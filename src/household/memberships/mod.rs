@@ -11,7 +11,7 @@ use rusqlite::Connection;
 use serde_json::json;
 
 use crate::auth::{Actor, Permissions, Role, store as auth_store};
-use crate::error::{ApiError, FieldErrors, Result};
+use crate::error::{ApiError, Problems, Result};
 use crate::household::{audit, grants};
 use crate::http::extract::Page;
 use model::{Membership, MembershipAttributes, MembershipStatus};
@@ -207,13 +207,8 @@ fn changed_fields(before: &Membership, after: &Membership) -> Vec<&'static str> 
 
 /// Checks submitted attributes, collecting every problem before answering.
 fn validate(attrs: &MembershipAttributes, mode: Mode) -> Result<()> {
-    let mut errors = FieldErrors::new();
-    let mut add = |field: &str, message: &str| {
-        errors
-            .entry(field.to_string())
-            .or_default()
-            .push(message.to_string())
-    };
+    let mut problems = Problems::default();
+    let mut add = |field: &str, message: &str| problems.add(field, message);
     match attrs.role {
         None if mode == Mode::Replace => add("role", "is required"),
         Some(None) => add("role", "must not be null"),
@@ -236,14 +231,7 @@ fn validate(attrs: &MembershipAttributes, mode: Mode) -> Result<()> {
             add(field, "must not be null");
         }
     }
-    if errors.is_empty() {
-        Ok(())
-    } else {
-        Err(ApiError::Validation {
-            message: "the membership's attributes are invalid".into(),
-            errors,
-        })
-    }
+    problems.check("the membership's attributes are invalid")
 }
 
 /// Removes a member: the membership is revoked, and with it its app tokens

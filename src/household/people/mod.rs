@@ -9,7 +9,7 @@ use rusqlite::Connection;
 
 use crate::auth::{AccessLevel, Actor, access};
 use crate::db::change_feed::{self, Action, Change};
-use crate::error::{ApiError, FieldErrors, Result};
+use crate::error::{ApiError, Problems, Result};
 use crate::household::grants::{self, Relationship};
 use crate::household::store as household_store;
 use crate::http::extract::{IfMatch, Page, ResourceId};
@@ -104,13 +104,8 @@ pub fn list(
 
 /// Checks submitted attributes, collecting every problem before answering.
 fn validate(attrs: &PersonAttributes, creating: bool, today: Date) -> Result<()> {
-    let mut errors = FieldErrors::new();
-    let mut add = |field: &str, message: &str| {
-        errors
-            .entry(field.to_string())
-            .or_default()
-            .push(message.to_string())
-    };
+    let mut problems = Problems::default();
+    let mut add = |field: &str, message: &str| problems.add(field, message);
     match &attrs.name {
         None if creating => add("name", "is required"),
         Some(None) => add("name", "must not be null"),
@@ -140,14 +135,7 @@ fn validate(attrs: &PersonAttributes, creating: bool, today: Date) -> Result<()>
     if let Some(None) = attrs.has_capacity {
         add("has_capacity", "must not be null");
     }
-    if errors.is_empty() {
-        Ok(())
-    } else {
-        Err(ApiError::Validation {
-            message: "the person's attributes are invalid".into(),
-            errors,
-        })
-    }
+    problems.check("the person's attributes are invalid")
 }
 
 pub fn plausible_email(email: &str) -> bool {

@@ -13,7 +13,7 @@ use jiff::civil::Date;
 use rusqlite::Connection;
 
 use crate::auth::{AccessLevel, Actor};
-use crate::error::{ApiError, FieldErrors, Result};
+use crate::error::{ApiError, Problems, Result};
 use crate::household::people::{self, model::PersonAttributes, store::PersonRow};
 use crate::household::store as household_store;
 use crate::http::extract::{IfMatch, ResourceId};
@@ -81,9 +81,8 @@ pub fn get(conn: &Connection, actor: &Actor) -> Result<Profile> {
 /// Checks submitted attributes, collecting every problem before answering.
 /// The people rule checks the date of birth again when it saves it.
 fn validate(attrs: &ProfileAttributes, today: Date) -> Result<()> {
-    let mut errors = FieldErrors::new();
-    let mut add =
-        |field: &str, message: String| errors.entry(field.to_string()).or_default().push(message);
+    let mut problems = Problems::default();
+    let mut add = |field: &str, message: String| problems.add(field, message);
     match &attrs.date_of_birth {
         Some(None) => add("date_of_birth", "must not be null".into()),
         Some(Some(dob)) if *dob > today => add("date_of_birth", "must not be in the future".into()),
@@ -130,14 +129,7 @@ fn validate(attrs: &ProfileAttributes, today: Date) -> Result<()> {
         }
         None => {}
     }
-    if errors.is_empty() {
-        Ok(())
-    } else {
-        Err(ApiError::Validation {
-            message: "the profile's attributes are invalid".into(),
-            errors,
-        })
-    }
+    problems.check("the profile's attributes are invalid")
 }
 
 /// Applies the account's part of `attrs`; true when anything changed.

@@ -9,7 +9,7 @@ use rusqlite::Connection;
 use serde_json::json;
 
 use crate::auth::Actor;
-use crate::error::{ApiError, FieldErrors, Result};
+use crate::error::{ApiError, Problems, Result};
 use crate::household::{audit, check_time_zone};
 use crate::http::extract::IfMatch;
 use crate::http::respond::Versioned;
@@ -110,13 +110,8 @@ fn change(
 
 /// Checks submitted attributes, collecting every problem before answering.
 fn validate(attrs: &SettingsAttributes, mode: Mode) -> Result<()> {
-    let mut errors = FieldErrors::new();
-    let mut add = |field: &str, message: &str| {
-        errors
-            .entry(field.to_string())
-            .or_default()
-            .push(message.to_string())
-    };
+    let mut problems = Problems::default();
+    let mut add = |field: &str, message: &str| problems.add(field, message);
     match &attrs.name {
         None if mode == Mode::Replace => add("name", "is required"),
         Some(None) => add("name", "must not be null"),
@@ -142,12 +137,5 @@ fn validate(attrs: &SettingsAttributes, mode: Mode) -> Result<()> {
         ),
         _ => {}
     }
-    if errors.is_empty() {
-        Ok(())
-    } else {
-        Err(ApiError::Validation {
-            message: "the household settings are invalid".into(),
-            errors,
-        })
-    }
+    problems.check("the household settings are invalid")
 }

@@ -12,7 +12,7 @@ use rusqlite::Connection;
 use crate::auth::Actor;
 use crate::db::change_feed::{self, Action, Change};
 use crate::decimal::Dec;
-use crate::error::{ApiError, FieldErrors, Result};
+use crate::error::{ApiError, Problems, Result};
 use crate::http::extract::{IfMatch, Page, ResourceId};
 use crate::http::respond::etag;
 use crate::medicine::medications::require_inventory;
@@ -78,13 +78,8 @@ fn names_medication(id: &ResourceId, row: &DosageOption) -> bool {
 /// Applies attributes to a row, collecting every problem. The medication
 /// is settled before this (it is set on creation and never changes).
 fn apply(row: &mut DosageOption, attrs: DosageOptionAttributes, mode: Mode) -> Result<()> {
-    let mut errors = FieldErrors::new();
-    let mut add = |field: &str, message: &str| {
-        errors
-            .entry(field.to_string())
-            .or_default()
-            .push(message.to_string())
-    };
+    let mut problems = Problems::default();
+    let mut add = |field: &str, message: &str| problems.add(field, message);
     let whole = mode != Mode::Update;
     match attrs.amount {
         None if whole => add("amount", "is required"),
@@ -156,14 +151,7 @@ fn apply(row: &mut DosageOption, attrs: DosageOptionAttributes, mode: Mode) -> R
         attrs.reorder_threshold,
         &mut row.reorder_threshold,
     );
-    if errors.is_empty() {
-        Ok(())
-    } else {
-        Err(ApiError::Validation {
-            message: "the dosage option's attributes are invalid".into(),
-            errors,
-        })
-    }
+    problems.check("the dosage option's attributes are invalid")
 }
 
 fn record_change(

@@ -14,7 +14,7 @@ use serde_json::json;
 use crate::auth::Actor;
 use crate::db::change_feed::{self, Action, Change};
 use crate::decimal::Dec;
-use crate::error::{ApiError, FieldErrors, Result};
+use crate::error::{ApiError, Problems, Result};
 use crate::household::{audit, locations};
 use crate::http::extract::{IfMatch, Page, ResourceId, present};
 use crate::http::respond::etag;
@@ -140,13 +140,8 @@ fn apply(
     row: &mut MedicationRow,
     attrs: MedicationAttributes,
 ) -> Result<()> {
-    let mut errors = FieldErrors::new();
-    let mut add = |field: &str, message: &str| {
-        errors
-            .entry(field.to_string())
-            .or_default()
-            .push(message.to_string())
-    };
+    let mut problems = Problems::default();
+    let mut add = |field: &str, message: &str| problems.add(field, message);
     if let Some(location) = attrs.location_id {
         match location {
             None => {
@@ -241,14 +236,7 @@ fn apply(
             _ => row.reorder_threshold = threshold,
         }
     }
-    if errors.is_empty() {
-        Ok(())
-    } else {
-        Err(ApiError::Validation {
-            message: "the medication's attributes are invalid".into(),
-            errors,
-        })
-    }
+    problems.check("the medication's attributes are invalid")
 }
 
 fn record_change(

@@ -13,7 +13,7 @@ use serde_json::json;
 use crate::auth::Actor;
 use crate::db::change_feed::{self, Action, Change};
 use crate::decimal::Dec;
-use crate::error::{ApiError, FieldErrors, Result};
+use crate::error::{ApiError, Problems, Result};
 use crate::household::audit;
 use crate::http::extract::{Page, ResourceId};
 use crate::medicine::medications::{self, require_inventory};
@@ -77,26 +77,15 @@ pub fn create(
     require_inventory(actor)?;
     let medication = medications::find(conn, actor, medication_id)?;
 
-    let mut errors = FieldErrors::new();
+    let mut problems = Problems::default();
     if !input.quantity.is_positive() {
-        errors
-            .entry("quantity".into())
-            .or_default()
-            .push("must be greater than zero".into());
+        problems.add("quantity", "must be greater than zero");
     }
     let note = clean_note(input.note);
     if note.as_ref().is_some_and(|n| n.chars().count() > MAX_NOTE) {
-        errors
-            .entry("note".into())
-            .or_default()
-            .push(format!("must be at most {MAX_NOTE} characters"));
+        problems.add("note", format!("must be at most {MAX_NOTE} characters"));
     }
-    if !errors.is_empty() {
-        return Err(ApiError::Validation {
-            message: "the stock removal is invalid".into(),
-            errors,
-        });
-    }
+    problems.check("the stock removal is invalid")?;
 
     let submission_id = input.submission_id.0;
     let facts = Facts {

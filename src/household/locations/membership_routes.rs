@@ -1,0 +1,108 @@
+//! Location membership handlers: parse, call the rule, shape the response.
+
+use axum::extract::{FromRequestParts, State};
+use axum::http::request::Parts;
+use axum::response::Response;
+use axum::routing::{delete, post};
+
+use super::model::{
+    LocationMembershipBody, location_membership_attributes_schema, location_membership_schema,
+};
+use crate::auth::Actor;
+use crate::error::{ApiError, Result};
+use crate::http::extract::{ApiJson, ResourceId, raw_param};
+use crate::http::openapi::{Api, Op};
+use crate::http::respond;
+use crate::state::AppState;
+
+const TAG: &str = "Location memberships";
+const COLLECTION: &str = "/households/{household_id}/locations/{location_id}/location_memberships";
+const MEMBER: &str =
+    "/households/{household_id}/locations/{location_id}/location_memberships/{membership_id}";
+
+pub fn routes(api: Api) -> Api {
+    api.single_schema("LocationMembership", location_membership_schema())
+        .request_schema(
+            "LocationMembershipCreateRequest",
+            "location_membership",
+            location_membership_attributes_schema(),
+        )
+        .route(
+            Op::post(COLLECTION, "createLocationMembership", TAG)
+                .summary("Assign a person to a location")
+                .description("Adds the location to the person's location_ids. `{location_id}` is the numeric or portable id of a live location of the household. `person_id` names a person of the household by numeric id (number or numeric string) or portable id; one outside your scope is 404, a malformed one 422. Needs the location-management permission (owners and administrators hold it) and manage access to the person (403 when you may only view or record for them). A new assignment returns 201 and gives the person a new version (and ETag); repeating an existing assignment returns that membership with 200 and changes nothing. Online only: not available in sync batches.")
+                .body("LocationMembershipCreateRequest")
+                .created("LocationMembershipResponse")
+                .also_ok("LocationMembershipResponse"),
+            post(create),
+        )
+        .route(
+            Op::delete(MEMBER, "deleteLocationMembership", TAG)
+                .summary("Remove a person from a location")
+                .description("Removes the location from the person's location_ids. `{membership_id}` is the id returned when the membership was created; it must belong to this location (404 otherwise). Needs the location-management permission and manage access to the membership's person; the person gets a new version (and ETag). Online only: not available in sync batches.")
+                .numeric_path_param("membership_id")
+                .no_content(),
+            delete(remove),
+        )
+}
+
+/// `{location_id}` as a numeric or portable id; anything else names no location (404).
+pub struct LocationPathId(pub ResourceId);
+
+impl<S: Send + Sync> FromRequestParts<S> for LocationPathId {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self> {
+        let raw = raw_param(parts, state, "location_id").await?;
+        ResourceId::parse(&raw)
+            .map(LocationPathId)
+            .ok_or_else(|| ApiError::not_found("location"))
+    }
+}
+
+/// `{membership_id}`: a numeric id; anything else names no membership (404).
+pub struct MembershipPathId(pub i64);
+
+impl<S: Send + Sync> FromRequestParts<S> for MembershipPathId {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self> {
+        let raw = raw_param(parts, state, "membership_id").await?;
+        match raw.parse::<i64>() {
+            Ok(n) if n >= 1 => Ok(MembershipPathId(n)),
+            _ => Err(ApiError::not_found("location membership")),
+        }
+    }
+}
+
+async fn create(
+    State(state): State<AppState>,
+    actor: Actor,
+    LocationPathId(location_id): LocationPathId,
+    ApiJson(body): ApiJson<LocationMembershipBody>,
+) -> Result<Response> {
+    let assignment = state
+        .db
+        .write(move |conn| {
+            super::memberships::create(conn, &actor, &location_id, body.location_membership)
+        })
+        .await?;
+    Ok(if assignment.created {
+        respond::created(assignment.membership)
+    } else {
+        respond::ok(assignment.membership)
+    })
+}
+
+async fn remove(
+    State(state): State<AppState>,
+    actor: Actor,
+    LocationPathId(location_id): LocationPathId,
+    MembershipPathId(membership_id): MembershipPathId,
+) -> Result<Response> {
+    state
+        .db
+        .write(move |conn| super::memberships::delete(conn, &actor, &location_id, membership_id))
+        .await?;
+    Ok(respond::no_content())
+}

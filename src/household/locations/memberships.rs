@@ -1,0 +1,129 @@
+//! Location memberships: which people a location serves. They are what a
+//! person's `location_ids` lists, so every change here is a change to that
+//! person (new version, new ETag, a Person change-feed entry).
+//!
+//! Assigning and unassigning need the location-management permission (403)
+//! and manage access to the person (404 when the person is outside the
+//! caller's scope, 403 when visible but not manageable). Both are online
+//! only: sync batches do not carry them.
+
+use rusqlite::Connection;
+
+use super::model::{LocationMembership, LocationMembershipAttributes};
+use super::store::{self, LocationRow, MembershipRow};
+use crate::auth::{AccessLevel, Actor};
+use crate::db::change_feed::{self, Action, Change};
+use crate::error::{ApiError, Result};
+use crate::household::people::{self, store::PersonRow};
+use crate::http::extract::ResourceId;
+
+/// The outcome of `create`: the membership, and whether it is new (201) or
+/// the existing assignment returned unchanged (200).
+#[derive(Debug)]
+pub struct Assignment {
+    pub membership: LocationMembership,
+    pub created: bool,
+}
+
+/// 403 unless the actor may assign people to locations.
+fn require_location_manager(actor: &Actor) -> Result<()> {
+    if actor.can_manage_locations() {
+        Ok(())
+    } else {
+        Err(ApiError::forbidden(
+            "only household owners, administrators and members with the location-management \
+             permission may assign people to locations",
+        ))
+    }
+}
+
+fn shape(row: &MembershipRow, location: &LocationRow, person: &PersonRow) -> LocationMembership {
+    LocationMembership {
+        id: row.id,
+        location_id: location.id,
+        location_portable_id: location.portable_id.clone(),
+        person_id: person.id,
+        person_portable_id: person.portable_id.clone(),
+        created_at: row.created_at.clone(),
+    }
+}
+
+/// The person's `location_ids` changed: a new version (so a new ETag) and a
+/// Person change-feed entry, in the caller's transaction.
+fn touch_person(conn: &Connection, actor: &Actor, mut person: PersonRow) -> Result<()> {
+    person.lock_version += 1;
+    person.updated_at = crate::time::now();
+    people::store::update(conn, &person)?;
+    change_feed::append(
+        conn,
+        Change {
+            household_id: actor.household_id,
+            record_type: people::RECORD_TYPE,
+            record_id: person.id,
+            record_portable_id: &person.portable_id,
+            action: Action::Update,
+            person_id: Some(person.id),
+        },
+    )
+}
+
+/// `createLocationMembership`: assigns a person to a live location of the
+/// household. Repeating an assignment that exists returns it and changes
+/// nothing (permissions are still checked first).
+pub fn create(
+    conn: &Connection,
+    actor: &Actor,
+    location_id: &ResourceId,
+    attrs: LocationMembershipAttributes,
+) -> Result<Assignment> {
+    let location = super::find(conn, actor, location_id)?;
+    require_location_manager(actor)?;
+    let person = people::find_for(conn, actor, &attrs.person_id, AccessLevel::Manage)?;
+    if let Some(existing) = store::find_membership_of(conn, location.id, person.id)? {
+        return Ok(Assignment {
+            membership: shape(&existing, &location, &person),
+            created: false,
+        });
+    }
+    let mut row = MembershipRow {
+        id: 0,
+        location_id: location.id,
+        person_id: person.id,
+        created_at: crate::time::now(),
+    };
+    row.id = store::insert_membership(conn, actor.household_id, &row)?;
+    let membership = shape(&row, &location, &person);
+    touch_person(conn, actor, person)?;
+    Ok(Assignment {
+        membership,
+        created: true,
+    })
+}
+
+/// `deleteLocationMembership`: unassigns the person of membership
+/// `membership_id`, which must belong to this live location.
+pub fn delete(
+    conn: &Connection,
+    actor: &Actor,
+    location_id: &ResourceId,
+    membership_id: i64,
+) -> Result<()> {
+    let location = super::find(conn, actor, location_id)?;
+    require_location_manager(actor)?;
+    let not_found = || ApiError::not_found("location membership");
+    let row = store::find_membership(conn, actor.household_id, location.id, membership_id)?
+        .ok_or_else(not_found)?;
+    // A membership of a person outside the caller's scope does not exist for it.
+    let person = people::find_for(
+        conn,
+        actor,
+        &ResourceId::Numeric(row.person_id),
+        AccessLevel::Manage,
+    )
+    .map_err(|e| match e {
+        ApiError::NotFound(_) => not_found(),
+        other => other,
+    })?;
+    store::delete_membership(conn, row.id)?;
+    touch_person(conn, actor, person)
+}
