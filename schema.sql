@@ -234,3 +234,114 @@ CREATE TABLE avatars (
     data         BLOB NOT NULL,
     updated_at   TEXT NOT NULL
 ) STRICT;
+
+-- Illnesses and suspected side effects of a person. A deleted event keeps its
+-- row (deleted_at set): it is the tombstone the change feed points at.
+CREATE TABLE health_events (
+    id           INTEGER PRIMARY KEY,
+    portable_id  TEXT NOT NULL UNIQUE,
+    household_id INTEGER NOT NULL REFERENCES households (id),
+    person_id    INTEGER NOT NULL REFERENCES people (id),
+    event_kind   TEXT NOT NULL CHECK (event_kind IN ('illness', 'suspected_side_effect')),
+    severity     TEXT CHECK (severity IN ('mild', 'moderate', 'severe')),
+    title        TEXT NOT NULL,
+    notes        TEXT,
+    started_on   TEXT NOT NULL,
+    ended_on     TEXT CHECK (ended_on IS NULL OR ended_on >= started_on),
+    lock_version INTEGER NOT NULL DEFAULT 1,
+    created_at   TEXT NOT NULL,
+    updated_at   TEXT NOT NULL,
+    deleted_at   TEXT
+) STRICT;
+CREATE INDEX health_events_by_household ON health_events (household_id, started_on);
+CREATE INDEX health_events_by_person ON health_events (person_id, started_on);
+
+-- Medications a health event names (e.g. the suspected cause of a side effect).
+CREATE TABLE health_event_medications (
+    health_event_id INTEGER NOT NULL REFERENCES health_events (id),
+    medication_id   INTEGER NOT NULL REFERENCES medications (id),
+    PRIMARY KEY (health_event_id, medication_id)
+) STRICT, WITHOUT ROWID;
+
+-- A person's notification preferences: at most one row per person, written on
+-- the first change (until then reads answer the defaults). Slot times are
+-- 'HH:MM:SS' or NULL and feed the morning/afternoon/evening/night schedule slots.
+CREATE TABLE notification_preferences (
+    id                   INTEGER PRIMARY KEY,
+    portable_id          TEXT NOT NULL UNIQUE,
+    household_id         INTEGER NOT NULL REFERENCES households (id),
+    person_id            INTEGER NOT NULL UNIQUE REFERENCES people (id),
+    enabled              INTEGER NOT NULL CHECK (enabled IN (0, 1)),
+    dose_due_enabled     INTEGER NOT NULL CHECK (dose_due_enabled IN (0, 1)),
+    missed_dose_enabled  INTEGER NOT NULL CHECK (missed_dose_enabled IN (0, 1)),
+    low_stock_enabled    INTEGER NOT NULL CHECK (low_stock_enabled IN (0, 1)),
+    private_text_enabled INTEGER NOT NULL CHECK (private_text_enabled IN (0, 1)),
+    morning_time         TEXT,
+    afternoon_time       TEXT,
+    evening_time         TEXT,
+    night_time           TEXT,
+    lock_version         INTEGER NOT NULL DEFAULT 1,
+    created_at           TEXT NOT NULL,
+    updated_at           TEXT NOT NULL
+) STRICT;
+CREATE INDEX notification_preferences_by_household ON notification_preferences (household_id, id);
+
+-- When a person takes a medication. A retired (deleted) schedule keeps its
+-- row for the takes, outcomes and pause history that point at it.
+-- schedule_config is the normalised JSON of a config checked against
+-- schedule_type (src/care/schedule_config.rs). active is 0 while paused.
+CREATE TABLE schedules (
+    id                      INTEGER PRIMARY KEY,
+    portable_id             TEXT NOT NULL UNIQUE,
+    household_id            INTEGER NOT NULL REFERENCES households (id),
+    person_id               INTEGER NOT NULL REFERENCES people (id),
+    medication_id           INTEGER NOT NULL REFERENCES medications (id),
+    source_dosage_option_id INTEGER REFERENCES dosage_options (id),
+    dose_amount             TEXT NOT NULL,
+    dose_unit               TEXT NOT NULL,
+    frequency               TEXT,
+    dose_cycle              TEXT CHECK (dose_cycle IN ('daily', 'weekly', 'monthly')),
+    max_daily_doses         INTEGER CHECK (max_daily_doses >= 1),
+    min_hours_between_doses TEXT,
+    schedule_type           TEXT NOT NULL,
+    schedule_config         TEXT NOT NULL DEFAULT '{}',
+    start_date              TEXT NOT NULL,
+    end_date                TEXT CHECK (end_date IS NULL OR end_date >= start_date),
+    active                  INTEGER NOT NULL DEFAULT 1 CHECK (active IN (0, 1)),
+    notes                   TEXT,
+    lock_version            INTEGER NOT NULL DEFAULT 1,
+    created_at              TEXT NOT NULL,
+    updated_at              TEXT NOT NULL,
+    retired_at              TEXT
+) STRICT;
+CREATE INDEX schedules_by_household ON schedules (household_id, id);
+CREATE INDEX schedules_by_person ON schedules (person_id, id);
+CREATE INDEX schedules_by_medication ON schedules (medication_id) WHERE retired_at IS NULL;
+
+-- Medications assigned directly to a person (routine or as needed). Retired
+-- rows stay, as for schedules, and keep their position: positions are unique
+-- per person and never reused.
+CREATE TABLE person_medications (
+    id                      INTEGER PRIMARY KEY,
+    portable_id             TEXT NOT NULL UNIQUE,
+    household_id            INTEGER NOT NULL REFERENCES households (id),
+    person_id               INTEGER NOT NULL REFERENCES people (id),
+    medication_id           INTEGER NOT NULL REFERENCES medications (id),
+    source_dosage_option_id INTEGER REFERENCES dosage_options (id),
+    dose_amount             TEXT NOT NULL,
+    dose_unit               TEXT NOT NULL,
+    dose_cycle              TEXT CHECK (dose_cycle IN ('daily', 'weekly', 'monthly')),
+    max_daily_doses         INTEGER CHECK (max_daily_doses >= 1),
+    min_hours_between_doses TEXT,
+    administration_kind     TEXT NOT NULL DEFAULT 'routine' CHECK (administration_kind IN ('routine', 'as_needed')),
+    active                  INTEGER NOT NULL DEFAULT 1 CHECK (active IN (0, 1)),
+    notes                   TEXT,
+    position                INTEGER NOT NULL,
+    lock_version            INTEGER NOT NULL DEFAULT 1,
+    created_at              TEXT NOT NULL,
+    updated_at              TEXT NOT NULL,
+    retired_at              TEXT
+) STRICT;
+CREATE UNIQUE INDEX person_medications_position ON person_medications (person_id, position);
+CREATE INDEX person_medications_by_household ON person_medications (household_id, person_id, position);
+CREATE INDEX person_medications_by_medication ON person_medications (medication_id) WHERE retired_at IS NULL;

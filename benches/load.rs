@@ -17,6 +17,7 @@
 //! | `PILLBOX_BENCH_WARMUP_SECONDS` | `1` | Unmeasured warm-up before each scenario |
 //! | `PILLBOX_BENCH_CONCURRENCY` | `8,32` | Concurrent clients (comma-separated list) |
 //! | `PILLBOX_BENCH_DIR` | system temp dir | Where the temporary data directory goes (its file system decides fsync cost) |
+//! | `PILLBOX_BENCH_BINARY` | the bench-profile build | Another `pillbox` binary to measure (e.g. a static build) |
 //!
 //! Every client is a tokio task with its own persistent HTTP/1.1 connection;
 //! every response status is checked and every request's latency recorded.
@@ -153,11 +154,19 @@ async fn run() -> BenchResult<()> {
         fixture.household, fixture.stock_medication
     );
 
+    let pillbox_target = Target {
+        addr: server.addr,
+        cpu: CpuSource::Process(server.child.id()),
+    };
+    let ceiling_target = Target {
+        addr: ceiling.addr,
+        cpu: CpuSource::Threads(CEILING_THREAD),
+    };
     let mut rows = Vec::new();
     let mut removals_created = 0u64;
     for &clients in &settings.concurrency {
         let ceiling_run = drive(
-            ceiling.addr,
+            &ceiling_target,
             clients,
             &settings,
             Arc::new(Workload::Get {
@@ -175,7 +184,7 @@ async fn run() -> BenchResult<()> {
         ));
 
         let list_run = drive(
-            server.addr,
+            &pillbox_target,
             clients,
             &settings,
             Arc::new(Workload::Get {
@@ -192,7 +201,7 @@ async fn run() -> BenchResult<()> {
         ));
 
         let removal_run = drive(
-            server.addr,
+            &pillbox_target,
             clients,
             &settings,
             Arc::new(Workload::StockRemoval {
@@ -219,12 +228,15 @@ async fn run() -> BenchResult<()> {
 
     // Every acknowledged removal must be in the stock, exactly once.
     let supply = fixture.current_supply(&server).await?;
-    let expected = LARGE_SUPPLY.parse::<f64>().unwrap_or(0.0) - 0.25 * removals_created as f64;
+    let number = |s: &str| s.parse::<f64>().unwrap_or(f64::NAN);
+    let expected = number(LARGE_SUPPLY) - number(REMOVAL_QUANTITY) * removals_created as f64;
     let stock_ok = (supply - expected).abs() < 1e-6;
     println!(
         "stock check: {removals_created} removals acknowledged, current_supply {supply} (expected {expected}): {}",
         if stock_ok { "ok" } else { "MISMATCH" }
     );
+
+    println!("load average after the run: {}", load_average());
 
     ceiling.stop();
     drop(server);
@@ -271,11 +283,20 @@ fn print_machine(data_dir: &Path) {
         .map(|s| s.trim().to_string())
         .unwrap_or_else(|_| "unknown".into());
     println!("machine: {model}, {cpus} CPUs (nproc), {memory} RAM, Linux {kernel}");
+    println!("load average before the run: {}", load_average());
     println!(
         "data directory: {} on {}",
         data_dir.display(),
         file_system_of(data_dir)
     );
+}
+
+/// The 1, 5 and 15 minute load averages: other work on the machine skews the figures.
+fn load_average() -> String {
+    std::fs::read_to_string("/proc/loadavg")
+        .ok()
+        .map(|l| l.split_whitespace().take(3).collect::<Vec<_>>().join(" "))
+        .unwrap_or_else(|| "unknown".into())
 }
 
 /// The file system type of the mount holding `path` (longest mount-point prefix).
@@ -318,7 +339,9 @@ impl Pillbox {
     /// Sets up a household and its owner token, then starts serving:
     /// (server, household id, token).
     async fn start(data_dir: &Path) -> BenchResult<(Pillbox, i64, String)> {
-        let binary = PathBuf::from(env!("CARGO_BIN_EXE_pillbox"));
+        let binary = std::env::var_os("PILLBOX_BENCH_BINARY")
+            .map(PathBuf::from)
+            .unwrap_or_else(|| PathBuf::from(env!("CARGO_BIN_EXE_pillbox")));
         let dir = data_dir.to_path_buf();
         let bin = binary.clone();
         // The CLI steps block (argon2 hashing): keep them off the runtime threads.
@@ -513,6 +536,9 @@ impl Fixture {
 // ---------------------------------------------------------------------------
 // The ceiling: a minimal axum route on its own thread and runtime
 
+/// Name of every thread of the ceiling server (at most 15 bytes: Linux's limit).
+const CEILING_THREAD: &str = "ceiling-server";
+
 struct Ceiling {
     addr: SocketAddr,
     stop: tokio::sync::oneshot::Sender<()>,
@@ -524,10 +550,11 @@ impl Ceiling {
         let (ready_tx, ready_rx) = std::sync::mpsc::channel();
         let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
         let thread = std::thread::Builder::new()
-            .name("ceiling-server".into())
+            .name(CEILING_THREAD.into())
             .spawn(move || {
                 // The same runtime flavour and size as `pillbox serve` uses.
                 let runtime = match tokio::runtime::Builder::new_multi_thread()
+                    .thread_name(CEILING_THREAD)
                     .enable_all()
                     .build()
                 {
@@ -576,6 +603,55 @@ impl Ceiling {
 // ---------------------------------------------------------------------------
 // Load generation
 
+/// A server to drive and where to read its CPU time.
+struct Target {
+    addr: SocketAddr,
+    cpu: CpuSource,
+}
+
+enum CpuSource {
+    /// A whole process (every thread): the pillbox child.
+    Process(u32),
+    /// The threads of this process with this name: the in-process ceiling.
+    Threads(&'static str),
+}
+
+impl CpuSource {
+    /// User + system CPU time so far, from /proc (None where unavailable).
+    fn read(&self) -> Option<Duration> {
+        match self {
+            CpuSource::Process(pid) => stat_cpu(&format!("/proc/{pid}/stat")),
+            CpuSource::Threads(name) => {
+                let mut total = Duration::ZERO;
+                for task in std::fs::read_dir("/proc/self/task").ok()?.flatten() {
+                    let path = task.path();
+                    let comm = std::fs::read_to_string(path.join("comm")).unwrap_or_default();
+                    if comm.trim_end() == *name {
+                        total += stat_cpu(&path.join("stat").to_string_lossy()).unwrap_or_default();
+                    }
+                }
+                Some(total)
+            }
+        }
+    }
+}
+
+/// utime + stime of a /proc `stat` file. Linux reports them in USER_HZ
+/// ticks, which is 100 a second on every architecture it supports.
+fn stat_cpu(path: &str) -> Option<Duration> {
+    const TICKS_PER_SECOND: u64 = 100;
+    let stat = std::fs::read_to_string(path).ok()?;
+    // Fields after the command name (which may hold spaces and parentheses);
+    // utime and stime are fields 14 and 15 of the whole line.
+    let rest = &stat[stat.rfind(')')? + 1..];
+    let mut fields = rest.split_whitespace().skip(11);
+    let utime: u64 = fields.next()?.parse().ok()?;
+    let stime: u64 = fields.next()?.parse().ok()?;
+    Some(Duration::from_millis(
+        (utime + stime) * 1000 / TICKS_PER_SECOND,
+    ))
+}
+
 enum Workload {
     Get { path: String, token: Option<String> },
     StockRemoval { path: String, token: String },
@@ -613,11 +689,20 @@ struct RunStats {
     errors: u64,
     successes_including_warmup: u64,
     first_error: Option<String>,
+    /// CPU time (user + system, all threads) the server used in the window.
+    server_cpu: Option<Duration>,
 }
 
 impl RunStats {
     fn requests_per_second(&self) -> f64 {
         self.latencies_us.len() as f64 / self.measured.as_secs_f64()
+    }
+
+    /// Server CPU time per request completed in the window, in microseconds.
+    fn cpu_us_per_request(&self) -> Option<f64> {
+        let cpu = self.server_cpu?;
+        (!self.latencies_us.is_empty())
+            .then(|| cpu.as_secs_f64() * 1e6 / self.latencies_us.len() as f64)
     }
 
     fn percentile_ms(&self, p: f64) -> f64 {
@@ -653,7 +738,7 @@ impl ClientStats {
 
 /// `clients` concurrent keep-alive clients against `addr` for warm-up + measure.
 async fn drive(
-    addr: SocketAddr,
+    target: &Target,
     clients: usize,
     settings: &Settings,
     workload: Arc<Workload>,
@@ -664,15 +749,23 @@ async fn drive(
     let tasks: Vec<_> = (0..clients)
         .map(|_| {
             let workload = workload.clone();
-            tokio::spawn(client(addr, workload, window_start, end))
+            tokio::spawn(client(target.addr, workload, window_start, end))
         })
         .collect();
+    // The server's CPU time over the measured window.
+    tokio::time::sleep_until(window_start.into()).await;
+    let cpu_before = target.cpu.read();
+    tokio::time::sleep_until(end.into()).await;
+    let cpu_after = target.cpu.read();
     let mut stats = RunStats {
         measured: settings.measure,
         latencies_us: Vec::new(),
         errors: 0,
         successes_including_warmup: 0,
         first_error: None,
+        server_cpu: cpu_before
+            .zip(cpu_after)
+            .map(|(before, after)| after.saturating_sub(before)),
     };
     for task in tasks {
         match task.await {
@@ -1050,6 +1143,7 @@ struct Row {
     p99: f64,
     errors: u64,
     ratio: f64,
+    cpu_us: Option<f64>,
     first_error: Option<String>,
 }
 
@@ -1068,6 +1162,7 @@ impl Row {
             } else {
                 f64::NAN
             },
+            cpu_us: stats.cpu_us_per_request(),
             first_error: stats.first_error.clone(),
         }
     }
@@ -1075,23 +1170,34 @@ impl Row {
 
 fn print_table(rows: &[Row]) {
     println!(
-        "| {:<34} | {:>7} | {:>10} | {:>8} | {:>8} | {:>6} | {:>10} |",
-        "scenario", "clients", "requests/s", "p50 ms", "p99 ms", "errors", "of ceiling"
+        "| {:<34} | {:>7} | {:>10} | {:>8} | {:>8} | {:>6} | {:>10} | {:>15} |",
+        "scenario",
+        "clients",
+        "requests/s",
+        "p50 ms",
+        "p99 ms",
+        "errors",
+        "of ceiling",
+        "server CPU/req"
     );
     println!(
-        "|{:-<36}|{:->9}|{:->12}|{:->10}|{:->10}|{:->8}|{:->12}|",
-        "", ":", ":", ":", ":", ":", ":"
+        "|{:-<36}|{:->9}|{:->12}|{:->10}|{:->10}|{:->8}|{:->12}|{:->17}|",
+        "", ":", ":", ":", ":", ":", ":", ":"
     );
     for row in rows {
+        let cpu = row
+            .cpu_us
+            .map_or_else(|| "n/a".to_string(), |us| format!("{us:.0} µs"));
         println!(
-            "| {:<34} | {:>7} | {:>10.0} | {:>8.2} | {:>8.2} | {:>6} | {:>9.1}% |",
+            "| {:<34} | {:>7} | {:>10.0} | {:>8.2} | {:>8.2} | {:>6} | {:>9.1}% | {:>15} |",
             row.scenario,
             row.clients,
             row.rps,
             row.p50,
             row.p99,
             row.errors,
-            row.ratio * 100.0
+            row.ratio * 100.0,
+            cpu
         );
     }
     println!();

@@ -67,9 +67,11 @@ impl FromStr for Dec {
                 "must have at most 6 digits after the decimal point",
             ));
         }
-        Decimal::from_str_exact(s)
-            .map(|d| Dec(d.normalize()))
-            .map_err(|_| ParseDecError("is too large"))
+        let value = Decimal::from_str_exact(s).map_err(|_| ParseDecError("is too large"))?;
+        if value.is_zero() && s.starts_with('-') {
+            return Err(FORM);
+        }
+        Ok(Dec(value.normalize()))
     }
 }
 
@@ -147,6 +149,25 @@ pub fn schema() -> serde_json::Value {
     })
 }
 
+/// A decimal string of zero or more.
+pub fn non_negative_schema() -> serde_json::Value {
+    serde_json::json!({
+        "type": "string",
+        "pattern": "^[0-9]+(\\.[0-9]{1,6})?$",
+        "description": "An exact decimal of zero or more written as a string, e.g. \"2.5\"",
+    })
+}
+
+/// A decimal string greater than zero: a non-zero digit in the whole part,
+/// or else among the (at most six) fraction digits.
+pub fn positive_schema() -> serde_json::Value {
+    serde_json::json!({
+        "type": "string",
+        "pattern": "^([0-9]*[1-9][0-9]*(\\.[0-9]{1,6})?|0+\\.([1-9][0-9]{0,5}|0[1-9][0-9]{0,4}|00[1-9][0-9]{0,3}|000[1-9][0-9]{0,2}|0000[1-9][0-9]?|00000[1-9]))$",
+        "description": "An exact decimal greater than zero written as a string, e.g. \"0.5\"",
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -186,5 +207,36 @@ mod tests {
         assert!(serde_json::from_str::<Dec>("2").is_err());
         assert_eq!(serde_json::from_str::<Dec>("\"2.5\"").unwrap(), d("2.5"));
         assert_eq!(serde_json::to_string(&d("2.50")).unwrap(), "\"2.5\"");
+    }
+
+    #[test]
+    fn schema_patterns_agree_with_the_parser() {
+        let pattern = |schema: serde_json::Value| {
+            let p = schema["pattern"].as_str().unwrap().to_string();
+            move |text: &str| {
+                jsonschema::is_valid(&serde_json::json!({"pattern": p}), &serde_json::json!(text))
+            }
+        };
+        let positive = pattern(positive_schema());
+        let non_negative = pattern(non_negative_schema());
+        for text in [
+            "0",
+            "0.0",
+            "00.000000",
+            "1",
+            "0.5",
+            "0.50",
+            "0.000001",
+            "10.25",
+            "007",
+            "3.000",
+        ] {
+            let value: Dec = text.parse().unwrap();
+            assert_eq!(positive(text), value.is_positive(), "positive {text}");
+            assert!(non_negative(text), "non-negative {text}");
+        }
+        for text in ["-1", "-0.5", "0.0000001", "1e2", ".5"] {
+            assert!(!positive(text) && !non_negative(text), "{text}");
+        }
     }
 }

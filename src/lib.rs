@@ -3,6 +3,7 @@
 
 pub mod auth;
 pub mod capabilities;
+pub mod care;
 pub mod cli;
 pub mod config;
 pub mod db;

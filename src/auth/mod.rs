@@ -155,14 +155,10 @@ impl FromRequestParts<AppState> for Actor {
     async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self> {
         let authenticated = authenticate(parts, state).await?;
         let raw = raw_param(parts, state, "household_id").await?;
+        // Anything that is not a household id names no household.
         let household_id = match raw.parse::<i64>() {
             Ok(n) if n >= 1 => n,
-            _ => {
-                return Err(ApiError::invalid(
-                    "household_id",
-                    "must be a positive integer",
-                ));
-            }
+            _ => return Err(ApiError::not_found("household")),
         };
         state
             .db

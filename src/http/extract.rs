@@ -198,6 +198,8 @@ pub struct Page {
 
 impl Page {
     pub const MAX_PER_PAGE: u32 = 100;
+    /// Far past any real list; keeps offsets well inside SQLite's integers.
+    pub const MAX_PAGE: u32 = 1_000_000_000;
 
     pub fn offset(&self) -> i64 {
         i64::from(self.page - 1) * i64::from(self.per_page)
@@ -226,18 +228,14 @@ impl QueryParams {
                 Some(text) => match text.parse::<u32>() {
                     Ok(n) if n >= 1 && n <= max => n,
                     _ => {
-                        let rule = if max == u32::MAX {
-                            "must be an integer of at least 1".to_string()
-                        } else {
-                            format!("must be an integer from 1 to {max}")
-                        };
+                        let rule = format!("must be an integer from 1 to {max}");
                         errors.insert(name.to_string(), vec![rule]);
                         default
                     }
                 },
             }
         };
-        let page = read("page", 1, u32::MAX);
+        let page = read("page", 1, Page::MAX_PAGE);
         let per_page = read("per_page", 20, Page::MAX_PER_PAGE);
         if errors.is_empty() {
             Ok(Page { page, per_page })

@@ -30,7 +30,8 @@ pub fn api() -> Api {
     let api = openapi_route(api);
     let api = crate::auth::routes::routes(api);
     let api = crate::household::routes(api);
-    crate::medicine::routes(api)
+    let api = crate::medicine::routes(api);
+    crate::care::routes(api)
 }
 
 fn openapi_route(api: Api) -> Api {

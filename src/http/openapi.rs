@@ -31,6 +31,22 @@ const RESOURCE_TAGS: &[(&str, &str)] = &[
         "Ways a medication is taken, with schedule defaults",
     ),
     ("Stock removals", "Stock that left other than as a dose"),
+    (
+        "Schedules",
+        "When a person takes a medication: dose, timing and dates",
+    ),
+    (
+        "Person medications",
+        "Medications assigned directly to a person, routine or as needed",
+    ),
+    (
+        "Health events",
+        "Illnesses and suspected side effects of a person",
+    ),
+    (
+        "Notification preferences",
+        "Which reminders the signed-in member's person receives, and when",
+    ),
     ("Location memberships", "Which people a location serves"),
     ("Settings", "Household settings"),
     ("Memberships", "Members of a household and their roles"),
@@ -216,7 +232,7 @@ impl Op {
     pub fn paginated(self) -> Op {
         self.query(
             "page",
-            json!({"type": "integer", "minimum": 1, "default": 1}),
+            json!({"type": "integer", "minimum": 1, "maximum": 1_000_000_000, "default": 1}),
             "Page number, from 1",
         )
         .query(
@@ -247,8 +263,14 @@ impl Op {
     }
 
     /// If-Match the operation cannot go without: missing → 428, stale → 409.
-    pub fn if_match_required(self) -> Op {
-        self.if_match().errors(&[428])
+    pub fn if_match_required(mut self) -> Op {
+        self.params.push(json!({
+            "name": "If-Match", "in": "header", "required": true,
+            "description": "The exact ETag from the latest response; missing is refused with 428, stale with 409",
+            "schema": {"type": "string", "minLength": 1},
+        }));
+        self.errors.extend([409, 428]);
+        self
     }
 
     /// The path parameter `{name}` (other than `{id}`) is a numeric id only.
@@ -569,6 +591,16 @@ fn error_responses() -> Value {
     Value::Object(responses)
 }
 
+/// IANA time zone names this server knows (its time zone database).
+fn time_zone_schema() -> Value {
+    let mut names: Vec<String> = jiff::tz::db()
+        .available()
+        .map(|name| name.as_str().to_string())
+        .collect();
+    names.sort();
+    json!({"type": "string", "description": "An IANA time zone name, e.g. Europe/London", "enum": names})
+}
+
 fn common_schemas(api: &mut Api) {
     let schemas = [
         ("NumericId", json!({"type": "integer", "minimum": 1})),
@@ -582,6 +614,7 @@ fn common_schemas(api: &mut Api) {
             "Timestamp",
             json!({"type": "string", "format": "date-time"}),
         ),
+        ("TimeZone", time_zone_schema()),
         ("Date", json!({"type": "string", "format": "date"})),
         (
             "PaginationMeta",

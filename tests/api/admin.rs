@@ -389,10 +389,6 @@ async fn memberships_list_update_replace_and_delete() {
             json!({"household_membership": {"status": "revoked"}}),
             "status",
         ),
-        (
-            json!({"household_membership": {"person_id": 999_999}}),
-            "person_id",
-        ),
         // The owner's own person is already linked to the owner.
         (
             json!({"household_membership": {"person_id": owner_person}}),
@@ -403,6 +399,10 @@ async fn memberships_list_update_replace_and_delete() {
             "adult_review",
         ),
     ];
+    let unknown_person = json!({"household_membership": {"person_id": 999_999}});
+    app.patch(&path, &app.owner, unknown_person, None)
+        .await
+        .assert_error(404, "not_found");
     for (body, field) in cases {
         let r = app.patch(&path, &app.owner, body.clone(), None).await;
         r.assert_error(422, "validation_failed");
@@ -797,22 +797,29 @@ async fn grant_creation_validates_and_names_fields() {
         }
         body
     };
-    let cases = [
-        (with(json!({"colour": "red"})), vec!["colour"]),
+    // References that name nothing in this household are "not found".
+    for (body, what) in [
         (
             with(json!({"membership_id": 999_999})),
-            vec!["membership_id"],
+            "membership not found",
         ),
         (
             with(json!({"membership_id": gone_id})),
-            vec!["membership_id"],
+            "membership not found",
         ),
-        (with(json!({"membership_id": null})), vec!["membership_id"]),
-        (with(json!({"person_id": 999_999})), vec!["person_id"]),
+        (with(json!({"person_id": 999_999})), "person not found"),
         (
             with(json!({"person_id": "0192a5b0-0000-7000-8000-000000000000"})),
-            vec!["person_id"],
+            "person not found",
         ),
+    ] {
+        let r = app.post(&path, &app.owner, body.clone()).await;
+        r.assert_error(404, "not_found");
+        assert_eq!(r.body["error"]["message"], what, "{body}");
+    }
+    let cases = [
+        (with(json!({"colour": "red"})), vec!["colour"]),
+        (with(json!({"membership_id": null})), vec!["membership_id"]),
         (with(json!({"person_id": "someone"})), vec!["person_id"]),
         (with(json!({"person_id": null})), vec!["person_id"]),
         (with(json!({"access_level": "admin"})), vec!["access_level"]),
@@ -825,10 +832,6 @@ async fn grant_creation_validates_and_names_fields() {
             vec!["expires_at"],
         ),
         (with(json!({"expires_at": "tomorrow"})), vec!["expires_at"]),
-        (
-            with(json!({"membership_id": 999_999, "person_id": 999_998})),
-            vec!["membership_id", "person_id"],
-        ),
     ];
     for (body, fields) in cases {
         let r = app.post(&path, &app.owner, body.clone()).await;

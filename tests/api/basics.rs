@@ -115,9 +115,14 @@ async fn another_households_paths_reveal_nothing() {
         missing.body["error"]["message"],
         foreign.body["error"]["message"]
     );
-    app.get("/api/v1/households/abc/people", &app.owner)
+    for not_an_id in ["abc", "0", "99999999999999999999999"] {
+        app.get(
+            &format!("/api/v1/households/{not_an_id}/people"),
+            &app.owner,
+        )
         .await
-        .assert_status(422);
+        .assert_error(404, "not_found");
+    }
 }
 
 #[tokio::test]

@@ -342,11 +342,6 @@ async fn invalid_attributes_are_refused_and_nothing_is_written() {
         ("default_dose_cycle", json!("hourly")),
         ("current_supply", json!("-0.5")),
         ("reorder_threshold", json!("-2")),
-        ("medication_id", json!(999999)),
-        (
-            "medication_id",
-            json!("0192a5b0-0000-7000-8000-000000000000"),
-        ),
         ("medication_id", json!("not an id")),
         ("medication_id", Value::Null),
     ] {
@@ -354,6 +349,17 @@ async fn invalid_attributes_are_refused_and_nothing_is_written() {
             .post(&path, &app.owner, option(m.clone(), json!({field: value})))
             .await;
         assert_invalid(&r, field);
+    }
+    // A medication that does not exist in this household is "not found".
+    for missing in [json!(999999), json!("0192a5b0-0000-7000-8000-000000000000")] {
+        let r = app
+            .post(
+                &path,
+                &app.owner,
+                option(m.clone(), json!({"medication_id": missing})),
+            )
+            .await;
+        r.assert_error(404, "not_found");
     }
     // Limits that are just inside are accepted.
     let edge = app
@@ -394,10 +400,9 @@ async fn invalid_attributes_are_refused_and_nothing_is_written() {
         .await
         .unwrap();
     for foreign in [json!(foreign_id), json!(foreign_portable)] {
-        assert_invalid(
+        assert_not_found(
             &app.post(&path, &app.owner, option(foreign, json!({})))
                 .await,
-            "medication_id",
         );
     }
 
@@ -406,10 +411,9 @@ async fn invalid_attributes_are_refused_and_nothing_is_written() {
     app.delete(&app.hh(&format!("/medications/{gone}")), &app.owner, None)
         .await
         .assert_status(204);
-    assert_invalid(
+    assert_not_found(
         &app.post(&path, &app.owner, option(json!(gone), json!({})))
             .await,
-        "medication_id",
     );
 
     let list = app.get(&path, &app.owner).await;
@@ -709,11 +713,16 @@ async fn the_list_filters_by_medication_and_hides_deleted_medications() {
                 .all(|d| d["medication_id"] == owner)
         );
     }
-    for bad in ["999999", "0192a5b0-0000-7000-8000-000000000000", "abc", "0"] {
+    for bad in ["abc", "0"] {
         let r = app
             .get(&format!("{path}?medication_id={bad}"), &app.owner)
             .await;
         assert_invalid(&r, "medication_id");
+    }
+    for missing in ["999999", "0192a5b0-0000-7000-8000-000000000000"] {
+        app.get(&format!("{path}?medication_id={missing}"), &app.owner)
+            .await
+            .assert_error(404, "not_found");
     }
 
     // updated_since
@@ -750,11 +759,15 @@ async fn the_list_filters_by_medication_and_hides_deleted_medications() {
     )
     .await
     .assert_error(404, "not_found");
-    assert_invalid(
+    assert_not_found(
         &app.get(&format!("{path}?medication_id={first}"), &app.owner)
             .await,
-        "medication_id",
     );
+}
+
+#[track_caller]
+fn assert_not_found(r: &crate::support::TestResponse) {
+    r.assert_error(404, "not_found");
 }
 
 #[tokio::test]

@@ -157,7 +157,6 @@ async fn decimals_are_strings_and_validated() {
         ("dose_unit", "bucket"),
         ("default_schedule_type", "hourly"),
         ("dmd_concept_class", "XYZ"),
-        ("location_id", "999"),
     ] {
         let r = app
             .post(
@@ -173,6 +172,13 @@ async fn decimals_are_strings_and_validated() {
             r.body
         );
     }
+    app.post(
+        &app.hh("/medications"),
+        &app.owner,
+        json!({"medication": {"name": "A", "location_id": "999"}}),
+    )
+    .await
+    .assert_error(404, "not_found");
     app.post(
         &app.hh("/medications"),
         &app.owner,

@@ -539,14 +539,14 @@ async fn avatar_upload_fetch_and_delete() {
     // No URL of any kind is handed out.
     assert!(!profile.body.to_string().contains("http"));
 
-    // JPEG and WebP are recognised; `file` is accepted as the part name.
+    // JPEG and WebP are recognised.
     let jpeg = jpeg_header();
     upload(&app, "avatar", "me.jpg", "image/jpeg", &jpeg)
         .await
         .assert_status(200);
     assert_avatar(&fetch_avatar(&app, &app.owner).await, "image/jpeg", &jpeg);
     let webp = webp_header();
-    upload(&app, "file", "me.webp", "application/octet-stream", &webp)
+    upload(&app, "avatar", "me.webp", "application/octet-stream", &webp)
         .await
         .assert_status(200);
     assert_avatar(&fetch_avatar(&app, &app.owner).await, "image/webp", &webp);

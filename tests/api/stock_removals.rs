@@ -633,11 +633,20 @@ async fn a_dosage_id_decrements_that_dosage_options_own_stock() {
         .unwrap();
     let foreign = dosage_option(&app, foreign_household, foreign_medication, Some("5")).await;
     let changes = change_count(&app).await;
+    // Dosage options that are not this medication's are "not found".
     for dosage_id in [
-        json!(untracked.to_string()),
         json!(elsewhere),
         json!(foreign.to_string()),
         json!("999999"),
+    ] {
+        let mut body = removal("1", "lost", &submission());
+        body["stock_removal"]["dosage_id"] = dosage_id.clone();
+        app.post(&path, &app.owner, body)
+            .await
+            .assert_error(404, "not_found");
+    }
+    for dosage_id in [
+        json!(untracked.to_string()),
         json!("abc"),
         json!("0"),
         json!(-3),

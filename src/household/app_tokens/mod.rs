@@ -28,7 +28,7 @@ pub struct TokenRequest<'a> {
 /// Issues a token. The secret is in the result and nowhere else.
 pub fn issue(conn: &Connection, request: &TokenRequest<'_>) -> Result<CreatedAppToken> {
     let name = request.name.trim();
-    if name.is_empty() || name.chars().count() > MAX_NAME {
+    if name.is_empty() || request.name.chars().count() > MAX_NAME {
         return Err(ApiError::invalid("name", "must be 1 to 100 characters"));
     }
     let max = store::household_max_age_days(conn, request.household_id)?;
@@ -40,9 +40,8 @@ pub fn issue(conn: &Connection, request: &TokenRequest<'_>) -> Result<CreatedApp
         ));
     }
     if !store::membership_is_active(conn, request.household_id, request.membership_id)? {
-        return Err(ApiError::invalid(
-            "membership_id",
-            "must name an active membership of this household",
+        return Err(ApiError::NotFound(
+            "no active membership with this id in the household".into(),
         ));
     }
     let new = token::generate(token::APP_TOKEN_PREFIX);

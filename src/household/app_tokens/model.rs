@@ -81,10 +81,11 @@ pub fn app_token_attributes_schema() -> Value {
     json!({
         "type": "object", "additionalProperties": false, "required": ["name"],
         "properties": {
-            "name": {"type": "string", "minLength": 1, "maxLength": 100},
-            "max_age_days": {"type": "integer", "minimum": 1, "maximum": 3650,
+            "name": {"type": "string", "minLength": 1, "maxLength": 100, "pattern": "\\S"},
+            "max_age_days": {"type": ["integer", "null"], "minimum": 1, "maximum": 3650,
                 "description": "Days until the token expires; at most the household's app_token_max_age_days (its default)"},
-            "membership_id": {"$ref": "#/components/schemas/NumericId"},
+            "membership_id": {"anyOf": [{"$ref": "#/components/schemas/NumericId"}, {"type": "null"}],
+                "description": "The member the token acts as; the caller's own membership when absent or null"},
         },
     })
 }

@@ -112,19 +112,19 @@ pub fn create(
     actor.require_manager("grant access to people")?;
     let mut problems = Problems::default();
     let mut add = |field: &str, message: &str| problems.add(field, message);
-    let membership = memberships::store::find(conn, actor.household_id, attrs.membership_id)?;
-    if membership.is_none() {
-        add("membership_id", "must name a membership of this household");
-    }
+    // References that name nothing in this household are "not found".
+    let membership = memberships::store::find(conn, actor.household_id, attrs.membership_id)?
+        .ok_or_else(|| ApiError::not_found("membership"))?;
     let person = match &attrs.person_id {
-        Some(id) => people::store::find(conn, actor.household_id, id)?,
-        None => None,
+        Some(id) => Some(
+            people::store::find(conn, actor.household_id, id)?
+                .ok_or_else(|| ApiError::not_found("person"))?,
+        ),
+        None => {
+            add("person_id", "is required");
+            None
+        }
     };
-    match (&attrs.person_id, &person) {
-        (None, _) => add("person_id", "is required"),
-        (Some(_), None) => add("person_id", "must name a person of this household"),
-        _ => {}
-    }
     let expires_at = match attrs.expires_at.as_deref() {
         None => None,
         Some(text) => match crate::time::parse(text) {
@@ -140,10 +140,8 @@ pub fn create(
         },
     };
     problems.check("the person access grant's attributes are invalid")?;
-    let (Some(membership), Some(person)) = (membership, person) else {
-        return Err(ApiError::internal(
-            "grant checks passed without a membership and person",
-        ));
+    let Some(person) = person else {
+        return Err(ApiError::internal("grant checks passed without a person"));
     };
     if store::live_exists(conn, membership.id, person.id)? {
         return Err(ApiError::conflict(

@@ -50,7 +50,7 @@ pub fn location_schema() -> Value {
         "properties": {
             "id": {"$ref": "#/components/schemas/NumericId"},
             "portable_id": {"$ref": "#/components/schemas/PortableId"},
-            "name": {"type": "string", "minLength": 1, "maxLength": 200},
+            "name": {"type": "string", "minLength": 1, "maxLength": 200, "pattern": "\\S"},
             "description": {"type": ["string", "null"], "maxLength": 2000},
             "created_at": {"$ref": "#/components/schemas/Timestamp"},
             "updated_at": {"$ref": "#/components/schemas/Timestamp"},
@@ -65,7 +65,7 @@ pub fn location_attributes_schema(required: &[&str]) -> Value {
         "additionalProperties": false,
         "required": required,
         "properties": {
-            "name": {"type": "string", "minLength": 1, "maxLength": 200},
+            "name": {"type": "string", "minLength": 1, "maxLength": 200, "pattern": "\\S"},
             "description": {"type": ["string", "null"], "maxLength": 2000},
         },
     })

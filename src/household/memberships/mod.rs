@@ -167,10 +167,7 @@ fn check_person(
     person_id: i64,
 ) -> Result<()> {
     if !auth_store::person_in_household(conn, actor.household_id, person_id)? {
-        return Err(ApiError::invalid(
-            "person_id",
-            "must name a person of this household",
-        ));
+        return Err(ApiError::not_found("person"));
     }
     if store::person_linked_elsewhere(conn, person_id, membership_id)? {
         return Err(ApiError::invalid(

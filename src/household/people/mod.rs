@@ -31,11 +31,13 @@ pub fn age_on(date_of_birth: Date, today: Date) -> i64 {
     years.max(0)
 }
 
-/// Shapes rows as API people: ages in the household's time zone, locations in one query.
+/// Shapes rows as API people: ages in the household's time zone, locations
+/// and notification preference ids in one query each.
 pub fn to_api(conn: &Connection, household_id: i64, rows: Vec<PersonRow>) -> Result<Vec<Person>> {
     let today = household_store::today(conn, household_id)?;
     let ids: Vec<i64> = rows.iter().map(|r| r.id).collect();
     let mut locations = store::locations_of(conn, &ids)?;
+    let mut preferences = store::notification_preferences_of(conn, &ids)?;
     Ok(rows
         .into_iter()
         .map(|row| {
@@ -44,6 +46,8 @@ pub fn to_api(conn: &Connection, household_id: i64, rows: Vec<PersonRow>) -> Res
                 .unwrap_or_default()
                 .into_iter()
                 .unzip();
+            let (notification_preference_id, notification_preference_portable_id) =
+                preferences.remove(&row.id).unzip();
             Person {
                 age: row
                     .date_of_birth
@@ -60,8 +64,8 @@ pub fn to_api(conn: &Connection, household_id: i64, rows: Vec<PersonRow>) -> Res
                 has_capacity: row.has_capacity,
                 location_ids,
                 location_portable_ids,
-                notification_preference_id: None,
-                notification_preference_portable_id: None,
+                notification_preference_id,
+                notification_preference_portable_id,
                 lock_version: row.lock_version,
             }
         })

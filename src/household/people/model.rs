@@ -105,7 +105,7 @@ pub fn person_attributes_schema(required: &[&str]) -> Value {
         "additionalProperties": false,
         "required": required,
         "properties": {
-            "name": {"type": "string", "minLength": 1, "maxLength": 200},
+            "name": {"type": "string", "minLength": 1, "maxLength": 200, "pattern": "\\S"},
             "email": {"type": ["string", "null"], "format": "email", "maxLength": 254},
             "date_of_birth": {"type": "string", "format": "date"},
             "person_type": {"type": "string", "enum": ["adult", "minor", "dependent_adult"]},

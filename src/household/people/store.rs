@@ -156,3 +156,20 @@ pub fn locations_of(
     }
     Ok(out)
 }
+
+/// The notification preferences (numeric and portable id) of each of
+/// `person_ids` that has saved them, in one query.
+pub fn notification_preferences_of(
+    conn: &Connection,
+    person_ids: &[i64],
+) -> Result<HashMap<i64, (i64, String)>> {
+    let ids = serde_json::to_string(person_ids).map_err(crate::error::ApiError::internal)?;
+    let mut stmt = conn.prepare_cached(
+        "SELECT n.person_id, n.id, n.portable_id FROM notification_preferences n
+         WHERE n.person_id IN (SELECT value FROM json_each(?1))",
+    )?;
+    let rows = stmt.query_map([ids], |r| {
+        Ok((r.get::<_, i64>(0)?, (r.get::<_, i64>(1)?, r.get(2)?)))
+    })?;
+    Ok(rows.collect::<rusqlite::Result<HashMap<_, _>>>()?)
+}

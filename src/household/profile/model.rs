@@ -86,12 +86,13 @@ pub fn profile_attributes_schema() -> Value {
         "properties": {
             "date_of_birth": {"type": "string", "format": "date",
                 "description": "Not in the future; saved on the linked person"},
-            "time_zone": {"type": ["string", "null"], "minLength": 1,
+            "time_zone": {"anyOf": [{"$ref": "#/components/schemas/TimeZone"}, {"type": "null"}],
                 "description": "IANA time zone name; null clears it"},
             "gravatar_enabled": {"type": "boolean"},
             "mobile_shortcuts": {"type": "array", "maxItems": super::MAX_SHORTCUTS,
                 "uniqueItems": true,
-                "items": {"type": "string", "minLength": 1, "maxLength": super::MAX_SHORTCUT_CHARS}},
+                "items": {"type": "string", "minLength": 1, "maxLength": super::MAX_SHORTCUT_CHARS,
+                    "pattern": "\\S", "description": "Trimmed before saving; not blank"}},
         },
     })
 }
@@ -102,8 +103,8 @@ pub fn avatar_upload_schema() -> Value {
     json!({
         "type": "object",
         "additionalProperties": false,
-        "description": "One file part named `avatar` (`file` is accepted as an alias)",
-        "oneOf": [{"required": ["avatar"]}, {"required": ["file"]}],
-        "properties": {"avatar": file, "file": file},
+        "description": "One file part named `avatar`",
+        "required": ["avatar"],
+        "properties": {"avatar": file},
     })
 }

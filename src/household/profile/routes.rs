@@ -112,13 +112,13 @@ async fn replace_avatar(
     Ok(respond::ok(profile))
 }
 
-/// The bytes of the one file part (`avatar`, or `file`), stopping as soon
+/// The bytes of the one file part, `avatar`, stopping as soon
 /// as it passes the size limit.
 async fn read_avatar(mut multipart: Multipart) -> Result<Vec<u8>> {
     let mut found: Option<Vec<u8>> = None;
     while let Some(mut field) = multipart.next_field().await.map_err(multipart_error)? {
         let name = field.name().unwrap_or_default().to_string();
-        if name != "avatar" && name != "file" {
+        if name != "avatar" {
             let name = if name.is_empty() { "body" } else { &name };
             return Err(ApiError::invalid(
                 name,

@@ -116,7 +116,7 @@ fn validate(attrs: &SettingsAttributes, mode: Mode) -> Result<()> {
         None if mode == Mode::Replace => add("name", "is required"),
         Some(None) => add("name", "must not be null"),
         Some(Some(name)) if name.trim().is_empty() => add("name", "must not be blank"),
-        Some(Some(name)) if name.trim().chars().count() > MAX_NAME => {
+        Some(Some(name)) if name.chars().count() > MAX_NAME => {
             add("name", "must be at most 200 characters")
         }
         _ => {}

@@ -54,7 +54,7 @@ pub fn settings_schema() -> Value {
         "properties": {
             "id": {"$ref": "#/components/schemas/NumericId"},
             "portable_id": {"$ref": "#/components/schemas/PortableId"},
-            "name": {"type": "string", "minLength": 1, "maxLength": 200},
+            "name": {"type": "string", "minLength": 1, "maxLength": 200, "pattern": "\\S"},
             "time_zone": {"type": "string", "minLength": 1, "description": "IANA time zone name"},
             "app_token_max_age_days": {"type": "integer", "minimum": 1, "maximum": 3650,
                 "description": "Longest life, in days, of a new household app token"},
@@ -71,8 +71,8 @@ pub fn settings_attributes_schema(required: &[&str]) -> Value {
         "additionalProperties": false,
         "required": required,
         "properties": {
-            "name": {"type": "string", "minLength": 1, "maxLength": 200},
-            "time_zone": {"type": "string", "minLength": 1, "description": "IANA time zone name, e.g. Europe/London"},
+            "name": {"type": "string", "minLength": 1, "maxLength": 200, "pattern": "\\S"},
+            "time_zone": {"$ref": "#/components/schemas/TimeZone"},
             "app_token_max_age_days": {"type": "integer", "minimum": 1, "maximum": 3650,
                 "description": "Longest life, in days, of a new household app token (PUT default 90)"},
         },

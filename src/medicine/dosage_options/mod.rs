@@ -53,9 +53,7 @@ pub fn list(
         Some(id) => Some(
             store::find_medication(conn, actor.household_id, id)?
                 .map(|(id, _)| id)
-                .ok_or_else(|| {
-                    ApiError::invalid("medication_id", "must name a medication of this household")
-                })?,
+                .ok_or_else(|| ApiError::not_found("medication"))?,
         ),
     };
     store::list(conn, actor.household_id, medication_id, updated_since, page)
@@ -183,11 +181,8 @@ pub fn create(
     let medication = match attrs.medication_id.take() {
         None => return Err(ApiError::invalid("medication_id", "is required")),
         Some(None) => return Err(ApiError::invalid("medication_id", "must not be null")),
-        Some(Some(id)) => {
-            store::find_medication(conn, actor.household_id, &id)?.ok_or_else(|| {
-                ApiError::invalid("medication_id", "must name a medication of this household")
-            })?
-        }
+        Some(Some(id)) => store::find_medication(conn, actor.household_id, &id)?
+            .ok_or_else(|| ApiError::not_found("medication"))?,
     };
     let now = crate::time::now();
     let mut row = DosageOption {

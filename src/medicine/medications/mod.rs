@@ -153,15 +153,18 @@ fn apply(
                     row.location_id = Some(location.id);
                     row.location_portable_id = Some(location.portable_id);
                 }
-                None => add("location_id", "must name a location of this household"),
+                None => return Err(ApiError::not_found("location")),
             },
         }
     }
+    // Lengths are checked as sent (as the schema states them); text is saved trimmed.
     match attrs.name {
         Some(None) => add("name", "must not be null"),
+        Some(Some(name)) if name.chars().count() > 200 => {
+            add("name", "must be at most 200 characters")
+        }
         Some(Some(name)) => match trimmed(Some(name)) {
-            Some(name) if name.chars().count() <= 200 => row.name = name,
-            Some(_) => add("name", "must be at most 200 characters"),
+            Some(name) => row.name = name,
             None => add("name", "must not be blank"),
         },
         None => {}
@@ -169,11 +172,10 @@ fn apply(
     let mut text =
         |field: &str, value: Option<Option<String>>, max: usize, target: &mut Option<String>| {
             if let Some(value) = value {
-                let value = trimmed(value);
                 if value.as_ref().is_some_and(|v| v.chars().count() > max) {
                     add(field, &format!("must be at most {max} characters"));
                 } else {
-                    *target = value;
+                    *target = trimmed(value);
                 }
             }
         };
@@ -186,12 +188,12 @@ fn apply(
     text("category", attrs.category, 100, &mut row.category);
     text("description", attrs.description, 2000, &mut row.description);
     text("dmd_system", attrs.dmd_system, 200, &mut row.dmd_system);
+    // Codes are digits only, exactly as sent.
     let mut digits = |field: &str,
                       value: Option<Option<String>>,
                       lengths: (usize, usize),
                       target: &mut Option<String>| {
         if let Some(value) = value {
-            let value = trimmed(value);
             match &value {
                 Some(v)
                     if !(v.len() >= lengths.0
@@ -340,11 +342,35 @@ pub fn replace(
 }
 
 /// Removes a medication from the household's lists; past records that name
-/// it keep working. (No schedule or assignment can reference a medication
-/// until the care plan exists; from then on, deletion is refused while an
-/// active one still uses it.)
+/// it keep working. Refused with 409 `medication_in_use` while a live
+/// (unretired, paused or not) schedule or direct assignment still uses it:
+/// retire those first.
 pub fn delete(conn: &Connection, actor: &Actor, id: &ResourceId, if_match: &IfMatch) -> Result<()> {
     let row = for_change(conn, actor, id, if_match)?;
+    let schedules = crate::care::schedules::store::count_live_for_medication(conn, row.id)?;
+    let assignments =
+        crate::care::person_medications::store::count_live_for_medication(conn, row.id)?;
+    if schedules + assignments > 0 {
+        let users: Vec<String> = [
+            (schedules, "live schedule", "live schedules"),
+            (
+                assignments,
+                "live person medication",
+                "live person medications",
+            ),
+        ]
+        .into_iter()
+        .filter(|(n, _, _)| *n > 0)
+        .map(|(n, one, many)| format!("{n} {}", if n == 1 { one } else { many }))
+        .collect();
+        return Err(ApiError::conflict(
+            "medication_in_use",
+            format!(
+                "this medication is still used by {}; delete (retire) them before deleting the medication",
+                users.join(" and ")
+            ),
+        ));
+    }
     let now = crate::time::now();
     store::soft_delete(conn, row.id, &now)?;
     record_change(conn, actor, &row, Action::Delete)

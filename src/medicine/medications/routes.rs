@@ -23,6 +23,23 @@ const MEMBER: &str = "/households/{household_id}/medications/{id}";
 const WRITERS: &str =
     "Needs the inventory management permission (owners and administrators hold it).";
 
+/// The body of an order (`ordering`) or of a receipt, which takes only a quantity.
+fn order_schema(ordering: bool) -> serde_json::Value {
+    let mut details = json!({
+        "quantity": {"anyOf": [decimal::positive_schema(), {"type": "null"}]},
+    });
+    if ordering {
+        details["supplier"] = json!({"type": ["string", "null"], "maxLength": 200});
+        details["expected_on"] = json!({"type": ["string", "null"], "format": "date"});
+    }
+    json!({
+        "type": "object", "additionalProperties": false,
+        "properties": {"order_details": {
+            "type": "object", "additionalProperties": false, "properties": details,
+        }},
+    })
+}
+
 pub fn routes(api: Api) -> Api {
     api.resource_schema("Medication", medication_schema())
         .request_schema("MedicationCreateRequest", "medication", medication_attributes_schema(&["name"]))
@@ -33,26 +50,14 @@ pub fn routes(api: Api) -> Api {
             json!({
                 "type": "object", "additionalProperties": false, "required": ["quantity", "reason"],
                 "properties": {
-                    "quantity": decimal::schema(),
+                    "quantity": decimal::non_negative_schema(),
                     "reason": AdjustmentReason::schema(),
                     "note": {"type": ["string", "null"], "maxLength": 1000},
                 },
             }),
         )
-        .schema(
-            "OrderDetailsRequest",
-            json!({
-                "type": "object", "additionalProperties": false,
-                "properties": {"order_details": {
-                    "type": "object", "additionalProperties": false,
-                    "properties": {
-                        "supplier": {"type": ["string", "null"], "maxLength": 200},
-                        "quantity": {"anyOf": [decimal::schema(), {"type": "null"}]},
-                        "expected_on": {"type": ["string", "null"], "format": "date"},
-                    },
-                }},
-            }),
-        )
+        .schema("OrderDetailsRequest", order_schema(true))
+        .schema("ReceiptRequest", order_schema(false))
         .route(
             Op::get(COLLECTION, "listMedications", TAG)
                 .summary("List the household's medications")
@@ -129,7 +134,7 @@ pub fn routes(api: Api) -> Api {
             Op::patch("/households/{household_id}/medications/{id}/mark_as_received", "markMedicationAsReceived", TAG)
                 .summary("Record a delivery and add it to the stock")
                 .description("order_details.quantity is added to current_supply; without it the ordered quantity is used. Needs the inventory management permission.")
-                .optional_body("OrderDetailsRequest")
+                .optional_body("ReceiptRequest")
                 .if_match()
                 .ok("MedicationResponse")
                 .etag(),

@@ -107,16 +107,20 @@ pub fn create(
 
     // Where the stock comes from: a dosage option's own stock, or the medication's.
     let dosage = match facts.dosage_option_id {
-        Some(id) => Some(
-            store::find_tracked_dosage(conn, actor.household_id, medication.id, id)?.ok_or_else(
-                || {
-                    ApiError::invalid(
-                        "dosage_id",
-                        "must name a dosage option of this medication that tracks its own stock",
-                    )
-                },
-            )?,
-        ),
+        Some(id) => match store::find_dosage(conn, actor.household_id, medication.id, id)? {
+            None => return Err(ApiError::not_found("dosage option")),
+            Some((id, portable_id, Some(current_supply))) => Some(store::TrackedDosage {
+                id,
+                portable_id,
+                current_supply,
+            }),
+            Some((_, _, None)) => {
+                return Err(ApiError::invalid(
+                    "dosage_id",
+                    "names a dosage option that does not keep its own stock",
+                ));
+            }
+        },
         None => None,
     };
     let supply_before = dosage

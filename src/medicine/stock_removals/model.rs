@@ -134,11 +134,7 @@ pub fn new_stock_removal_schema() -> Value {
         "additionalProperties": false,
         "required": ["quantity", "reason", "submission_id"],
         "properties": {
-            "quantity": {
-                "type": "string",
-                "pattern": "^[0-9]+(\\.[0-9]{1,6})?$",
-                "description": "How much left the stock: an exact decimal string greater than zero, e.g. \"0.25\"",
-            },
+            "quantity": decimal::positive_schema(),
             "reason": StockRemovalReason::schema(),
             "submission_id": {
                 "type": "string", "format": "uuid",

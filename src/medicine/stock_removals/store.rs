@@ -116,26 +116,21 @@ pub struct TrackedDosage {
     pub current_supply: Dec,
 }
 
-/// The dosage option `id` of this medication, when it tracks its own stock
-/// (current_supply is not null).
-pub fn find_tracked_dosage(
+/// The dosage option `id` of this medication with its own stock, which is
+/// `None` when it does not track any.
+pub fn find_dosage(
     conn: &Connection,
     household_id: i64,
     medication_id: i64,
     id: i64,
-) -> Result<Option<TrackedDosage>> {
+) -> Result<Option<(i64, String, Option<Dec>)>> {
     Ok(conn
         .prepare_cached(
             "SELECT id, portable_id, current_supply FROM dosage_options
-             WHERE id = ?1 AND household_id = ?2 AND medication_id = ?3
-               AND current_supply IS NOT NULL",
+             WHERE id = ?1 AND household_id = ?2 AND medication_id = ?3",
         )?
         .query_row(params![id, household_id, medication_id], |r| {
-            Ok(TrackedDosage {
-                id: r.get(0)?,
-                portable_id: r.get(1)?,
-                current_supply: r.get(2)?,
-            })
+            Ok((r.get(0)?, r.get(1)?, r.get(2)?))
         })
         .optional()?)
 }

@@ -1,0 +1,183 @@
+//! Health event handlers: parse, call the rule, shape the response.
+
+use axum::extract::State;
+use axum::response::Response;
+use axum::routing::{delete, get, patch, post, put};
+use serde_json::json;
+
+use super::Filter;
+use super::model::{HealthEventBody, health_event_attributes_schema, health_event_schema};
+use crate::auth::Actor;
+use crate::error::{ApiError, Result};
+use crate::http::extract::{ApiJson, IfMatch, PathId, QueryParams, ResourceId};
+use crate::http::openapi::{Api, Op};
+use crate::http::respond;
+use crate::state::AppState;
+
+const TAG: &str = "Health events";
+const COLLECTION: &str = "/households/{household_id}/health_events";
+const MEMBER: &str = "/households/{household_id}/health_events/{id}";
+
+const REQUIRED: &[&str] = &["person_id", "event_kind", "title", "started_on"];
+
+pub fn routes(api: Api) -> Api {
+    api.resource_schema("HealthEvent", health_event_schema())
+        .request_schema(
+            "HealthEventCreateRequest",
+            "health_event",
+            health_event_attributes_schema(REQUIRED),
+        )
+        .request_schema(
+            "HealthEventUpdateRequest",
+            "health_event",
+            health_event_attributes_schema(&[]),
+        )
+        .request_schema(
+            "HealthEventReplaceRequest",
+            "health_event",
+            health_event_attributes_schema(REQUIRED),
+        )
+        .route(
+            Op::get(COLLECTION, "listHealthEvents", TAG)
+                .summary("List health events of the people you may view")
+                .description("Newest first (by started_on). Only events of people the caller has view access to are listed; deleted events are not listed.")
+                .paginated()
+                .updated_since()
+                .query(
+                    "person_id",
+                    json!({"$ref": "#/components/schemas/ResourceIdentifier"}),
+                    "Only events of this person (numeric or portable id)",
+                )
+                .ok("HealthEventCollection"),
+            get(list),
+        )
+        .route(
+            Op::post(COLLECTION, "createHealthEvent", TAG)
+                .summary("Record a health event")
+                .description("Records an illness or a suspected side effect of a person. Needs record or manage access to the person (a carer who gives medicines may log an illness); a view-only grant gets 403, a person outside the caller's scope 404. medication_ids must name medications of this household; duplicates are ignored.")
+                .body("HealthEventCreateRequest")
+                .created("HealthEventResponse")
+                .etag(),
+            post(create),
+        )
+        .route(
+            Op::get(MEMBER, "getHealthEvent", TAG)
+                .summary("Get a health event")
+                .description("Needs view access to the event's person (404 otherwise). `{id}` is its numeric or portable id.")
+                .ok("HealthEventResponse")
+                .etag(),
+            get(show),
+        )
+        .route(
+            Op::patch(MEMBER, "updateHealthEvent", TAG)
+                .summary("Update a health event")
+                .description("Changes any subset of the attributes; person_id, when sent, must name the event's person (an event cannot move to another person). Needs record or manage access to the person. If-Match is optional; a stale one returns 409.")
+                .body("HealthEventUpdateRequest")
+                .if_match()
+                .ok("HealthEventResponse")
+                .etag(),
+            patch(update),
+        )
+        .route(
+            Op::put(MEMBER, "replaceHealthEvent", TAG)
+                .summary("Replace a health event")
+                .description("Replaces the attributes: person_id (unchanged), event_kind, title and started_on are required; absent severity, notes and ended_on become null and absent medication_ids links none. Needs record or manage access to the person. If-Match is optional; a stale one returns 409.")
+                .body("HealthEventReplaceRequest")
+                .if_match()
+                .ok("HealthEventResponse")
+                .etag(),
+            put(replace),
+        )
+        .route(
+            Op::delete(MEMBER, "deleteHealthEvent", TAG)
+                .summary("Delete a health event")
+                .description("Removes the event from reads; the change feed records a tombstone that carries the person reference. Needs record or manage access to the person. If-Match is optional; a stale one returns 409.")
+                .if_match()
+                .no_content(),
+            delete(remove),
+        )
+}
+
+fn filter(query: &QueryParams) -> Result<Filter> {
+    let person_id = match query.get("person_id") {
+        None => None,
+        Some(text) => Some(ResourceId::parse(text).ok_or_else(|| {
+            ApiError::invalid("person_id", "must be a numeric or portable person id")
+        })?),
+    };
+    Ok(Filter {
+        person_id,
+        updated_since: query.updated_since()?,
+    })
+}
+
+async fn list(State(state): State<AppState>, actor: Actor, query: QueryParams) -> Result<Response> {
+    let page = query.page()?;
+    let filter = filter(&query)?;
+    let (events, total) = state
+        .db
+        .read(move |conn| super::list(conn, &actor, &filter, page))
+        .await?;
+    Ok(respond::collection(events, page, total))
+}
+
+async fn create(
+    State(state): State<AppState>,
+    actor: Actor,
+    ApiJson(body): ApiJson<HealthEventBody>,
+) -> Result<Response> {
+    let event = state
+        .db
+        .write(move |conn| super::create(conn, &actor, body.health_event))
+        .await?;
+    Ok(respond::created_tagged(event))
+}
+
+async fn show(State(state): State<AppState>, actor: Actor, PathId(id): PathId) -> Result<Response> {
+    let event = state
+        .db
+        .read(move |conn| super::get(conn, &actor, &id))
+        .await?;
+    Ok(respond::ok_tagged(event))
+}
+
+async fn update(
+    State(state): State<AppState>,
+    actor: Actor,
+    PathId(id): PathId,
+    if_match: IfMatch,
+    ApiJson(body): ApiJson<HealthEventBody>,
+) -> Result<Response> {
+    let event = state
+        .db
+        .write(move |conn| super::update(conn, &actor, &id, &if_match, body.health_event))
+        .await?;
+    Ok(respond::ok_tagged(event))
+}
+
+async fn replace(
+    State(state): State<AppState>,
+    actor: Actor,
+    PathId(id): PathId,
+    if_match: IfMatch,
+    ApiJson(body): ApiJson<HealthEventBody>,
+) -> Result<Response> {
+    let event = state
+        .db
+        .write(move |conn| super::replace(conn, &actor, &id, &if_match, body.health_event))
+        .await?;
+    Ok(respond::ok_tagged(event))
+}
+
+async fn remove(
+    State(state): State<AppState>,
+    actor: Actor,
+    PathId(id): PathId,
+    if_match: IfMatch,
+) -> Result<Response> {
+    state
+        .db
+        .write(move |conn| super::delete(conn, &actor, &id, &if_match))
+        .await?;
+    Ok(respond::no_content())
+}

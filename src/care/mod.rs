@@ -1,0 +1,17 @@
+//! The care plan and what happens around it: health events, notification
+//! preferences, schedules, direct assignments, takes and pauses.
+
+pub mod health_events;
+pub mod notification_preferences;
+pub mod person_medications;
+pub mod schedule_config;
+pub mod schedules;
+
+use crate::http::openapi::Api;
+
+pub fn routes(api: Api) -> Api {
+    let api = health_events::routes::routes(api);
+    let api = notification_preferences::routes::routes(api);
+    let api = schedules::routes::routes(api);
+    person_medications::routes::routes(api)
+}

@@ -1,0 +1,101 @@
+//! Notification preference handlers: parse, call the rule, shape the response.
+
+use axum::extract::State;
+use axum::response::Response;
+use axum::routing::{get, patch, put};
+
+use super::model::{
+    FLAGS, NotificationPreference, NotificationPreferenceBody,
+    notification_preference_attributes_schema, notification_preference_schema,
+};
+use crate::auth::Actor;
+use crate::error::Result;
+use crate::http::extract::{ApiJson, IfMatch};
+use crate::http::openapi::{Api, Op};
+use crate::http::respond;
+use crate::state::AppState;
+
+const TAG: &str = "Notification preferences";
+const PATH: &str = "/households/{household_id}/notification_preference";
+
+pub fn routes(api: Api) -> Api {
+    api.single_schema("NotificationPreference", notification_preference_schema())
+        .request_schema(
+            "NotificationPreferenceUpdateRequest",
+            "notification_preference",
+            notification_preference_attributes_schema(&[]),
+        )
+        .request_schema(
+            "NotificationPreferenceReplaceRequest",
+            "notification_preference",
+            notification_preference_attributes_schema(&FLAGS),
+        )
+        .route(
+            Op::get(PATH, "getNotificationPreference", TAG)
+                .summary("Get your notification preferences")
+                .description("The preferences of the person linked to the caller's membership (404 when the membership has no linked person). Before they are first saved the defaults are returned (enabled, dose_due_enabled, missed_dose_enabled and low_stock_enabled true, private_text_enabled false, slots 08:00:00, 13:00:00, 18:00:00 and 22:00:00) with id, portable_id and updated_at null and no ETag; reading never saves anything.")
+                .ok("NotificationPreferenceResponse")
+                .etag(),
+            get(show),
+        )
+        .route(
+            Op::patch(PATH, "updateNotificationPreference", TAG)
+                .summary("Update your notification preferences")
+                .description("Changes any subset of the flags and slot times of the person linked to the caller's membership; the first write saves the defaults with the changes. Times are HH:MM or HH:MM:SS and are answered as HH:MM:SS; null clears a slot. Needs manage access to that person. If-Match is optional; a stale one returns 409.")
+                .body("NotificationPreferenceUpdateRequest")
+                .if_match()
+                .ok("NotificationPreferenceResponse")
+                .etag(),
+            patch(update),
+        )
+        .route(
+            Op::put(PATH, "replaceNotificationPreference", TAG)
+                .summary("Replace your notification preferences")
+                .description("Replaces the preferences of the person linked to the caller's membership: all five flags are required and absent slot times become null. Times are HH:MM or HH:MM:SS and are answered as HH:MM:SS. Needs manage access to that person. If-Match is optional; a stale one returns 409.")
+                .body("NotificationPreferenceReplaceRequest")
+                .if_match()
+                .ok("NotificationPreferenceResponse")
+                .etag(),
+            put(replace),
+        )
+}
+
+/// With an ETag once saved; the unsaved defaults have no version.
+fn answer(preference: NotificationPreference) -> Response {
+    if preference.persisted() {
+        respond::ok_tagged(preference)
+    } else {
+        respond::ok(preference)
+    }
+}
+
+async fn show(State(state): State<AppState>, actor: Actor) -> Result<Response> {
+    let preference = state.db.read(move |conn| super::get(conn, &actor)).await?;
+    Ok(answer(preference))
+}
+
+async fn update(
+    State(state): State<AppState>,
+    actor: Actor,
+    if_match: IfMatch,
+    ApiJson(body): ApiJson<NotificationPreferenceBody>,
+) -> Result<Response> {
+    let preference = state
+        .db
+        .write(move |conn| super::update(conn, &actor, &if_match, body.notification_preference))
+        .await?;
+    Ok(answer(preference))
+}
+
+async fn replace(
+    State(state): State<AppState>,
+    actor: Actor,
+    if_match: IfMatch,
+    ApiJson(body): ApiJson<NotificationPreferenceBody>,
+) -> Result<Response> {
+    let preference = state
+        .db
+        .write(move |conn| super::replace(conn, &actor, &if_match, body.notification_preference))
+        .await?;
+    Ok(answer(preference))
+}

@@ -1,0 +1,293 @@
+//! Person medications: direct assignments of a medication to a person,
+//! taken on a routine or as needed, without a schedule. The rules for
+//! reading, creating, changing, reordering and retiring them.
+//!
+//! Access works as for schedules: reading needs view access to the person
+//! (404 otherwise); creating, changing, reordering and deleting need manage
+//! access (`view` and `record` → 403). An assignment stays with its person
+//! for life. If-Match is optional on changes (stale → 409). Each assignment
+//! has a `position` among its person's: a new one goes last, positions are
+//! unique per person and never reused, and only reordering moves them.
+//! Deleting retires, as for schedules: the row stays for the history that
+//! points at it, the assignment leaves every list and read (404), and the
+//! change feed records the retirement and a deletion marker.
+
+pub mod model;
+pub mod routes;
+pub mod store;
+
+use rusqlite::Connection;
+
+use crate::auth::{AccessLevel, Actor};
+use crate::care::schedules::dose::{self, Dose};
+use crate::care::schedules::{
+    WRITE_LEVEL, check_same_person, person_for_plan, require_access, text,
+};
+use crate::db::change_feed::{self, Action, Change};
+use crate::error::{ApiError, Problems, Result};
+use crate::http::extract::{IfMatch, Page, ResourceId};
+use crate::http::respond::etag;
+use model::{
+    AdministrationKind, Direction, PersonMedication, PersonMedicationAttributes,
+    PersonMedicationRow,
+};
+pub use store::Filter;
+
+pub const RECORD_TYPE: &str = "PersonMedication";
+const MAX_NOTES: usize = 2000;
+
+/// The API shape of a stored assignment.
+fn to_api(row: PersonMedicationRow) -> PersonMedication {
+    PersonMedication {
+        record: row,
+        current_pause_period: None,
+    }
+}
+
+/// The live assignment `id` whose person the actor may reach at `needed` (404/403).
+fn find(
+    conn: &Connection,
+    actor: &Actor,
+    id: &ResourceId,
+    needed: AccessLevel,
+) -> Result<PersonMedicationRow> {
+    let row = store::find(conn, actor.household_id, id)?
+        .ok_or_else(|| ApiError::not_found("person medication"))?;
+    require_access(conn, actor, row.person_id, needed, "person medication")?;
+    Ok(row)
+}
+
+/// `getPersonMedication`: view access to the person.
+pub fn get(conn: &Connection, actor: &Actor, id: &ResourceId) -> Result<PersonMedication> {
+    find(conn, actor, id, AccessLevel::View).map(to_api)
+}
+
+/// `listPersonMedications`: live assignments of the people the actor may
+/// view, by person and then position.
+pub fn list(
+    conn: &Connection,
+    actor: &Actor,
+    filter: &Filter,
+    page: Page,
+) -> Result<(Vec<PersonMedication>, i64)> {
+    let (rows, total) = store::list_visible(conn, actor, filter, page)?;
+    Ok((rows.into_iter().map(to_api).collect(), total))
+}
+
+/// Applies attributes to an assignment, collecting every problem before
+/// answering. `current` is the saved dose (PATCH and PUT); `whole` (create
+/// and PUT) gives omitted attributes their defaults.
+fn apply(
+    conn: &Connection,
+    actor: &Actor,
+    row: &mut PersonMedicationRow,
+    current: Option<&Dose>,
+    mut attrs: PersonMedicationAttributes,
+    whole: bool,
+) -> Result<()> {
+    let mut problems = Problems::default();
+    check_same_person(
+        attrs.person_id.take(),
+        row.person_id,
+        &row.person_portable_id,
+        &mut problems,
+    );
+    let settled = dose::settle(
+        conn,
+        actor.household_id,
+        current,
+        whole,
+        attrs.take_dose(),
+        &mut problems,
+    )?;
+    if let Some(dose) = settled.and_then(|s| s.dose) {
+        row.dose = dose;
+    }
+    match attrs.administration_kind {
+        Some(None) => problems.add(
+            "administration_kind",
+            "must be routine or as_needed, not null",
+        ),
+        Some(Some(kind)) => row.administration_kind = kind,
+        None if whole => row.administration_kind = AdministrationKind::Routine,
+        None => {}
+    }
+    match attrs.notes {
+        Some(value) => {
+            if let Some(value) = text("notes", value, MAX_NOTES, &mut problems) {
+                row.notes = value;
+            }
+        }
+        None if whole => row.notes = None,
+        None => {}
+    }
+    problems.check("the person medication's attributes are invalid")
+}
+
+fn record(
+    conn: &Connection,
+    actor: &Actor,
+    row: &PersonMedicationRow,
+    action: Action,
+) -> Result<()> {
+    change_feed::append(
+        conn,
+        Change {
+            household_id: actor.household_id,
+            record_type: RECORD_TYPE,
+            record_id: row.id,
+            record_portable_id: &row.portable_id,
+            action,
+            person_id: Some(row.person_id),
+        },
+    )
+}
+
+/// An assignment with no attributes applied yet (placeholders for the
+/// required ones, which `apply` insists on).
+fn blank(person_id: i64, person_portable_id: String) -> PersonMedicationRow {
+    let now = crate::time::now();
+    PersonMedicationRow {
+        id: 0,
+        portable_id: crate::db::new_portable_id(),
+        person_id,
+        person_portable_id,
+        dose: Dose {
+            medication_id: 0,
+            medication_portable_id: String::new(),
+            source_dosage_option_id: None,
+            source_dosage_option_portable_id: None,
+            dose_amount: crate::decimal::Dec::ZERO,
+            dose_unit: crate::medicine::vocab::DoseUnit::Tablet,
+            dose_cycle: None,
+            max_daily_doses: None,
+            min_hours_between_doses: None,
+        },
+        administration_kind: AdministrationKind::Routine,
+        active: true,
+        notes: None,
+        position: 0,
+        retired_at: None,
+        created_at: now.clone(),
+        updated_at: now,
+        lock_version: 1,
+    }
+}
+
+/// `createPersonMedication`: person_id and medication_id are required, and
+/// dose_amount and dose_unit unless the dosage option or the medication
+/// gives them; the assignment goes last among the person's. Needs manage
+/// access to the person.
+pub fn create(
+    conn: &Connection,
+    actor: &Actor,
+    mut attrs: PersonMedicationAttributes,
+) -> Result<PersonMedication> {
+    let (person_id, person_portable_id) = person_for_plan(conn, actor, attrs.person_id.take())?;
+    let mut row = blank(person_id, person_portable_id);
+    apply(conn, actor, &mut row, None, attrs, true)?;
+    row.position = store::next_position(conn, person_id)?;
+    row.id = store::insert(conn, actor.household_id, &row)?;
+    record(conn, actor, &row, Action::Create)?;
+    Ok(to_api(row))
+}
+
+/// The assignment to change: live and its person in scope (404), manage
+/// access (403), and If-Match, when sent, current (409).
+fn find_for_change(
+    conn: &Connection,
+    actor: &Actor,
+    id: &ResourceId,
+    if_match: &IfMatch,
+) -> Result<PersonMedicationRow> {
+    let row = find(conn, actor, id, WRITE_LEVEL)?;
+    if_match.check(&etag(&row.portable_id, row.lock_version))?;
+    Ok(row)
+}
+
+fn save(
+    conn: &Connection,
+    actor: &Actor,
+    mut row: PersonMedicationRow,
+) -> Result<PersonMedication> {
+    row.lock_version += 1;
+    row.updated_at = crate::time::now();
+    store::update(conn, &row)?;
+    record(conn, actor, &row, Action::Update)?;
+    Ok(to_api(row))
+}
+
+/// `updatePersonMedication` (PATCH): any subset of the attributes;
+/// person_id, when sent, must name the assignment's person.
+pub fn update(
+    conn: &Connection,
+    actor: &Actor,
+    id: &ResourceId,
+    if_match: &IfMatch,
+    attrs: PersonMedicationAttributes,
+) -> Result<PersonMedication> {
+    let mut row = find_for_change(conn, actor, id, if_match)?;
+    let current = row.dose.clone();
+    apply(conn, actor, &mut row, Some(&current), attrs, false)?;
+    save(conn, actor, row)
+}
+
+/// `replacePersonMedication` (PUT): the whole assignment as on create (an
+/// omitted medication_id keeps the medication); other omitted attributes
+/// take their defaults or become null. The position stays.
+pub fn replace(
+    conn: &Connection,
+    actor: &Actor,
+    id: &ResourceId,
+    if_match: &IfMatch,
+    attrs: PersonMedicationAttributes,
+) -> Result<PersonMedication> {
+    let current = find_for_change(conn, actor, id, if_match)?;
+    let mut row = PersonMedicationRow {
+        id: current.id,
+        portable_id: current.portable_id.clone(),
+        active: current.active,
+        position: current.position,
+        created_at: current.created_at.clone(),
+        lock_version: current.lock_version,
+        ..blank(current.person_id, current.person_portable_id.clone())
+    };
+    apply(conn, actor, &mut row, Some(&current.dose), attrs, true)?;
+    save(conn, actor, row)
+}
+
+/// `reorderPersonMedication`: swaps the assignment's position with the
+/// person's live assignment before it (`up`) or after it (`down`); both
+/// change (new ETags, change-feed updates). At the top or the bottom
+/// nothing changes and the assignment is returned as it is.
+pub fn reorder(
+    conn: &Connection,
+    actor: &Actor,
+    id: &ResourceId,
+    if_match: &IfMatch,
+    direction: Direction,
+) -> Result<PersonMedication> {
+    let mut row = find_for_change(conn, actor, id, if_match)?;
+    let Some(mut other) = store::neighbour(conn, row.person_id, row.position, direction)? else {
+        return Ok(to_api(row));
+    };
+    let now = crate::time::now();
+    std::mem::swap(&mut row.position, &mut other.position);
+    for moved in [&mut row, &mut other] {
+        moved.lock_version += 1;
+        moved.updated_at = now.clone();
+    }
+    store::save_swapped(conn, &row, &other)?;
+    record(conn, actor, &row, Action::Update)?;
+    record(conn, actor, &other, Action::Update)?;
+    Ok(to_api(row))
+}
+
+/// `deletePersonMedication`: retires the assignment, recording the
+/// retirement (an update) and a deletion marker in the change feed.
+pub fn delete(conn: &Connection, actor: &Actor, id: &ResourceId, if_match: &IfMatch) -> Result<()> {
+    let row = find_for_change(conn, actor, id, if_match)?;
+    store::retire(conn, row.id, &crate::time::now())?;
+    record(conn, actor, &row, Action::Update)?;
+    record(conn, actor, &row, Action::Delete)
+}

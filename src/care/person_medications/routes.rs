@@ -1,0 +1,205 @@
+//! Person medication handlers: parse, call the rule, shape the response.
+
+use axum::extract::State;
+use axum::response::Response;
+use axum::routing::{delete, get, patch, post, put};
+use serde_json::json;
+
+use super::Filter;
+use super::model::{
+    PersonMedicationBody, ReorderBody, person_medication_attributes_schema,
+    person_medication_schema, reorder_request_schema,
+};
+use crate::auth::Actor;
+use crate::care::schedules::routes::reference;
+use crate::error::Result;
+use crate::http::extract::{ApiJson, IfMatch, PathId, QueryParams};
+use crate::http::openapi::{Api, Op};
+use crate::http::respond;
+use crate::state::AppState;
+
+const TAG: &str = "Person medications";
+const COLLECTION: &str = "/households/{household_id}/person_medications";
+const MEMBER: &str = "/households/{household_id}/person_medications/{id}";
+
+pub fn routes(api: Api) -> Api {
+    api.resource_schema("PersonMedication", person_medication_schema())
+        .request_schema(
+            "PersonMedicationCreateRequest",
+            "person_medication",
+            person_medication_attributes_schema(&["person_id", "medication_id"]),
+        )
+        .request_schema(
+            "PersonMedicationUpdateRequest",
+            "person_medication",
+            person_medication_attributes_schema(&[]),
+        )
+        .schema("PersonMedicationReorderRequest", reorder_request_schema())
+        .route(
+            Op::get(COLLECTION, "listPersonMedications", TAG)
+                .summary("List direct assignments of the people you may view")
+                .description("By person, then position; only live (not deleted) assignments of people the caller has view access to.")
+                .paginated()
+                .updated_since()
+                .query(
+                    "person_id",
+                    json!({"$ref": "#/components/schemas/ResourceIdentifier"}),
+                    "Only assignments of this person (numeric or portable id)",
+                )
+                .query(
+                    "medication_id",
+                    json!({"$ref": "#/components/schemas/ResourceIdentifier"}),
+                    "Only assignments of this medication (numeric or portable id)",
+                )
+                .ok("PersonMedicationCollection"),
+            get(list),
+        )
+        .route(
+            Op::post(COLLECTION, "createPersonMedication", TAG)
+                .summary("Assign a medication to a person")
+                .description("person_id and medication_id are required. A source_dosage_option_id (an option of the medication) fills dose_amount, dose_unit, dose_cycle, max_daily_doses and min_hours_between_doses from its defaults unless the body gives them; otherwise dose_amount and dose_unit default to the medication's. dose_cycle defaults to daily and administration_kind to routine. The assignment goes last among the person's. Needs manage access to the person (view and record access get 403, a person outside the caller's scope 404).")
+                .body("PersonMedicationCreateRequest")
+                .created("PersonMedicationResponse")
+                .etag(),
+            post(create),
+        )
+        .route(
+            Op::get(MEMBER, "getPersonMedication", TAG)
+                .summary("Get a direct assignment")
+                .description("Needs view access to the assignment's person (404 otherwise). `{id}` is its numeric or portable id; a deleted assignment is not found.")
+                .ok("PersonMedicationResponse")
+                .etag(),
+            get(show),
+        )
+        .route(
+            Op::patch(MEMBER, "updatePersonMedication", TAG)
+                .summary("Change some attributes of a direct assignment")
+                .description("Changes any subset of the attributes; person_id, when sent, must name the assignment's person. Naming a different dosage option fills the dose attributes the body leaves out from its defaults. A changed dose applies from now on: recorded takes keep theirs. Needs manage access to the assignment's person. If-Match is optional; a stale one returns 409.")
+                .body("PersonMedicationUpdateRequest")
+                .if_match()
+                .ok("PersonMedicationResponse")
+                .etag(),
+            patch(update),
+        )
+        .route(
+            Op::put(MEMBER, "replacePersonMedication", TAG)
+                .summary("Replace a direct assignment's attributes")
+                .description("The whole assignment as on create: an omitted medication_id keeps the medication, person_id cannot change; other omitted attributes take their defaults (from the dosage option or the medication) or become null. The position stays. Needs manage access to the assignment's person. If-Match is optional; a stale one returns 409.")
+                .body("PersonMedicationUpdateRequest")
+                .if_match()
+                .ok("PersonMedicationResponse")
+                .etag(),
+            put(replace),
+        )
+        .route(
+            Op::delete(MEMBER, "deletePersonMedication", TAG)
+                .summary("Retire a direct assignment")
+                .description("The assignment stops and leaves every list; later requests for it return 404. Past takes, outcomes and pause history are kept, and the change feed records the retirement and a deletion marker. Needs manage access to the assignment's person. If-Match is optional; a stale one returns 409.")
+                .if_match()
+                .no_content(),
+            delete(remove),
+        )
+        .route(
+            Op::patch(
+                "/households/{household_id}/person_medications/{id}/reorder",
+                "reorderPersonMedication",
+                TAG,
+            )
+            .summary("Move a direct assignment up or down its person's list")
+            .description("Swaps position with the person's live assignment before it (up) or after it (down); both get a new ETag. At the top or the bottom nothing changes. Needs manage access to the assignment's person. If-Match is optional; a stale one returns 409.")
+            .body("PersonMedicationReorderRequest")
+            .if_match()
+            .ok("PersonMedicationResponse")
+            .etag(),
+            patch(reorder),
+        )
+}
+
+async fn list(State(state): State<AppState>, actor: Actor, query: QueryParams) -> Result<Response> {
+    let page = query.page()?;
+    let filter = Filter {
+        person_id: reference(&query, "person_id")?,
+        medication_id: reference(&query, "medication_id")?,
+        updated_since: query.updated_since()?,
+    };
+    let (items, total) = state
+        .db
+        .read(move |conn| super::list(conn, &actor, &filter, page))
+        .await?;
+    Ok(respond::collection(items, page, total))
+}
+
+async fn create(
+    State(state): State<AppState>,
+    actor: Actor,
+    ApiJson(body): ApiJson<PersonMedicationBody>,
+) -> Result<Response> {
+    let assignment = state
+        .db
+        .write(move |conn| super::create(conn, &actor, body.person_medication))
+        .await?;
+    Ok(respond::created_tagged(assignment))
+}
+
+async fn show(State(state): State<AppState>, actor: Actor, PathId(id): PathId) -> Result<Response> {
+    let assignment = state
+        .db
+        .read(move |conn| super::get(conn, &actor, &id))
+        .await?;
+    Ok(respond::ok_tagged(assignment))
+}
+
+async fn update(
+    State(state): State<AppState>,
+    actor: Actor,
+    PathId(id): PathId,
+    if_match: IfMatch,
+    ApiJson(body): ApiJson<PersonMedicationBody>,
+) -> Result<Response> {
+    let assignment = state
+        .db
+        .write(move |conn| super::update(conn, &actor, &id, &if_match, body.person_medication))
+        .await?;
+    Ok(respond::ok_tagged(assignment))
+}
+
+async fn replace(
+    State(state): State<AppState>,
+    actor: Actor,
+    PathId(id): PathId,
+    if_match: IfMatch,
+    ApiJson(body): ApiJson<PersonMedicationBody>,
+) -> Result<Response> {
+    let assignment = state
+        .db
+        .write(move |conn| super::replace(conn, &actor, &id, &if_match, body.person_medication))
+        .await?;
+    Ok(respond::ok_tagged(assignment))
+}
+
+async fn remove(
+    State(state): State<AppState>,
+    actor: Actor,
+    PathId(id): PathId,
+    if_match: IfMatch,
+) -> Result<Response> {
+    state
+        .db
+        .write(move |conn| super::delete(conn, &actor, &id, &if_match))
+        .await?;
+    Ok(respond::no_content())
+}
+
+async fn reorder(
+    State(state): State<AppState>,
+    actor: Actor,
+    PathId(id): PathId,
+    if_match: IfMatch,
+    ApiJson(body): ApiJson<ReorderBody>,
+) -> Result<Response> {
+    let assignment = state
+        .db
+        .write(move |conn| super::reorder(conn, &actor, &id, &if_match, body.direction))
+        .await?;
+    Ok(respond::ok_tagged(assignment))
+}

@@ -1,0 +1,278 @@
+//! SQL for direct assignments. A retired assignment keeps its row (and its
+//! position, so positions stay unique per person) and is invisible to every
+//! read here.
+
+use rusqlite::{Connection, OptionalExtension, Row, named_params, params};
+
+use super::model::{Direction, PersonMedicationRow};
+use crate::auth::Actor;
+use crate::auth::store::VISIBLE_PERSON;
+use crate::care::schedules::dose::Dose;
+use crate::error::Result;
+use crate::http::extract::{Page, ResourceId};
+
+const COLUMNS: &str = "a.id, a.portable_id, a.person_id, p.portable_id, a.medication_id,
+    m.portable_id, a.source_dosage_option_id, d.portable_id, a.dose_amount, a.dose_unit,
+    a.dose_cycle, a.max_daily_doses, a.min_hours_between_doses, a.administration_kind,
+    a.active, a.notes, a.position, a.retired_at, a.lock_version, a.created_at, a.updated_at";
+
+/// One set of joins gives every row its portable references (no query per row).
+const FROM: &str = "person_medications a
+    JOIN people p ON p.id = a.person_id
+    JOIN medications m ON m.id = a.medication_id
+    LEFT JOIN dosage_options d ON d.id = a.source_dosage_option_id";
+
+fn from_row(r: &Row<'_>) -> rusqlite::Result<PersonMedicationRow> {
+    Ok(PersonMedicationRow {
+        id: r.get(0)?,
+        portable_id: r.get(1)?,
+        person_id: r.get(2)?,
+        person_portable_id: r.get(3)?,
+        dose: Dose {
+            medication_id: r.get(4)?,
+            medication_portable_id: r.get(5)?,
+            source_dosage_option_id: r.get(6)?,
+            source_dosage_option_portable_id: r.get(7)?,
+            dose_amount: r.get(8)?,
+            dose_unit: r.get(9)?,
+            dose_cycle: r.get(10)?,
+            max_daily_doses: r.get(11)?,
+            min_hours_between_doses: r.get(12)?,
+        },
+        administration_kind: r.get(13)?,
+        active: r.get(14)?,
+        notes: r.get(15)?,
+        position: r.get(16)?,
+        retired_at: r.get(17)?,
+        lock_version: r.get(18)?,
+        created_at: r.get(19)?,
+        updated_at: r.get(20)?,
+    })
+}
+
+/// A live (unretired) assignment of the household by numeric or portable
+/// id, whoever its person is: the caller's access is checked by the rules.
+pub fn find(
+    conn: &Connection,
+    household_id: i64,
+    id: &ResourceId,
+) -> Result<Option<PersonMedicationRow>> {
+    let (numeric, portable) = id.sql_parts();
+    Ok(conn
+        .prepare_cached(&format!(
+            "SELECT {COLUMNS} FROM {FROM}
+             WHERE a.household_id = ?1 AND (a.id = ?2 OR a.portable_id = ?3)
+               AND a.retired_at IS NULL"
+        ))?
+        .query_row(params![household_id, numeric, portable], from_row)
+        .optional()?)
+}
+
+/// Which assignments to list.
+#[derive(Debug, Default, Clone)]
+pub struct Filter {
+    pub person_id: Option<ResourceId>,
+    pub medication_id: Option<ResourceId>,
+    pub updated_since: Option<String>,
+}
+
+/// (numeric, portable) SQL parameters of an optional reference filter.
+fn reference(id: &Option<ResourceId>) -> (Option<i64>, Option<&str>) {
+    match id {
+        None => (None, None),
+        Some(ResourceId::Numeric(n)) => (Some(*n), None),
+        Some(ResourceId::Portable(p)) => (None, Some(p.as_str())),
+    }
+}
+
+/// One page of the live assignments of people the actor may view, by
+/// person and then position, and the total.
+pub fn list_visible(
+    conn: &Connection,
+    actor: &Actor,
+    filter: &Filter,
+    page: Page,
+) -> Result<(Vec<PersonMedicationRow>, i64)> {
+    let (person_numeric, person_portable) = reference(&filter.person_id);
+    let (medication_numeric, medication_portable) = reference(&filter.medication_id);
+    let condition = format!(
+        "a.household_id = :household_id AND a.retired_at IS NULL AND {VISIBLE_PERSON}
+         AND (:updated_since IS NULL OR a.updated_at >= :updated_since)
+         AND (:person_numeric IS NULL OR a.person_id = :person_numeric)
+         AND (:person_portable IS NULL OR p.portable_id = :person_portable)
+         AND (:medication_numeric IS NULL OR a.medication_id = :medication_numeric)
+         AND (:medication_portable IS NULL OR m.portable_id = :medication_portable)"
+    );
+    let now = crate::time::now();
+    let is_manager = actor.is_manager();
+    let params = named_params! {
+        ":household_id": actor.household_id,
+        ":membership_id": actor.membership_id,
+        ":is_manager": is_manager,
+        ":now": now,
+        ":updated_since": filter.updated_since,
+        ":person_numeric": person_numeric,
+        ":person_portable": person_portable,
+        ":medication_numeric": medication_numeric,
+        ":medication_portable": medication_portable,
+    };
+    let total: i64 = conn
+        .prepare_cached(&format!("SELECT count(*) FROM {FROM} WHERE {condition}"))?
+        .query_row(params, |r| r.get(0))?;
+    let (limit, offset) = (page.limit(), page.offset());
+    let mut paged = params.to_vec();
+    paged.push((":limit", &limit));
+    paged.push((":offset", &offset));
+    let rows = conn
+        .prepare_cached(&format!(
+            "SELECT {COLUMNS} FROM {FROM} WHERE {condition}
+             ORDER BY a.person_id, a.position LIMIT :limit OFFSET :offset"
+        ))?
+        .query_map(paged.as_slice(), from_row)?
+        .collect::<rusqlite::Result<Vec<_>>>()?;
+    Ok((rows, total))
+}
+
+/// The position after every assignment the person has had (retired ones
+/// included, so a position is never reused).
+pub fn next_position(conn: &Connection, person_id: i64) -> Result<i64> {
+    Ok(conn
+        .prepare_cached(
+            "SELECT coalesce(max(position), 0) + 1 FROM person_medications WHERE person_id = ?1",
+        )?
+        .query_row([person_id], |r| r.get(0))?)
+}
+
+pub fn insert(conn: &Connection, household_id: i64, a: &PersonMedicationRow) -> Result<i64> {
+    conn.prepare_cached(
+        "INSERT INTO person_medications (portable_id, household_id, person_id, medication_id,
+             source_dosage_option_id, dose_amount, dose_unit, dose_cycle, max_daily_doses,
+             min_hours_between_doses, administration_kind, active, notes, position,
+             lock_version, created_at, updated_at)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17)",
+    )?
+    .execute(params![
+        a.portable_id,
+        household_id,
+        a.person_id,
+        a.dose.medication_id,
+        a.dose.source_dosage_option_id,
+        a.dose.dose_amount,
+        a.dose.dose_unit,
+        a.dose.dose_cycle,
+        a.dose.max_daily_doses,
+        a.dose.min_hours_between_doses,
+        a.administration_kind,
+        a.active,
+        a.notes,
+        a.position,
+        a.lock_version,
+        a.created_at,
+        a.updated_at,
+    ])?;
+    Ok(conn.last_insert_rowid())
+}
+
+/// Saves every changeable field of the row; the person never changes,
+/// `active` changes only through pausing and resuming, and the position
+/// only through reordering.
+pub fn update(conn: &Connection, a: &PersonMedicationRow) -> Result<()> {
+    conn.prepare_cached(
+        "UPDATE person_medications SET medication_id = ?2, source_dosage_option_id = ?3,
+             dose_amount = ?4, dose_unit = ?5, dose_cycle = ?6, max_daily_doses = ?7,
+             min_hours_between_doses = ?8, administration_kind = ?9, notes = ?10,
+             lock_version = ?11, updated_at = ?12
+         WHERE id = ?1",
+    )?
+    .execute(params![
+        a.id,
+        a.dose.medication_id,
+        a.dose.source_dosage_option_id,
+        a.dose.dose_amount,
+        a.dose.dose_unit,
+        a.dose.dose_cycle,
+        a.dose.max_daily_doses,
+        a.dose.min_hours_between_doses,
+        a.administration_kind,
+        a.notes,
+        a.lock_version,
+        a.updated_at,
+    ])?;
+    Ok(())
+}
+
+/// Retires an assignment: it leaves every list and read, and stops (active
+/// false); the row stays for the history that points at it.
+pub fn retire(conn: &Connection, id: i64, now: &str) -> Result<()> {
+    conn.prepare_cached(
+        "UPDATE person_medications SET retired_at = ?2, active = 0, updated_at = ?2,
+             lock_version = lock_version + 1
+         WHERE id = ?1",
+    )?
+    .execute(params![id, now])?;
+    Ok(())
+}
+
+/// The person's live assignment next to `position` in `direction`, if any.
+pub fn neighbour(
+    conn: &Connection,
+    person_id: i64,
+    position: i64,
+    direction: Direction,
+) -> Result<Option<PersonMedicationRow>> {
+    let (comparison, order) = match direction {
+        Direction::Up => ("<", "DESC"),
+        Direction::Down => (">", "ASC"),
+    };
+    Ok(conn
+        .prepare_cached(&format!(
+            "SELECT {COLUMNS} FROM {FROM}
+             WHERE a.person_id = ?1 AND a.retired_at IS NULL AND a.position {comparison} ?2
+             ORDER BY a.position {order} LIMIT 1"
+        ))?
+        .query_row(params![person_id, position], from_row)
+        .optional()?)
+}
+
+/// Saves two rows whose positions were swapped, each with its new
+/// `lock_version` and `updated_at`. Positions are unique per person, so the
+/// first row waits on a free (negative) position while the second moves.
+pub fn save_swapped(
+    conn: &Connection,
+    first: &PersonMedicationRow,
+    second: &PersonMedicationRow,
+) -> Result<()> {
+    let mut stmt = conn.prepare_cached(
+        "UPDATE person_medications SET position = ?2, lock_version = ?3, updated_at = ?4
+         WHERE id = ?1",
+    )?;
+    stmt.execute(params![
+        first.id,
+        -first.id,
+        first.lock_version,
+        first.updated_at
+    ])?;
+    stmt.execute(params![
+        second.id,
+        second.position,
+        second.lock_version,
+        second.updated_at
+    ])?;
+    stmt.execute(params![
+        first.id,
+        first.position,
+        first.lock_version,
+        first.updated_at
+    ])?;
+    Ok(())
+}
+
+/// How many live (unretired) assignments use a medication.
+pub fn count_live_for_medication(conn: &Connection, medication_id: i64) -> Result<i64> {
+    Ok(conn
+        .prepare_cached(
+            "SELECT count(*) FROM person_medications
+             WHERE medication_id = ?1 AND retired_at IS NULL",
+        )?
+        .query_row([medication_id], |r| r.get(0))?)
+}

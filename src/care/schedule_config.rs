@@ -1,0 +1,783 @@
+//! `schedule_config`: when a schedule's doses fall, typed and checked
+//! against its `schedule_type` (DESIGN.md's decisions). The stored JSON is
+//! always the normalised form `ScheduleConfig::to_json` writes, so any
+//! reader (the schedule API, the dose-occurrence projection) can call
+//! [`parse`] on it and get the same typed config back.
+//!
+//! Keys: `times` ("HH:MM", unique, sorted), `slots` (`morning`,
+//! `afternoon`, `evening`, `night`: clock times come from the person's
+//! notification preference), `weekdays` (`monday`..`sunday`), `dates`
+//! (ISO dates), `as_needed` (true only for `prn`), `taper_steps` (each
+//! `start_date`, `end_date`, `dose_amount`, `dose_unit`, `max_daily_doses`,
+//! `min_hours_between_doses`, `times`; in date order, contiguous).
+//!
+//! What each type needs:
+//! - `daily`, `every_other_day` (counted from the schedule's start_date):
+//!   at least one time or slot;
+//! - `multiple_daily`: at least two times and slots in total;
+//! - `weekly`: at least one weekday, and a time or slot;
+//! - `specific_dates`: at least one date, and a time or slot;
+//! - `tapering`: at least one step; a step without its own times uses the
+//!   schedule's times and slots, so it needs either;
+//! - `prn`: nothing (`as_needed` is always true; times and slots are hints
+//!   only, a prn schedule has no expected doses).
+//!
+//! `weekdays`, `dates` and `taper_steps` belong to one type each and are
+//! refused on the others, so a schedule never carries a rule it ignores.
+
+use jiff::civil::{Date, Time, Weekday};
+use serde_json::{Map, Value, json};
+
+use crate::decimal::{self, Dec};
+use crate::error::{ApiError, Problems, Result};
+use crate::medicine::vocab::{DoseUnit, ScheduleType};
+
+/// The attribute name; problems are reported as `schedule_config.<key>`.
+pub const FIELD: &str = "schedule_config";
+
+const STEP_KEYS: [&str; 7] = [
+    "start_date",
+    "end_date",
+    "dose_amount",
+    "dose_unit",
+    "max_daily_doses",
+    "min_hours_between_doses",
+    "times",
+];
+const WEEKDAYS: [&str; 7] = [
+    "monday",
+    "tuesday",
+    "wednesday",
+    "thursday",
+    "friday",
+    "saturday",
+    "sunday",
+];
+
+/// A named part of the day; its clock time is the person's preference.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Slot {
+    Morning,
+    Afternoon,
+    Evening,
+    Night,
+}
+
+impl Slot {
+    /// In the order of the day.
+    pub const ALL: &'static [&'static str] = &["morning", "afternoon", "evening", "night"];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Slot::Morning => "morning",
+            Slot::Afternoon => "afternoon",
+            Slot::Evening => "evening",
+            Slot::Night => "night",
+        }
+    }
+
+    pub fn parse(text: &str) -> Option<Slot> {
+        match text {
+            "morning" => Some(Slot::Morning),
+            "afternoon" => Some(Slot::Afternoon),
+            "evening" => Some(Slot::Evening),
+            "night" => Some(Slot::Night),
+            _ => None,
+        }
+    }
+}
+
+/// One step of a tapering schedule: from `start_date` to `end_date`
+/// (inclusive) this dose replaces the schedule's.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TaperStep {
+    pub start_date: Date,
+    pub end_date: Date,
+    pub dose_amount: Dec,
+    /// `None`: the schedule's dose_unit.
+    pub dose_unit: Option<DoseUnit>,
+    pub max_daily_doses: Option<i64>,
+    pub min_hours_between_doses: Option<Dec>,
+    /// Sorted, unique; empty: the schedule's times and slots.
+    pub times: Vec<Time>,
+}
+
+/// A checked schedule_config. Lists are sorted (times by clock, slots by
+/// part of day, weekdays from Monday, dates and steps by date) and hold no
+/// repeats; keys a type does not use are empty.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ScheduleConfig {
+    pub times: Vec<Time>,
+    pub slots: Vec<Slot>,
+    pub weekdays: Vec<Weekday>,
+    pub dates: Vec<Date>,
+    /// True exactly for `prn` schedules.
+    pub as_needed: bool,
+    pub taper_steps: Vec<TaperStep>,
+}
+
+impl ScheduleConfig {
+    /// The normalised JSON stored and sent: non-empty lists only, and
+    /// `as_needed` only when true; every step carries all its keys.
+    pub fn to_json(&self) -> Value {
+        let mut out = Map::new();
+        if !self.times.is_empty() {
+            out.insert("times".into(), times_json(&self.times));
+        }
+        if !self.slots.is_empty() {
+            out.insert(
+                "slots".into(),
+                json!(self.slots.iter().map(|s| s.as_str()).collect::<Vec<_>>()),
+            );
+        }
+        if !self.weekdays.is_empty() {
+            let names: Vec<&str> = self
+                .weekdays
+                .iter()
+                .map(|d| WEEKDAYS[d.to_monday_zero_offset() as usize])
+                .collect();
+            out.insert("weekdays".into(), json!(names));
+        }
+        if !self.dates.is_empty() {
+            let dates: Vec<String> = self.dates.iter().map(Date::to_string).collect();
+            out.insert("dates".into(), json!(dates));
+        }
+        if self.as_needed {
+            out.insert("as_needed".into(), json!(true));
+        }
+        if !self.taper_steps.is_empty() {
+            let steps: Vec<Value> = self
+                .taper_steps
+                .iter()
+                .map(|s| {
+                    json!({
+                        "start_date": s.start_date.to_string(),
+                        "end_date": s.end_date.to_string(),
+                        "dose_amount": s.dose_amount,
+                        "dose_unit": s.dose_unit,
+                        "max_daily_doses": s.max_daily_doses,
+                        "min_hours_between_doses": s.min_hours_between_doses,
+                        "times": times_json(&s.times),
+                    })
+                })
+                .collect();
+            out.insert("taper_steps".into(), Value::Array(steps));
+        }
+        Value::Object(out)
+    }
+
+    /// The taper step covering `date`, if any.
+    pub fn taper_step_on(&self, date: Date) -> Option<&TaperStep> {
+        self.taper_steps
+            .iter()
+            .find(|s| s.start_date <= date && date <= s.end_date)
+    }
+}
+
+fn times_json(times: &[Time]) -> Value {
+    json!(
+        times
+            .iter()
+            .map(|t| t.strftime("%H:%M").to_string())
+            .collect::<Vec<_>>()
+    )
+}
+
+/// Parses and checks a config for `schedule_type`: a 422 naming every
+/// offending `schedule_config.<key>`.
+pub fn parse(schedule_type: ScheduleType, value: &Value) -> Result<ScheduleConfig> {
+    let mut problems = Problems::default();
+    let config = collect(schedule_type, value, &mut problems);
+    problems.check("the schedule_config is invalid")?;
+    Ok(config)
+}
+
+/// As [`parse`], adding problems to a caller's collector (the config is
+/// meaningful only when none were added).
+pub fn collect(
+    schedule_type: ScheduleType,
+    value: &Value,
+    problems: &mut Problems,
+) -> ScheduleConfig {
+    let mut config = ScheduleConfig::default();
+    let Some(object) = value.as_object() else {
+        problems.add(FIELD, "must be an object (use {} for none)");
+        return config;
+    };
+    let field = |key: &str| format!("{FIELD}.{key}");
+    for (key, value) in object {
+        match key.as_str() {
+            "times" => config.times = read_times(value, &field(key), problems),
+            "slots" => config.slots = read_slots(value, &field(key), problems),
+            "weekdays" => config.weekdays = read_weekdays(value, &field(key), problems),
+            "dates" => config.dates = read_dates(value, &field(key), problems),
+            "as_needed" => match value.as_bool() {
+                Some(flag) => config.as_needed = flag,
+                None => problems.add(&field(key), "must be true or false"),
+            },
+            "taper_steps" => config.taper_steps = read_steps(value, &field(key), problems),
+            _ => problems.add(&field(key), "is not a recognised attribute"),
+        }
+    }
+    check_type(schedule_type, object, &mut config, problems);
+    config
+}
+
+/// The per-type rules, once every key has been read.
+fn check_type(
+    schedule_type: ScheduleType,
+    object: &Map<String, Value>,
+    config: &mut ScheduleConfig,
+    problems: &mut Problems,
+) {
+    use ScheduleType as T;
+    let name = schedule_type.as_str();
+    let given = |key: &str| object.contains_key(key);
+    // An invalid list has already been reported; only a missing one is.
+    let missing = |key: &str| {
+        object
+            .get(key)
+            .is_none_or(|v| v.as_array().is_some_and(Vec::is_empty))
+    };
+    let owner = |key: &str| match key {
+        "weekdays" => T::Weekly,
+        "dates" => T::SpecificDates,
+        _ => T::Tapering,
+    };
+    let used = [
+        ("weekdays", !config.weekdays.is_empty()),
+        ("dates", !config.dates.is_empty()),
+        ("taper_steps", !config.taper_steps.is_empty()),
+    ];
+    for (key, used) in used {
+        if used && schedule_type != owner(key) {
+            problems.add(
+                &format!("{FIELD}.{key}"),
+                format!(
+                    "is used only by {} schedules, not {name}",
+                    owner(key).as_str()
+                ),
+            );
+        }
+    }
+    if schedule_type == T::Prn {
+        if given("as_needed") && !config.as_needed {
+            problems.add(
+                &format!("{FIELD}.as_needed"),
+                "is always true for prn schedules",
+            );
+        }
+        config.as_needed = true;
+        return;
+    }
+    if config.as_needed {
+        problems.add(
+            &format!("{FIELD}.as_needed"),
+            format!("is only for prn schedules; a {name} schedule has set times"),
+        );
+    }
+    let moments = config.times.len() + config.slots.len();
+    let unreadable = (!missing("times") && config.times.is_empty())
+        || (!missing("slots") && config.slots.is_empty());
+    let times_field = format!("{FIELD}.times");
+    match schedule_type {
+        _ if unreadable => {}
+        T::MultipleDaily if moments < 2 => problems.add(
+            &times_field,
+            "a multiple_daily schedule needs at least two times and slots in total",
+        ),
+        T::Daily | T::EveryOtherDay | T::Weekly | T::SpecificDates if moments == 0 => problems.add(
+            &times_field,
+            format!("a {name} schedule needs at least one time or slot"),
+        ),
+        _ => {}
+    }
+    match schedule_type {
+        T::Weekly if missing("weekdays") => problems.add(
+            &format!("{FIELD}.weekdays"),
+            "a weekly schedule needs at least one weekday",
+        ),
+        T::SpecificDates if missing("dates") => problems.add(
+            &format!("{FIELD}.dates"),
+            "a specific_dates schedule needs at least one date",
+        ),
+        T::Tapering if missing("taper_steps") => problems.add(
+            &format!("{FIELD}.taper_steps"),
+            "a tapering schedule needs at least one step",
+        ),
+        T::Tapering if moments == 0 && !unreadable => {
+            for (i, step) in config.taper_steps.iter().enumerate() {
+                if step.times.is_empty() {
+                    problems.add(
+                        &format!("{FIELD}.taper_steps[{i}].times"),
+                        "is required unless the schedule has times or slots",
+                    );
+                }
+            }
+        }
+        _ => {}
+    }
+}
+
+fn array<'a>(value: &'a Value, field: &str, what: &str, problems: &mut Problems) -> &'a [Value] {
+    match value.as_array() {
+        Some(items) => items,
+        None => {
+            problems.add(field, format!("must be an array of {what}"));
+            &[]
+        }
+    }
+}
+
+/// Reads a list with `read` per item, sorting by `key` and refusing repeats.
+fn list<T, K: Ord>(
+    value: &Value,
+    field: &str,
+    what: &str,
+    problems: &mut Problems,
+    read: impl Fn(&Value) -> Option<T>,
+    key: impl Fn(&T) -> K,
+) -> Vec<T> {
+    let items = array(value, field, what, problems);
+    let mut out = Vec::with_capacity(items.len());
+    for item in items {
+        match read(item) {
+            Some(v) => out.push(v),
+            None => {
+                problems.add(field, format!("must be an array of {what}"));
+                return Vec::new();
+            }
+        }
+    }
+    out.sort_by_key(|v| key(v));
+    if out.windows(2).any(|w| key(&w[0]) == key(&w[1])) {
+        problems.add(field, "must not repeat a value");
+    }
+    out
+}
+
+/// "HH:MM", 00:00 to 23:59.
+pub fn parse_time(text: &str) -> Option<Time> {
+    let b = text.as_bytes();
+    if b.len() != 5 || b[2] != b':' || ![0, 1, 3, 4].iter().all(|&i| b[i].is_ascii_digit()) {
+        return None;
+    }
+    let hour = (b[0] - b'0') * 10 + (b[1] - b'0');
+    let minute = (b[3] - b'0') * 10 + (b[4] - b'0');
+    Time::new(hour as i8, minute as i8, 0, 0).ok()
+}
+
+/// Strictly "YYYY-MM-DD".
+pub fn parse_date(text: &str) -> Option<Date> {
+    let b = text.as_bytes();
+    let shaped = b.len() == 10
+        && b[4] == b'-'
+        && b[7] == b'-'
+        && b.iter()
+            .enumerate()
+            .all(|(i, c)| i == 4 || i == 7 || c.is_ascii_digit());
+    if shaped { text.parse().ok() } else { None }
+}
+
+fn read_times(value: &Value, field: &str, problems: &mut Problems) -> Vec<Time> {
+    list(
+        value,
+        field,
+        "times written HH:MM (00:00 to 23:59)",
+        problems,
+        |v| v.as_str().and_then(parse_time),
+        |t| *t,
+    )
+}
+
+fn read_slots(value: &Value, field: &str, problems: &mut Problems) -> Vec<Slot> {
+    list(
+        value,
+        field,
+        "morning, afternoon, evening or night",
+        problems,
+        |v| v.as_str().and_then(Slot::parse),
+        |s| *s,
+    )
+}
+
+fn read_weekdays(value: &Value, field: &str, problems: &mut Problems) -> Vec<Weekday> {
+    list(
+        value,
+        field,
+        "weekday names (monday to sunday)",
+        problems,
+        |v| {
+            let offset = WEEKDAYS.iter().position(|d| Some(*d) == v.as_str())?;
+            Weekday::from_monday_one_offset(offset as i8 + 1).ok()
+        },
+        |d| d.to_monday_zero_offset(),
+    )
+}
+
+fn read_dates(value: &Value, field: &str, problems: &mut Problems) -> Vec<Date> {
+    list(
+        value,
+        field,
+        "dates written YYYY-MM-DD",
+        problems,
+        |v| v.as_str().and_then(parse_date),
+        |d| *d,
+    )
+}
+
+fn read_steps(value: &Value, field: &str, problems: &mut Problems) -> Vec<TaperStep> {
+    let items = array(value, field, "steps", problems);
+    let steps: Vec<Option<TaperStep>> = items
+        .iter()
+        .enumerate()
+        .map(|(i, item)| read_step(item, &format!("{field}[{i}]"), problems))
+        .collect();
+    if steps.iter().any(Option::is_none) {
+        return Vec::new();
+    }
+    let steps: Vec<TaperStep> = steps.into_iter().flatten().collect();
+    for (i, pair) in steps.windows(2).enumerate() {
+        let (before, step) = (&pair[0], &pair[1]);
+        let start = format!("{field}[{}].start_date", i + 1);
+        if step.start_date <= before.end_date {
+            problems.add(
+                &start,
+                "overlaps the step before it; list steps in date order",
+            );
+        } else if before.end_date.tomorrow().ok() != Some(step.start_date) {
+            problems.add(&start, "must be the day after the step before it ends");
+        }
+    }
+    steps
+}
+
+/// One step; `None` (with its problems added) unless every key is valid.
+fn read_step(value: &Value, field: &str, problems: &mut Problems) -> Option<TaperStep> {
+    let mut own = Problems::default();
+    let step = read_step_fields(value, field, &mut own);
+    let valid = own.is_empty();
+    if let Err(ApiError::Validation { errors, .. }) = own.check("") {
+        for (key, messages) in errors {
+            for message in messages {
+                problems.add(&key, message);
+            }
+        }
+    }
+    step.filter(|_| valid)
+}
+
+fn read_step_fields(value: &Value, field: &str, problems: &mut Problems) -> Option<TaperStep> {
+    let Some(object) = value.as_object() else {
+        problems.add(field, "must be an object");
+        return None;
+    };
+    let at = |key: &str| format!("{field}.{key}");
+    for key in object.keys() {
+        if !STEP_KEYS.contains(&key.as_str()) {
+            problems.add(&at(key), "is not a recognised attribute");
+        }
+    }
+    let date = |key: &str, problems: &mut Problems| match object.get(key) {
+        None | Some(Value::Null) => {
+            problems.add(&at(key), "is required");
+            None
+        }
+        Some(v) => {
+            let parsed = v.as_str().and_then(parse_date);
+            if parsed.is_none() {
+                problems.add(&at(key), "must be a date written YYYY-MM-DD");
+            }
+            parsed
+        }
+    };
+    let start_date = date("start_date", problems);
+    let end_date = date("end_date", problems);
+    if let (Some(start), Some(end)) = (start_date, end_date)
+        && end < start
+    {
+        problems.add(&at("end_date"), "must not be before start_date");
+    }
+    let dose_amount = match object.get("dose_amount") {
+        None | Some(Value::Null) => {
+            problems.add(&at("dose_amount"), "is required");
+            None
+        }
+        Some(v) => match read_decimal(v) {
+            Ok(d) if d.is_positive() => Some(d),
+            Ok(_) => {
+                problems.add(&at("dose_amount"), "must be greater than zero");
+                None
+            }
+            Err(message) => {
+                problems.add(&at("dose_amount"), message);
+                None
+            }
+        },
+    };
+    let dose_unit = match object.get("dose_unit") {
+        None | Some(Value::Null) => None,
+        Some(v) => {
+            let unit = v.as_str().and_then(DoseUnit::parse);
+            if unit.is_none() {
+                problems.add(
+                    &at("dose_unit"),
+                    format!("must be one of {}", DoseUnit::ALL.join(", ")),
+                );
+            }
+            unit
+        }
+    };
+    let max_daily_doses = match object.get("max_daily_doses") {
+        None | Some(Value::Null) => None,
+        Some(v) => match v.as_i64() {
+            Some(n) if n >= 1 => Some(n),
+            _ => {
+                problems.add(&at("max_daily_doses"), "must be an integer of at least 1");
+                None
+            }
+        },
+    };
+    let min_hours_between_doses = match object.get("min_hours_between_doses") {
+        None | Some(Value::Null) => None,
+        Some(v) => match read_decimal(v) {
+            Ok(d) if !d.is_negative() => Some(d),
+            Ok(_) => {
+                problems.add(&at("min_hours_between_doses"), "must not be negative");
+                None
+            }
+            Err(message) => {
+                problems.add(&at("min_hours_between_doses"), message);
+                None
+            }
+        },
+    };
+    let times = match object.get("times") {
+        None | Some(Value::Null) => Vec::new(),
+        Some(Value::Array(items)) if items.is_empty() => Vec::new(),
+        Some(v) => read_times(v, &at("times"), problems),
+    };
+    Some(TaperStep {
+        start_date: start_date?,
+        end_date: end_date?,
+        dose_amount: dose_amount?,
+        dose_unit,
+        max_daily_doses,
+        min_hours_between_doses,
+        times,
+    })
+}
+
+/// A decimal string (never a JSON number), as `Dec` reads it.
+fn read_decimal(value: &Value) -> std::result::Result<Dec, String> {
+    match value {
+        Value::String(s) => s.parse::<Dec>().map_err(|e| e.to_string()),
+        Value::Number(_) => {
+            Err("must be a decimal string such as \"2.5\", not a JSON number".into())
+        }
+        _ => Err("must be a decimal string such as \"2.5\"".into()),
+    }
+}
+
+/// The JSON schema of a stored (normalised) or submitted schedule_config.
+pub fn schema() -> Value {
+    let time = json!({"type": "string", "pattern": "^([01][0-9]|2[0-3]):[0-5][0-9]$"});
+    let times = json!({"type": "array", "items": time, "uniqueItems": true,
+        "description": "Clock times in the household's time zone, HH:MM"});
+    let nullable = |schema: Value| json!({"anyOf": [schema, {"type": "null"}]});
+    json!({
+        "type": "object",
+        "additionalProperties": false,
+        "description": "When doses fall; which keys a schedule_type needs is described under Schedule",
+        "properties": {
+            "times": times,
+            "slots": {"type": "array", "uniqueItems": true,
+                "items": {"type": "string", "enum": Slot::ALL},
+                "description": "Parts of the day; their times come from the person's notification preference"},
+            "weekdays": {"type": "array", "uniqueItems": true,
+                "items": {"type": "string", "enum": WEEKDAYS}},
+            "dates": {"type": "array", "uniqueItems": true,
+                "items": {"$ref": "#/components/schemas/Date"}},
+            "as_needed": {"type": "boolean", "description": "Always true for prn schedules, absent otherwise"},
+            "taper_steps": {"type": "array", "items": {
+                "type": "object",
+                "additionalProperties": false,
+                "required": ["start_date", "end_date", "dose_amount"],
+                "properties": {
+                    "start_date": {"$ref": "#/components/schemas/Date"},
+                    "end_date": {"$ref": "#/components/schemas/Date"},
+                    "dose_amount": decimal::schema(),
+                    "dose_unit": nullable(DoseUnit::schema()),
+                    "max_daily_doses": nullable(json!({"type": "integer", "minimum": 1})),
+                    "min_hours_between_doses": nullable(decimal::schema()),
+                    "times": times,
+                },
+            }, "description": "In date order; each step starts the day after the one before ends"},
+        },
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn fields(schedule_type: ScheduleType, config: Value) -> Vec<String> {
+        match parse(schedule_type, &config) {
+            Ok(_) => Vec::new(),
+            Err(crate::error::ApiError::Validation { errors, .. }) => errors.into_keys().collect(),
+            Err(other) => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn normalises_lists() {
+        let config = parse(
+            ScheduleType::Weekly,
+            &json!({"times": ["20:00", "08:30"], "slots": ["night", "morning"],
+                    "weekdays": ["friday", "monday"]}),
+        )
+        .unwrap();
+        assert_eq!(
+            config.to_json(),
+            json!({"times": ["08:30", "20:00"], "slots": ["morning", "night"],
+                   "weekdays": ["monday", "friday"]})
+        );
+        assert_eq!(
+            parse(ScheduleType::Weekly, &config.to_json()).unwrap(),
+            config
+        );
+        let prn = parse(ScheduleType::Prn, &json!({})).unwrap();
+        assert!(prn.as_needed);
+        assert_eq!(prn.to_json(), json!({"as_needed": true}));
+    }
+
+    #[test]
+    fn per_type_requirements() {
+        use ScheduleType as T;
+        assert_eq!(fields(T::Daily, json!({})), ["schedule_config.times"]);
+        assert_eq!(
+            fields(T::Daily, json!({"slots": ["morning"]})),
+            Vec::<String>::new()
+        );
+        assert_eq!(
+            fields(T::MultipleDaily, json!({"times": ["08:00"]})),
+            ["schedule_config.times"]
+        );
+        assert!(
+            fields(
+                T::MultipleDaily,
+                json!({"times": ["08:00"], "slots": ["night"]})
+            )
+            .is_empty()
+        );
+        assert_eq!(
+            fields(T::Weekly, json!({"times": ["08:00"]})),
+            ["schedule_config.weekdays"]
+        );
+        assert_eq!(
+            fields(T::SpecificDates, json!({"dates": ["2026-01-05"]})),
+            ["schedule_config.times"]
+        );
+        assert_eq!(
+            fields(
+                T::Daily,
+                json!({"times": ["08:00"], "weekdays": ["monday"]})
+            ),
+            ["schedule_config.weekdays"]
+        );
+        assert_eq!(
+            fields(T::Daily, json!({"times": ["08:00"], "colour": "red"})),
+            ["schedule_config.colour"]
+        );
+        assert_eq!(
+            fields(T::Daily, json!({"times": ["08:00"], "as_needed": true})),
+            ["schedule_config.as_needed"]
+        );
+        assert_eq!(
+            fields(T::Prn, json!({"as_needed": false})),
+            ["schedule_config.as_needed"]
+        );
+        assert_eq!(fields(T::Daily, json!([])), ["schedule_config"]);
+    }
+
+    #[test]
+    fn bad_values() {
+        use ScheduleType as T;
+        for bad in [
+            json!(["8:00"]),
+            json!(["24:00"]),
+            json!("08:00"),
+            json!(["08:00", "08:00"]),
+        ] {
+            assert_eq!(
+                fields(T::Daily, json!({ "times": bad })),
+                ["schedule_config.times"],
+                "{bad}"
+            );
+        }
+        assert_eq!(
+            fields(
+                T::SpecificDates,
+                json!({"times": ["08:00"], "dates": ["2026-02-30"]})
+            ),
+            ["schedule_config.dates"]
+        );
+    }
+
+    #[test]
+    fn taper_steps() {
+        use ScheduleType as T;
+        let step = |start: &str, end: &str, amount: Value| json!({"start_date": start, "end_date": end, "dose_amount": amount, "times": ["08:00"]});
+        let good = json!({"taper_steps": [
+            step("2026-01-01", "2026-01-07", json!("2")),
+            step("2026-01-08", "2026-01-14", json!("1")),
+        ]});
+        let config = parse(T::Tapering, &good).unwrap();
+        let day = "2026-01-09".parse().unwrap();
+        assert_eq!(
+            config.taper_step_on(day).unwrap().dose_amount.to_string(),
+            "1"
+        );
+        assert_eq!(parse(T::Tapering, &config.to_json()).unwrap(), config);
+
+        let gap = json!({"taper_steps": [
+            step("2026-01-01", "2026-01-07", json!("2")),
+            step("2026-01-09", "2026-01-14", json!("1")),
+        ]});
+        assert_eq!(
+            fields(T::Tapering, gap),
+            ["schedule_config.taper_steps[1].start_date"]
+        );
+        let overlap = json!({"taper_steps": [
+            step("2026-01-01", "2026-01-07", json!("2")),
+            step("2026-01-07", "2026-01-14", json!("1")),
+        ]});
+        assert_eq!(
+            fields(T::Tapering, overlap),
+            ["schedule_config.taper_steps[1].start_date"]
+        );
+        let number = json!({"taper_steps": [step("2026-01-01", "2026-01-07", json!(2))]});
+        assert_eq!(
+            fields(T::Tapering, number),
+            ["schedule_config.taper_steps[0].dose_amount"]
+        );
+        let backwards = json!({"taper_steps": [step("2026-01-07", "2026-01-01", json!("1"))]});
+        assert_eq!(
+            fields(T::Tapering, backwards),
+            ["schedule_config.taper_steps[0].end_date"]
+        );
+        let no_times = json!({"taper_steps": [
+            {"start_date": "2026-01-01", "end_date": "2026-01-07", "dose_amount": "1"}]});
+        assert_eq!(
+            fields(T::Tapering, no_times.clone()),
+            ["schedule_config.taper_steps[0].times"]
+        );
+        let mut with_slots = no_times;
+        with_slots["slots"] = json!(["morning"]);
+        assert!(fields(T::Tapering, with_slots).is_empty());
+        assert_eq!(
+            fields(T::Tapering, json!({"times": ["08:00"]})),
+            ["schedule_config.taper_steps"]
+        );
+    }
+}

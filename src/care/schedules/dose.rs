@@ -1,0 +1,220 @@
+//! The dose a schedule or a direct assignment gives: its medication, the
+//! dosage option it started from, amount, unit, cycle and limits. One set
+//! of rules for both, so they settle defaults the same way:
+//!
+//! 1. what the body gives;
+//! 2. when the body names a dosage option (on create and PUT, or on PATCH
+//!    one different from the current), that option's defaults: amount,
+//!    unit, `default_dose_cycle`, `default_max_daily_doses`,
+//!    `default_min_hours_between_doses` (and, for schedules, frequency);
+//! 3. on create and PUT, the medication's `dose_amount` and `dose_unit`,
+//!    and a daily dose cycle;
+//! 4. on PATCH, the current value.
+//!
+//! Changing a dose changes the plan from now on; it never rewrites takes or
+//! saved outcomes, which keep the dose they were recorded with.
+
+use rusqlite::Connection;
+use serde::Serialize;
+
+use crate::decimal::Dec;
+use crate::error::{ApiError, Problems, Result};
+use crate::http::extract::ResourceId;
+use crate::medicine::dosage_options::{self, model::DosageOption};
+use crate::medicine::medications::{self, model::MedicationRow};
+use crate::medicine::vocab::{DoseCycle, DoseUnit};
+
+/// The dose fields as stored and sent.
+#[derive(Debug, Clone, Serialize)]
+pub struct Dose {
+    pub medication_id: i64,
+    pub medication_portable_id: String,
+    pub source_dosage_option_id: Option<i64>,
+    pub source_dosage_option_portable_id: Option<String>,
+    pub dose_amount: Dec,
+    pub dose_unit: DoseUnit,
+    pub dose_cycle: Option<DoseCycle>,
+    pub max_daily_doses: Option<i64>,
+    pub min_hours_between_doses: Option<Dec>,
+}
+
+/// The submitted dose attributes: absent (`None`), null (`Some(None)`) or a value.
+#[derive(Debug, Default)]
+pub struct DoseAttributes {
+    pub medication_id: Option<Option<ResourceId>>,
+    pub source_dosage_option_id: Option<Option<ResourceId>>,
+    pub dose_amount: Option<Option<Dec>>,
+    pub dose_unit: Option<Option<DoseUnit>>,
+    pub dose_cycle: Option<Option<DoseCycle>>,
+    pub max_daily_doses: Option<Option<i64>>,
+    pub min_hours_between_doses: Option<Option<Dec>>,
+}
+
+/// The settled dose, with what the owner's own rules may need.
+pub struct Settled {
+    /// `None` when a problem was recorded.
+    pub dose: Option<Dose>,
+    pub medication: MedicationRow,
+    /// The dosage option whose defaults were applied, if one was.
+    pub applied_option: Option<DosageOption>,
+}
+
+/// Settles the dose. `current` is the saved dose (PATCH and PUT); `whole`
+/// (create and PUT) makes omitted attributes take their defaults rather than
+/// keep their values. A reference that names no live medication or dosage
+/// option of the household is a 404; every other problem is added to
+/// `problems`.
+pub fn settle(
+    conn: &Connection,
+    household_id: i64,
+    current: Option<&Dose>,
+    whole: bool,
+    attrs: DoseAttributes,
+    problems: &mut Problems,
+) -> Result<Option<Settled>> {
+    let find_medication = |id: &ResourceId| -> Result<MedicationRow> {
+        medications::store::find(conn, household_id, id)?
+            .ok_or_else(|| ApiError::not_found("medication"))
+    };
+    let medication = match (attrs.medication_id, current) {
+        (Some(Some(id)), _) => find_medication(&id)?,
+        (Some(None), _) => {
+            problems.add("medication_id", "must not be null");
+            return Ok(None);
+        }
+        (None, Some(dose)) => find_medication(&ResourceId::Numeric(dose.medication_id))?,
+        (None, None) => {
+            problems.add("medication_id", "is required");
+            return Ok(None);
+        }
+    };
+
+    let mut option: Option<DosageOption> = None;
+    let mut applied_option: Option<DosageOption> = None;
+    match attrs.source_dosage_option_id {
+        Some(Some(id)) => {
+            let found = dosage_options::store::find(conn, household_id, &id)?
+                .ok_or_else(|| ApiError::not_found("dosage option"))?;
+            let unchanged = current.is_some_and(|d| d.source_dosage_option_id == Some(found.id));
+            if found.medication_id != medication.id {
+                problems.add(
+                    "source_dosage_option_id",
+                    "must name a dosage option of the medication",
+                );
+            } else if whole || !unchanged {
+                applied_option = Some(found.clone());
+            }
+            option = Some(found);
+        }
+        Some(None) => {}
+        None if whole => {}
+        None => {
+            if let Some(id) = current.and_then(|d| d.source_dosage_option_id) {
+                let kept =
+                    dosage_options::store::find(conn, household_id, &ResourceId::Numeric(id))?;
+                match kept {
+                    Some(kept) if kept.medication_id == medication.id => option = Some(kept),
+                    _ => problems.add(
+                        "source_dosage_option_id",
+                        "names a dosage option of another medication; send the new medication's option or null",
+                    ),
+                }
+            }
+        }
+    }
+    let from_option = applied_option.as_ref();
+    // On PATCH, what is not given or defaulted stays as it is.
+    let kept = if whole { None } else { current };
+
+    let dose_amount = match attrs.dose_amount {
+        Some(None) => {
+            problems.add("dose_amount", "must not be null");
+            None
+        }
+        Some(Some(a)) if !a.is_positive() => {
+            problems.add("dose_amount", "must be greater than zero");
+            None
+        }
+        Some(Some(a)) => Some(a),
+        None => from_option
+            .map(|o| o.amount)
+            .or(if whole { medication.dose_amount } else { None })
+            .or(kept.map(|d| d.dose_amount)),
+    };
+    if dose_amount.is_none() && attrs.dose_amount.is_none() {
+        problems.add(
+            "dose_amount",
+            "is required (the medication has no dose amount to start from)",
+        );
+    }
+    let dose_unit = match attrs.dose_unit {
+        Some(None) => {
+            problems.add("dose_unit", "must not be null");
+            None
+        }
+        Some(Some(u)) => Some(u),
+        None => from_option
+            .map(|o| o.unit)
+            .or(if whole { medication.dose_unit } else { None })
+            .or(kept.map(|d| d.dose_unit)),
+    };
+    if dose_unit.is_none() && attrs.dose_unit.is_none() {
+        problems.add(
+            "dose_unit",
+            "is required (the medication has no dose unit to start from)",
+        );
+    }
+    let dose_cycle = match attrs.dose_cycle {
+        Some(None) => {
+            problems.add("dose_cycle", "must be daily, weekly or monthly, not null");
+            None
+        }
+        Some(Some(c)) => Some(c),
+        None => match from_option {
+            Some(o) => Some(o.default_dose_cycle.unwrap_or(DoseCycle::Daily)),
+            None if whole => Some(DoseCycle::Daily),
+            None => kept.and_then(|d| d.dose_cycle),
+        },
+    };
+    let max_daily_doses = match attrs.max_daily_doses {
+        Some(Some(n)) if n < 1 => {
+            problems.add("max_daily_doses", "must be at least 1");
+            None
+        }
+        Some(value) => value,
+        None => match from_option {
+            Some(o) => o.default_max_daily_doses,
+            None => kept.and_then(|d| d.max_daily_doses),
+        },
+    };
+    let min_hours_between_doses = match attrs.min_hours_between_doses {
+        Some(Some(h)) if h.is_negative() => {
+            problems.add("min_hours_between_doses", "must not be negative");
+            None
+        }
+        Some(value) => value,
+        None => match from_option {
+            Some(o) => o.default_min_hours_between_doses,
+            None => kept.and_then(|d| d.min_hours_between_doses),
+        },
+    };
+    let dose = match (dose_amount, dose_unit) {
+        (Some(dose_amount), Some(dose_unit)) => Some(Dose {
+            medication_id: medication.id,
+            medication_portable_id: medication.portable_id.clone(),
+            source_dosage_option_id: option.as_ref().map(|o| o.id),
+            source_dosage_option_portable_id: option.map(|o| o.portable_id),
+            dose_amount,
+            dose_unit,
+            dose_cycle,
+            max_daily_doses,
+            min_hours_between_doses,
+        }),
+        _ => None,
+    };
+    Ok(Some(Settled {
+        dose,
+        medication,
+        applied_option,
+    }))
+}

@@ -1,0 +1,189 @@
+//! Schedule handlers: parse, call the rule, shape the response.
+
+use axum::extract::State;
+use axum::response::Response;
+use axum::routing::{delete, get, patch, post, put};
+use serde_json::json;
+
+use super::Filter;
+use super::model::{ScheduleBody, schedule_attributes_schema, schedule_schema};
+use crate::auth::Actor;
+use crate::error::{ApiError, Result};
+use crate::http::extract::{ApiJson, IfMatch, PathId, QueryParams, ResourceId};
+use crate::http::openapi::{Api, Op};
+use crate::http::respond;
+use crate::state::AppState;
+
+const TAG: &str = "Schedules";
+const COLLECTION: &str = "/households/{household_id}/schedules";
+const MEMBER: &str = "/households/{household_id}/schedules/{id}";
+
+/// Reads an optional numeric-or-portable reference from the query string.
+pub fn reference(query: &QueryParams, name: &str) -> Result<Option<ResourceId>> {
+    query
+        .get(name)
+        .map(|text| {
+            ResourceId::parse(text).ok_or_else(|| {
+                ApiError::invalid(name, "must be a numeric id or a portable id (UUID)")
+            })
+        })
+        .transpose()
+}
+
+pub fn routes(api: Api) -> Api {
+    api.resource_schema("Schedule", schedule_schema())
+        .request_schema(
+            "ScheduleCreateRequest",
+            "schedule",
+            schedule_attributes_schema(&["person_id", "medication_id", "start_date"]),
+        )
+        .request_schema(
+            "ScheduleUpdateRequest",
+            "schedule",
+            schedule_attributes_schema(&[]),
+        )
+        .request_schema(
+            "ScheduleReplaceRequest",
+            "schedule",
+            schedule_attributes_schema(&["start_date"]),
+        )
+        .route(
+            Op::get(COLLECTION, "listSchedules", TAG)
+                .summary("List schedules of the people you may view")
+                .description("In id order; only live (not deleted) schedules of people the caller has view access to.")
+                .paginated()
+                .updated_since()
+                .query(
+                    "person_id",
+                    json!({"$ref": "#/components/schemas/ResourceIdentifier"}),
+                    "Only schedules of this person (numeric or portable id)",
+                )
+                .query(
+                    "medication_id",
+                    json!({"$ref": "#/components/schemas/ResourceIdentifier"}),
+                    "Only schedules of this medication (numeric or portable id)",
+                )
+                .ok("ScheduleCollection"),
+            get(list),
+        )
+        .route(
+            Op::post(COLLECTION, "createSchedule", TAG)
+                .summary("Schedule a medication for a person")
+                .description("person_id, medication_id and start_date are required. A source_dosage_option_id (an option of the medication) fills dose_amount, dose_unit, dose_cycle, max_daily_doses, min_hours_between_doses and frequency from its defaults unless the body gives them; otherwise dose_amount, dose_unit and schedule_type default to the medication's. dose_cycle defaults to daily. Needs manage access to the person (view and record access get 403, a person outside the caller's scope 404).")
+                .body("ScheduleCreateRequest")
+                .created("ScheduleResponse")
+                .etag(),
+            post(create),
+        )
+        .route(
+            Op::get(MEMBER, "getSchedule", TAG)
+                .summary("Get a schedule")
+                .description("Needs view access to the schedule's person (404 otherwise). `{id}` is its numeric or portable id; a deleted schedule is not found.")
+                .ok("ScheduleResponse")
+                .etag(),
+            get(show),
+        )
+        .route(
+            Op::patch(MEMBER, "updateSchedule", TAG)
+                .summary("Change some attributes of a schedule")
+                .description("Changes any subset of the attributes; person_id, when sent, must name the schedule's person (a schedule cannot move to another person). Naming a different dosage option fills the dose attributes the body leaves out from its defaults. A changed dose applies from now on: recorded takes keep theirs. Needs manage access to the schedule's person. If-Match is optional; a stale one returns 409.")
+                .body("ScheduleUpdateRequest")
+                .if_match()
+                .ok("ScheduleResponse")
+                .etag(),
+            patch(update),
+        )
+        .route(
+            Op::put(MEMBER, "replaceSchedule", TAG)
+                .summary("Replace a schedule's attributes")
+                .description("The whole schedule as on create: start_date is required; an omitted medication_id keeps the medication, person_id cannot change; other omitted attributes take their defaults (from the dosage option or the medication) or become null. Needs manage access to the schedule's person. If-Match is optional; a stale one returns 409.")
+                .body("ScheduleReplaceRequest")
+                .if_match()
+                .ok("ScheduleResponse")
+                .etag(),
+            put(replace),
+        )
+        .route(
+            Op::delete(MEMBER, "deleteSchedule", TAG)
+                .summary("Retire a schedule")
+                .description("The schedule stops and leaves every list; later requests for it return 404. Past takes, outcomes and pause history are kept, and the change feed records the retirement and a deletion marker. Needs manage access to the schedule's person. If-Match is optional; a stale one returns 409.")
+                .if_match()
+                .no_content(),
+            delete(remove),
+        )
+}
+
+async fn list(State(state): State<AppState>, actor: Actor, query: QueryParams) -> Result<Response> {
+    let page = query.page()?;
+    let filter = Filter {
+        person_id: reference(&query, "person_id")?,
+        medication_id: reference(&query, "medication_id")?,
+        updated_since: query.updated_since()?,
+    };
+    let (items, total) = state
+        .db
+        .read(move |conn| super::list(conn, &actor, &filter, page))
+        .await?;
+    Ok(respond::collection(items, page, total))
+}
+
+async fn create(
+    State(state): State<AppState>,
+    actor: Actor,
+    ApiJson(body): ApiJson<ScheduleBody>,
+) -> Result<Response> {
+    let schedule = state
+        .db
+        .write(move |conn| super::create(conn, &actor, body.schedule))
+        .await?;
+    Ok(respond::created_tagged(schedule))
+}
+
+async fn show(State(state): State<AppState>, actor: Actor, PathId(id): PathId) -> Result<Response> {
+    let schedule = state
+        .db
+        .read(move |conn| super::get(conn, &actor, &id))
+        .await?;
+    Ok(respond::ok_tagged(schedule))
+}
+
+async fn update(
+    State(state): State<AppState>,
+    actor: Actor,
+    PathId(id): PathId,
+    if_match: IfMatch,
+    ApiJson(body): ApiJson<ScheduleBody>,
+) -> Result<Response> {
+    let schedule = state
+        .db
+        .write(move |conn| super::update(conn, &actor, &id, &if_match, body.schedule))
+        .await?;
+    Ok(respond::ok_tagged(schedule))
+}
+
+async fn replace(
+    State(state): State<AppState>,
+    actor: Actor,
+    PathId(id): PathId,
+    if_match: IfMatch,
+    ApiJson(body): ApiJson<ScheduleBody>,
+) -> Result<Response> {
+    let schedule = state
+        .db
+        .write(move |conn| super::replace(conn, &actor, &id, &if_match, body.schedule))
+        .await?;
+    Ok(respond::ok_tagged(schedule))
+}
+
+async fn remove(
+    State(state): State<AppState>,
+    actor: Actor,
+    PathId(id): PathId,
+    if_match: IfMatch,
+) -> Result<Response> {
+    state
+        .db
+        .write(move |conn| super::delete(conn, &actor, &id, &if_match))
+        .await?;
+    Ok(respond::no_content())
+}
