@@ -58,11 +58,33 @@ async fn read_body<S: Send + Sync>(req: Request, state: &S) -> Result<Bytes> {
 }
 
 pub fn parse_json<T: DeserializeOwned>(bytes: &[u8]) -> Result<T> {
-    let mut de = serde_json::Deserializer::from_slice(bytes);
-    let value: T = serde_path_to_error::deserialize(&mut de).map_err(json_error)?;
-    de.end()
-        .map_err(|_| ApiError::invalid("body", "has trailing data after the JSON value"))?;
-    Ok(value)
+    let mut value: Value = serde_json::from_slice(bytes).map_err(|e| {
+        if e.is_eof() {
+            ApiError::invalid("body", "is not complete JSON")
+        } else {
+            ApiError::invalid("body", "must be a JSON object")
+        }
+    })?;
+    integral_numbers(&mut value);
+    serde_path_to_error::deserialize(value).map_err(json_error)
+}
+
+/// In JSON (and JSON Schema) `2.0` is the integer 2; serde would refuse it
+/// for an integer field, so whole-valued numbers become integers first.
+fn integral_numbers(value: &mut Value) {
+    match value {
+        Value::Number(n) if !n.is_i64() && !n.is_u64() => {
+            if let Some(f) = n.as_f64()
+                && f.fract() == 0.0
+                && f.abs() < 9_007_199_254_740_992.0
+            {
+                *value = Value::from(f as i64);
+            }
+        }
+        Value::Array(items) => items.iter_mut().for_each(integral_numbers),
+        Value::Object(map) => map.values_mut().for_each(integral_numbers),
+        _ => {}
+    }
 }
 
 fn json_error(err: serde_path_to_error::Error<serde_json::Error>) -> ApiError {
@@ -70,9 +92,7 @@ fn json_error(err: serde_path_to_error::Error<serde_json::Error>) -> ApiError {
     let inner = err.into_inner();
     let last = path.rsplit('.').next().unwrap_or_default().to_string();
     let at_field = !matches!(last.as_str(), "" | "." | "?");
-    let (field, message) = if inner.is_eof() {
-        ("body".to_string(), "is not complete JSON".to_string())
-    } else if !inner.is_data() {
+    let (field, message) = if !inner.is_data() {
         if at_field {
             (last, "has an invalid value".to_string())
         } else {
@@ -488,6 +508,9 @@ mod tests {
         let parsed = parse_json::<WithRef>(br#"{"person_id": "12"}"#).unwrap();
         assert_eq!(parsed.person_id, ResourceId::Numeric(12));
         let parsed = parse_json::<WithRef>(br#"{"person_id": 12}"#).unwrap();
+        assert_eq!(parsed.person_id, ResourceId::Numeric(12));
+        // JSON Schema counts 12.0 as the integer 12.
+        let parsed = parse_json::<WithRef>(br#"{"person_id": 12.0}"#).unwrap();
         assert_eq!(parsed.person_id, ResourceId::Numeric(12));
         for bad in [
             &br#"{}"#[..],

@@ -295,13 +295,12 @@ async fn create_validates_and_names_fields() {
     r.assert_error(422, "validation_failed");
     assert_eq!(fields(&r), ["ended_on"]);
 
-    // A medication that does not exist (numeric and portable).
+    // A medication that does not exist (numeric and portable) is "not found".
     for unknown in [json!(999), json!("0192a5b0-0000-7000-8000-000000000000")] {
         let mut body = cold(json!(grandma));
         body["health_event"]["medication_ids"] = json!([unknown]);
         let r = app.post(&url, &app.owner, body).await;
-        r.assert_error(422, "validation_failed");
-        assert_eq!(fields(&r), ["medication_ids"]);
+        r.assert_error(404, "not_found");
     }
     let mut body = cold(json!(grandma));
     body["health_event"]["medication_ids"] = Value::Null;
@@ -427,7 +426,6 @@ async fn updates_validate_and_keep_the_person() {
     for body in [
         json!({"health_event": {"title": null}}),
         json!({"health_event": {"started_on": 5}}),
-        json!({"health_event": {"medication_ids": [12345]}}),
         json!({"health_event": {"reason": "x"}}),
         json!({"title": "outside the envelope"}),
     ] {
@@ -435,6 +433,14 @@ async fn updates_validate_and_keep_the_person() {
             .await
             .assert_error(422, "validation_failed");
     }
+    app.patch(
+        &url,
+        &app.owner,
+        json!({"health_event": {"medication_ids": [12345]}}),
+        None,
+    )
+    .await
+    .assert_error(404, "not_found");
     let current = app.get(&url, &app.owner).await;
     assert_eq!(
         current.data(),
@@ -669,10 +675,10 @@ async fn deleted_medications_stay_linked_but_cannot_be_newly_linked() {
         None,
     )
     .await
-    .assert_error(422, "validation_failed");
+    .assert_error(404, "not_found");
     let mut body = cold(json!(grandma));
     body["health_event"]["medication_ids"] = json!([para]);
     app.post(&app.hh("/health_events"), &app.owner, body)
         .await
-        .assert_error(422, "validation_failed");
+        .assert_error(404, "not_found");
 }

@@ -262,7 +262,7 @@ async fn inventory_adjust_order_and_receive() {
     app.raw_request(request).await.assert_status(200);
     app.patch(&path("mark_as_received"), &app.owner, json!({}), None)
         .await
-        .assert_error(422, "validation_failed");
+        .assert_error(409, "no_order_quantity");
     let received = app
         .patch(
             &path("mark_as_received"),

@@ -174,10 +174,12 @@ fn resolve_links(
                     links.push((m.id, m.portable_id.clone()));
                 }
             }
-            _ => problems.add(
-                "medication_ids",
-                format!("item {position} does not name a medication of this household"),
-            ),
+            // A reference that names nothing in the household is "not found".
+            _ => {
+                return Err(ApiError::NotFound(format!(
+                    "medication not found (medication_ids item {position})"
+                )));
+            }
         }
     }
     links.sort();

@@ -508,10 +508,12 @@ pub fn mark_as_received(
         .quantity
         .flatten()
         .or(row.reorder.quantity)
+        // With no quantity sent and none recorded by an order, the
+        // medication's state cannot say how much arrived.
         .ok_or_else(|| {
-            ApiError::invalid(
-                "quantity",
-                "is required when the order did not record a quantity",
+            ApiError::conflict(
+                "no_order_quantity",
+                "no ordered quantity is recorded; send order_details.quantity with the receipt",
             )
         })?;
     check_order_quantity(Some(received))?;
