@@ -3,6 +3,7 @@
 
 pub mod health_events;
 pub mod notification_preferences;
+pub mod occurrence_key;
 pub mod person_medications;
 pub mod schedule_config;
 pub mod schedules;

@@ -2,6 +2,7 @@
 //! writer thread through which every write of the code base goes.
 
 pub mod change_feed;
+pub mod instance;
 mod migrate;
 mod writer;
 
@@ -86,6 +87,7 @@ impl Db {
             .map_err(sqlite_err)?;
         configure(&conn).map_err(sqlite_err)?;
         migrate::migrate(&mut conn, &path)?;
+        instance::ensure(&conn).map_err(sqlite_err)?;
 
         let manager = SqliteConnectionManager::file(&path)
             .with_flags(OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX)

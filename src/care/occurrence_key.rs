@@ -1,0 +1,130 @@
+//! Occurrence keys name one expected dose: its source, its window and its
+//! position in the window. The server signs them (HMAC-SHA256 with this
+//! installation's secret), so a key a client sends back is one this server
+//! issued for that household's source, never a forged or foreign one.
+//!
+//! Form: `<payload>.<mac>`, both base64url; payload is
+//! `<source_type>|<source_portable_id>|<window_starts_on>|<position>`.
+
+use base64::Engine;
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use hmac::{Hmac, KeyInit, Mac};
+use jiff::civil::Date;
+use rusqlite::Connection;
+use sha2::Sha256;
+
+use crate::db::instance;
+use crate::error::{ApiError, Result};
+
+/// What an occurrence key names.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Occurrence {
+    /// `schedule` or `person_medication`.
+    pub source_type: String,
+    pub source_portable_id: String,
+    pub window_starts_on: Date,
+    /// 1-based position of the dose in its window.
+    pub position: u32,
+}
+
+fn mac(secret: &[u8]) -> Hmac<Sha256> {
+    <Hmac<Sha256> as KeyInit>::new_from_slice(secret).expect("HMAC takes keys of any length")
+}
+
+fn payload(o: &Occurrence) -> String {
+    format!(
+        "{}|{}|{}|{}",
+        o.source_type, o.source_portable_id, o.window_starts_on, o.position
+    )
+}
+
+/// Signs with a given secret (the projection loads it once per request).
+pub fn sign_with(secret: &[u8], occurrence: &Occurrence) -> String {
+    let payload = payload(occurrence);
+    let mut m = mac(secret);
+    m.update(payload.as_bytes());
+    let tag = m.finalize().into_bytes();
+    format!(
+        "{}.{}",
+        URL_SAFE_NO_PAD.encode(payload.as_bytes()),
+        URL_SAFE_NO_PAD.encode(tag)
+    )
+}
+
+pub fn secret(conn: &Connection) -> Result<Vec<u8>> {
+    instance::secret(conn, instance::OCCURRENCE_KEY_SECRET)
+}
+
+pub fn sign(conn: &Connection, occurrence: &Occurrence) -> Result<String> {
+    Ok(sign_with(&secret(conn)?, occurrence))
+}
+
+/// Checks the signature (in constant time) and decodes the key. Any
+/// tampering, truncation or foreign key is a 422 naming `occurrence_key`.
+pub fn verify_with(secret: &[u8], key: &str) -> Result<Occurrence> {
+    let invalid = || {
+        ApiError::invalid(
+            "occurrence_key",
+            "is not an occurrence key issued by this server",
+        )
+    };
+    let (payload_b64, tag_b64) = key.split_once('.').ok_or_else(invalid)?;
+    let payload = URL_SAFE_NO_PAD.decode(payload_b64).map_err(|_| invalid())?;
+    let tag = URL_SAFE_NO_PAD.decode(tag_b64).map_err(|_| invalid())?;
+    let mut m = mac(secret);
+    m.update(&payload);
+    m.verify_slice(&tag).map_err(|_| invalid())?;
+    let text = String::from_utf8(payload).map_err(|_| invalid())?;
+    let mut parts = text.split('|');
+    let (Some(source_type), Some(source), Some(window), Some(position), None) = (
+        parts.next(),
+        parts.next(),
+        parts.next(),
+        parts.next(),
+        parts.next(),
+    ) else {
+        return Err(invalid());
+    };
+    Ok(Occurrence {
+        source_type: source_type.to_string(),
+        source_portable_id: source.to_string(),
+        window_starts_on: window.parse().map_err(|_| invalid())?,
+        position: position.parse().map_err(|_| invalid())?,
+    })
+}
+
+pub fn verify(conn: &Connection, key: &str) -> Result<Occurrence> {
+    verify_with(&secret(conn)?, key)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sample() -> Occurrence {
+        Occurrence {
+            source_type: "schedule".into(),
+            source_portable_id: "0192a5b0-0000-7000-8000-000000000001".into(),
+            window_starts_on: "2026-03-29".parse().unwrap(),
+            position: 2,
+        }
+    }
+
+    #[test]
+    fn signed_keys_verify_and_forged_ones_do_not() {
+        let key = sign_with(b"secret one", &sample());
+        assert_eq!(verify_with(b"secret one", &key).unwrap(), sample());
+        assert!(verify_with(b"another installation", &key).is_err());
+        let (payload, tag) = key.split_once('.').unwrap();
+        let mut other = sample();
+        other.position = 3;
+        let forged_payload = URL_SAFE_NO_PAD.encode(payload_text(&other));
+        assert!(verify_with(b"secret one", &format!("{forged_payload}.{tag}")).is_err());
+        assert!(verify_with(b"secret one", payload).is_err());
+        assert!(verify_with(b"secret one", "").is_err());
+    }
+
+    fn payload_text(o: &Occurrence) -> String {
+        payload(o)
+    }
+}

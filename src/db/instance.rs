@@ -1,0 +1,42 @@
+//! Facts about this installation, made on first start and kept in the
+//! database: its id (named in exports and snapshots) and the secrets the
+//! server signs with.
+
+use base64::Engine;
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use rusqlite::{Connection, OptionalExtension, params};
+
+use crate::error::{ApiError, Result};
+
+pub const INSTANCE_ID: &str = "instance_id";
+pub const OCCURRENCE_KEY_SECRET: &str = "occurrence_key_secret";
+
+/// Creates whatever is missing; called once at start-up, before serving.
+pub fn ensure(conn: &Connection) -> rusqlite::Result<()> {
+    let mut secret = [0u8; 32];
+    getrandom::fill(&mut secret).expect("operating system random source");
+    for (key, value) in [
+        (INSTANCE_ID, crate::db::new_portable_id()),
+        (OCCURRENCE_KEY_SECRET, URL_SAFE_NO_PAD.encode(secret)),
+    ] {
+        conn.execute(
+            "INSERT INTO instance_settings (key, value) VALUES (?1, ?2) ON CONFLICT (key) DO NOTHING",
+            params![key, value],
+        )?;
+    }
+    Ok(())
+}
+
+pub fn get(conn: &Connection, key: &str) -> Result<String> {
+    conn.prepare_cached("SELECT value FROM instance_settings WHERE key = ?1")?
+        .query_row([key], |r| r.get(0))
+        .optional()?
+        .ok_or_else(|| ApiError::internal(format!("instance setting {key} is missing")))
+}
+
+/// The secret as bytes.
+pub fn secret(conn: &Connection, key: &str) -> Result<Vec<u8>> {
+    URL_SAFE_NO_PAD
+        .decode(get(conn, key)?)
+        .map_err(|e| ApiError::internal(format!("instance secret {key}: {e}")))
+}
