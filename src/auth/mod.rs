@@ -152,17 +152,27 @@ impl FromRequestParts<AppState> for Authenticated {
 impl FromRequestParts<AppState> for Actor {
     type Rejection = ApiError;
 
+    /// One read resolves both the credential and the membership.
     async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self> {
-        let authenticated = authenticate(parts, state).await?;
+        let presented = token::bearer(&parts.headers)
+            .ok_or(ApiError::Unauthorized("a bearer credential is required"))?
+            .to_string();
         let raw = raw_param(parts, state, "household_id").await?;
-        // Anything that is not a household id names no household.
-        let household_id = match raw.parse::<i64>() {
-            Ok(n) if n >= 1 => n,
-            _ => return Err(ApiError::not_found("household")),
-        };
-        state
+        let (authenticated, actor) = state
             .db
-            .read(move |conn| store::household_actor(conn, &authenticated, household_id))
-            .await
+            .read(move |conn| {
+                let authenticated = store::authenticate(conn, &presented)?;
+                // Anything that is not a household id names no household.
+                let actor = match raw.parse::<i64>() {
+                    Ok(household_id) if household_id >= 1 => {
+                        store::household_actor(conn, &authenticated, household_id)
+                    }
+                    _ => Err(ApiError::not_found("household")),
+                };
+                Ok((authenticated, actor))
+            })
+            .await?;
+        note_use(state, &authenticated);
+        actor
     }
 }

@@ -5,7 +5,6 @@ use axum::Json;
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use serde::Serialize;
-use serde_json::json;
 
 use crate::http::extract::Page;
 
@@ -19,12 +18,31 @@ pub trait Versioned {
     fn etag(&self) -> String;
 }
 
+/// `{"data": ...}`, serialised straight from the value (no JSON tree in between).
+#[derive(Serialize)]
+struct Data<T> {
+    data: T,
+}
+
+#[derive(Serialize)]
+struct Collection<T> {
+    data: Vec<T>,
+    meta: Meta,
+}
+
+#[derive(Serialize)]
+struct Meta {
+    page: u32,
+    per_page: u32,
+    total_count: i64,
+}
+
 pub fn ok<T: Serialize>(data: T) -> Response {
-    Json(json!({ "data": data })).into_response()
+    Json(Data { data }).into_response()
 }
 
 pub fn created<T: Serialize>(data: T) -> Response {
-    (StatusCode::CREATED, Json(json!({ "data": data }))).into_response()
+    (StatusCode::CREATED, Json(Data { data })).into_response()
 }
 
 pub fn ok_tagged<T: Serialize + Versioned>(data: T) -> Response {
@@ -40,7 +58,12 @@ pub fn no_content() -> Response {
 }
 
 pub fn collection<T: Serialize>(items: Vec<T>, page: Page, total_count: i64) -> Response {
-    Json(json!({ "data": items, "meta": page.meta(total_count) })).into_response()
+    let meta = Meta {
+        page: page.page,
+        per_page: page.per_page,
+        total_count,
+    };
+    Json(Collection { data: items, meta }).into_response()
 }
 
 fn with_etag(mut response: Response, etag: &str) -> Response {
