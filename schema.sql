@@ -345,3 +345,116 @@ CREATE TABLE person_medications (
 CREATE UNIQUE INDEX person_medications_position ON person_medications (person_id, position);
 CREATE INDEX person_medications_by_household ON person_medications (household_id, person_id, position);
 CREATE INDEX person_medications_by_medication ON person_medications (medication_id) WHERE retired_at IS NULL;
+
+-- Saved responses of writes sent with an Idempotency-Key (src/db/idempotency.rs):
+-- an identical replay within 24 hours gets the saved status, body and ETag
+-- without the write running again. fingerprint is the SHA-256 (hex) of the
+-- method, path and body; credential names the credential, e.g. 'app_token:7'.
+-- Rows older than the window are ignored and purged.
+CREATE TABLE idempotency_keys (
+    id           INTEGER PRIMARY KEY,
+    household_id INTEGER NOT NULL REFERENCES households (id),
+    credential   TEXT NOT NULL,
+    key          TEXT NOT NULL,
+    method       TEXT NOT NULL,
+    path         TEXT NOT NULL,
+    fingerprint  TEXT NOT NULL,
+    status       INTEGER NOT NULL,
+    body         TEXT NOT NULL,
+    etag         TEXT,
+    created_at   TEXT NOT NULL,
+    UNIQUE (household_id, credential, key)
+) STRICT;
+CREATE INDEX idempotency_keys_by_age ON idempotency_keys (created_at);
+
+-- Pause periods of schedules and direct assignments. Periods are never
+-- edited or deleted: a pause opens one, a resume closes it (ended_at). A
+-- legacy period may have an unknown start (started_at NULL). At most one
+-- period per source is open at a time.
+CREATE TABLE medication_pause_periods (
+    id                        INTEGER PRIMARY KEY,
+    portable_id               TEXT NOT NULL UNIQUE,
+    household_id              INTEGER NOT NULL REFERENCES households (id),
+    source_type               TEXT NOT NULL CHECK (source_type IN ('schedule', 'person_medication')),
+    source_id                 INTEGER NOT NULL,
+    person_id                 INTEGER NOT NULL REFERENCES people (id),
+    reason                    TEXT NOT NULL CHECK (reason IN ('clinician_advice', 'side_effects', 'out_of_supply', 'other', 'reason_not_recorded')),
+    note                      TEXT,
+    started_at                TEXT,
+    ended_at                  TEXT,
+    legacy_context            INTEGER NOT NULL DEFAULT 0 CHECK (legacy_context IN (0, 1)),
+    imported_context          INTEGER NOT NULL DEFAULT 0 CHECK (imported_context IN (0, 1)),
+    recorded_by_membership_id INTEGER REFERENCES memberships (id),
+    resumed_by_membership_id  INTEGER REFERENCES memberships (id),
+    lock_version              INTEGER NOT NULL DEFAULT 1,
+    created_at                TEXT NOT NULL,
+    updated_at                TEXT NOT NULL
+) STRICT;
+CREATE UNIQUE INDEX medication_pause_periods_one_open ON medication_pause_periods (source_type, source_id) WHERE ended_at IS NULL;
+CREATE INDEX medication_pause_periods_by_source ON medication_pause_periods (source_type, source_id, id);
+CREATE INDEX medication_pause_periods_by_household ON medication_pause_periods (household_id, id);
+
+-- Doses actually given. Immutable: no update or delete. dose_amount and
+-- dose_unit are the take's own (changing a schedule later never rewrites
+-- them). client_uuid makes a retried recording safe. An expected dose
+-- (source, window, position) is linked to at most one take.
+CREATE TABLE medication_takes (
+    id                          INTEGER PRIMARY KEY,
+    portable_id                 TEXT NOT NULL UNIQUE,
+    household_id                INTEGER NOT NULL REFERENCES households (id),
+    person_id                   INTEGER NOT NULL REFERENCES people (id),
+    source_type                 TEXT NOT NULL CHECK (source_type IN ('schedule', 'person_medication')),
+    source_id                   INTEGER NOT NULL,
+    client_uuid                 TEXT,
+    taken_at                    TEXT NOT NULL,
+    dose_amount                 TEXT NOT NULL,
+    dose_unit                   TEXT NOT NULL,
+    taken_from_medication_id    INTEGER REFERENCES medications (id),
+    taken_from_location_id      INTEGER REFERENCES locations (id),
+    occurrence_key              TEXT,
+    occurrence_window_starts_on TEXT,
+    occurrence_position         INTEGER,
+    recorded_by_membership_id   INTEGER REFERENCES memberships (id),
+    lock_version                INTEGER NOT NULL DEFAULT 1,
+    created_at                  TEXT NOT NULL,
+    updated_at                  TEXT NOT NULL,
+    UNIQUE (household_id, client_uuid),
+    CHECK ((occurrence_position IS NULL) = (occurrence_window_starts_on IS NULL))
+) STRICT;
+CREATE INDEX medication_takes_by_source ON medication_takes (source_type, source_id, taken_at);
+CREATE INDEX medication_takes_by_person ON medication_takes (person_id, taken_at);
+CREATE INDEX medication_takes_by_household ON medication_takes (household_id, taken_at);
+CREATE UNIQUE INDEX medication_takes_occurrence
+    ON medication_takes (source_type, source_id, occurrence_window_starts_on, occurrence_position)
+    WHERE occurrence_position IS NOT NULL;
+
+-- Saved outcomes of expected doses (portable v2 "Dose occurrence"). Only
+-- decisions are stored (not_taken, or open again); the expected-dose
+-- projection (listDoseOccurrences, src/care/dose_occurrences/) reads them and
+-- never writes here. An occurrence is its source, window and position; the
+-- saved window end survives later dose-cycle changes. medication_take_id
+-- names the medication_takes row of a taken dose.
+CREATE TABLE dose_occurrences (
+    id                  INTEGER PRIMARY KEY,
+    portable_id         TEXT NOT NULL UNIQUE,
+    household_id        INTEGER NOT NULL REFERENCES households (id),
+    person_id           INTEGER NOT NULL REFERENCES people (id),
+    source_type         TEXT NOT NULL CHECK (source_type IN ('schedule', 'person_medication')),
+    source_id           INTEGER NOT NULL,
+    window_starts_on    TEXT NOT NULL,
+    window_ends_on      TEXT NOT NULL CHECK (window_ends_on >= window_starts_on),
+    position            INTEGER NOT NULL CHECK (position >= 1),
+    scheduled_at        TEXT,
+    outcome             TEXT NOT NULL CHECK (outcome IN ('not_taken', 'taken', 'open')),
+    reason              TEXT,
+    note                TEXT,
+    resolved_at         TEXT,
+    medication_take_id  INTEGER REFERENCES medication_takes (id),
+    actor_membership_id INTEGER REFERENCES memberships (id),
+    lock_version        INTEGER NOT NULL DEFAULT 1,
+    created_at          TEXT NOT NULL,
+    updated_at          TEXT NOT NULL,
+    UNIQUE (source_type, source_id, window_starts_on, position)
+) STRICT;
+CREATE INDEX dose_occurrences_by_person ON dose_occurrences (person_id, window_starts_on);
+CREATE INDEX dose_occurrences_by_household ON dose_occurrences (household_id, updated_at);

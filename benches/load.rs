@@ -21,8 +21,12 @@
 //!
 //! Every client is a tokio task with its own persistent HTTP/1.1 connection;
 //! every response status is checked and every request's latency recorded.
-//! All traffic goes to 127.0.0.1; every loop is bounded in time; the server
-//! child process is killed when the guard holding it drops.
+//! All traffic goes to 127.0.0.1; every loop and request is bounded in time;
+//! the server child process is killed when the guard holding it drops. The
+//! server logs each request as it does in production (`RUST_LOG` is passed
+//! through) to `serve.log` in the temporary data directory. The table's last
+//! column is the CPU time (user + system, all threads) the server used per
+//! request in the measured window, read from /proc.
 
 use std::fmt::Write as _;
 use std::io::Write as _;
@@ -381,10 +385,15 @@ impl Pillbox {
                 let log = std::fs::read_to_string(data_dir.join("serve.log")).unwrap_or_default();
                 return Err(format!("pillbox serve exited early ({status}):\n{log}"));
             }
-            if let Ok(mut conn) = HttpConn::connect(self.addr).await
-                && let Ok(response) = conn.send(&Request::get("/api/v1/capabilities", None)).await
-                && response.status == 200
-            {
+            let probe = async {
+                let mut conn = HttpConn::connect(self.addr).await.ok()?;
+                let response = conn
+                    .send(&Request::get("/api/v1/capabilities", None))
+                    .await
+                    .ok()?;
+                Some(response.status)
+            };
+            if let Ok(Some(200)) = tokio::time::timeout(Duration::from_secs(2), probe).await {
                 return Ok(());
             }
             if Instant::now() >= deadline {
@@ -465,9 +474,7 @@ struct Fixture {
 
 impl Fixture {
     async fn create(server: &Pillbox, household: i64, token: String) -> BenchResult<Fixture> {
-        let mut conn = HttpConn::connect(server.addr)
-            .await
-            .map_err(|e| format!("cannot connect to pillbox: {e}"))?;
+        let mut conn = HttpConn::connect_within(server.addr).await?;
         let path = format!("/api/v1/households/{household}/medications");
         let mut stock_medication = None;
         for i in 0..MEDICATIONS {
@@ -482,7 +489,7 @@ impl Fixture {
                 "reorder_threshold": "10",
             }});
             let response = conn
-                .send(&Request::post(&path, &token, &body))
+                .send_within(&Request::post(&path, &token, &body))
                 .await
                 .map_err(|e| format!("createMedication: {e}"))?;
             if response.status != 201 {
@@ -506,15 +513,13 @@ impl Fixture {
     }
 
     async fn current_supply(&self, server: &Pillbox) -> BenchResult<f64> {
-        let mut conn = HttpConn::connect(server.addr)
-            .await
-            .map_err(|e| format!("cannot connect to pillbox: {e}"))?;
+        let mut conn = HttpConn::connect_within(server.addr).await?;
         let path = format!(
             "/api/v1/households/{}/medications/{}",
             self.household, self.stock_medication
         );
         let response = conn
-            .send(&Request::get(&path, Some(&self.token)))
+            .send_within(&Request::get(&path, Some(&self.token)))
             .await
             .map_err(|e| format!("getMedication: {e}"))?;
         if response.status != 200 {
@@ -920,6 +925,24 @@ impl HttpConn {
             stream,
             buf: Vec::with_capacity(16 * 1024),
         })
+    }
+
+    /// `connect`, failing after `REQUEST_TIMEOUT`.
+    async fn connect_within(addr: SocketAddr) -> Result<HttpConn, String> {
+        match tokio::time::timeout(REQUEST_TIMEOUT, HttpConn::connect(addr)).await {
+            Ok(Ok(conn)) => Ok(conn),
+            Ok(Err(e)) => Err(format!("cannot connect to {addr}: {e}")),
+            Err(_) => Err(format!(
+                "cannot connect to {addr} within {REQUEST_TIMEOUT:?}"
+            )),
+        }
+    }
+
+    /// `send`, failing after `REQUEST_TIMEOUT`.
+    async fn send_within(&mut self, request: &Request) -> Result<Response, String> {
+        tokio::time::timeout(REQUEST_TIMEOUT, self.send(request))
+            .await
+            .map_err(|_| format!("no response within {REQUEST_TIMEOUT:?}"))?
     }
 
     async fn send(&mut self, request: &Request) -> Result<Response, String> {

@@ -6,6 +6,7 @@ use axum::response::Response;
 use axum::routing::get;
 use serde_json::{Value, json};
 
+use crate::care::pause_periods::model::PauseReason;
 use crate::http::openapi::{Api, Op};
 use crate::http::respond;
 use crate::medicine::vocab::StockRemovalReason;
@@ -59,6 +60,7 @@ pub fn document(_state: &AppState) -> Value {
             "mcp_server": {"supported": false, "transport": "streamable_http", "endpoint": "/mcp", "tools": []},
             "diagnostics": ["request_id", "retry_after"],
         },
+        "medication_pause_periods": {"supported": PauseReason::ALL},
         "inventory": {
             "stock_removals": true,
             "stock_removal_reasons": StockRemovalReason::ALL,

@@ -2,6 +2,7 @@
 //! writer thread through which every write of the code base goes.
 
 pub mod change_feed;
+pub mod idempotency;
 pub mod instance;
 mod migrate;
 mod writer;

@@ -320,6 +320,31 @@ impl IfMatch {
     }
 }
 
+/// The optional `Idempotency-Key` header: 1 to 255 visible ASCII
+/// characters (anything else is a 422). See `db::idempotency`.
+pub struct IdempotencyKey(pub Option<String>);
+
+impl<S: Send + Sync> FromRequestParts<S> for IdempotencyKey {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, _state: &S) -> Result<Self> {
+        use crate::db::idempotency;
+        let Some(value) = parts.headers.get(idempotency::HEADER) else {
+            return Ok(IdempotencyKey(None));
+        };
+        match value.to_str() {
+            Ok(key) if idempotency::valid_key(key) => Ok(IdempotencyKey(Some(key.to_string()))),
+            _ => Err(ApiError::invalid(
+                idempotency::HEADER,
+                format!(
+                    "must be 1 to {} visible ASCII characters",
+                    idempotency::MAX_KEY_LENGTH
+                ),
+            )),
+        }
+    }
+}
+
 /// A `{id}` that names a record by its numeric id or its portable id.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ResourceId {

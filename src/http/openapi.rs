@@ -40,6 +40,18 @@ const RESOURCE_TAGS: &[(&str, &str)] = &[
         "Medications assigned directly to a person, routine or as needed",
     ),
     (
+        "Medication takes",
+        "Doses actually given, with the stock they used and safety warnings",
+    ),
+    (
+        "Pause periods",
+        "Periods during which a schedule or direct assignment is paused, and why",
+    ),
+    (
+        "Dose occurrences",
+        "Expected doses of a day, their signed keys and outcomes",
+    ),
+    (
         "Health events",
         "Illnesses and suspected side effects of a person",
     ),
@@ -273,6 +285,19 @@ impl Op {
         self
     }
 
+    /// Optional Idempotency-Key: an identical replay within the window gets
+    /// the saved response; the same key with another request is a 409.
+    pub fn idempotency_key(mut self) -> Op {
+        use crate::db::idempotency::{HEADER, MAX_KEY_LENGTH, WINDOW_HOURS};
+        self.params.push(json!({
+            "name": HEADER, "in": "header", "required": false,
+            "description": format!("Makes a retry safe: an identical request (method, path and body) sent again with the same key by the same credential within {WINDOW_HOURS} hours gets the saved response (same status, body and ETag) without the write happening again. Current access is checked before a saved response is replayed. The same key with a different request is refused with 409 idempotency_key_reused. Only successful responses are saved."),
+            "schema": {"type": "string", "minLength": 1, "maxLength": MAX_KEY_LENGTH, "pattern": "^[!-~]+$"},
+        }));
+        self.errors.extend([409, 422]);
+        self
+    }
+
     /// The path parameter `{name}` (other than `{id}`) is a numeric id only.
     pub fn numeric_path_param(mut self, name: &'static str) -> Op {
         self.numeric_params.push(name);
@@ -283,6 +308,7 @@ impl Op {
     fn id_schema(&self, name: &str) -> Value {
         match name {
             "household_id" => json!({"type": "integer", "minimum": 1}),
+            "portable_id" => schema_ref("PortableId"),
             _ => schema_ref("ResourceIdentifier"),
         }
     }

@@ -19,6 +19,7 @@ pub mod store;
 use rusqlite::Connection;
 
 use crate::auth::{AccessLevel, Actor};
+use crate::care::pause_periods::{self, model::SourceType};
 use crate::care::schedules::dose::{self, Dose};
 use crate::care::schedules::{
     WRITE_LEVEL, check_same_person, person_for_plan, require_access, text,
@@ -36,12 +37,25 @@ pub use store::Filter;
 pub const RECORD_TYPE: &str = "PersonMedication";
 const MAX_NOTES: usize = 2000;
 
-/// The API shape of a stored assignment.
-fn to_api(row: PersonMedicationRow) -> PersonMedication {
-    PersonMedication {
-        record: row,
-        current_pause_period: None,
-    }
+/// The API shape of stored assignments, each with its open pause period
+/// (one query for the whole page).
+fn shape(conn: &Connection, rows: Vec<PersonMedicationRow>) -> Result<Vec<PersonMedication>> {
+    let ids: Vec<i64> = rows.iter().map(|r| r.id).collect();
+    let mut open = pause_periods::open_for(conn, SourceType::PersonMedication, &ids)?;
+    Ok(rows
+        .into_iter()
+        .map(|row| PersonMedication {
+            current_pause_period: open.remove(&row.id),
+            record: row,
+        })
+        .collect())
+}
+
+/// The API shape of one stored assignment.
+fn to_api(conn: &Connection, row: PersonMedicationRow) -> Result<PersonMedication> {
+    shape(conn, vec![row])?
+        .pop()
+        .ok_or_else(|| ApiError::internal("shaping lost a person medication"))
 }
 
 /// The live assignment `id` whose person the actor may reach at `needed` (404/403).
@@ -59,7 +73,8 @@ fn find(
 
 /// `getPersonMedication`: view access to the person.
 pub fn get(conn: &Connection, actor: &Actor, id: &ResourceId) -> Result<PersonMedication> {
-    find(conn, actor, id, AccessLevel::View).map(to_api)
+    let row = find(conn, actor, id, AccessLevel::View)?;
+    to_api(conn, row)
 }
 
 /// `listPersonMedications`: live assignments of the people the actor may
@@ -71,7 +86,7 @@ pub fn list(
     page: Page,
 ) -> Result<(Vec<PersonMedication>, i64)> {
     let (rows, total) = store::list_visible(conn, actor, filter, page)?;
-    Ok((rows.into_iter().map(to_api).collect(), total))
+    Ok((shape(conn, rows)?, total))
 }
 
 /// Applies attributes to an assignment, collecting every problem before
@@ -189,7 +204,7 @@ pub fn create(
     row.position = store::next_position(conn, person_id)?;
     row.id = store::insert(conn, actor.household_id, &row)?;
     record(conn, actor, &row, Action::Create)?;
-    Ok(to_api(row))
+    to_api(conn, row)
 }
 
 /// The assignment to change: live and its person in scope (404), manage
@@ -214,7 +229,7 @@ fn save(
     row.updated_at = crate::time::now();
     store::update(conn, &row)?;
     record(conn, actor, &row, Action::Update)?;
-    Ok(to_api(row))
+    to_api(conn, row)
 }
 
 /// `updatePersonMedication` (PATCH): any subset of the attributes;
@@ -269,7 +284,7 @@ pub fn reorder(
 ) -> Result<PersonMedication> {
     let mut row = find_for_change(conn, actor, id, if_match)?;
     let Some(mut other) = store::neighbour(conn, row.person_id, row.position, direction)? else {
-        return Ok(to_api(row));
+        return to_api(conn, row);
     };
     let now = crate::time::now();
     std::mem::swap(&mut row.position, &mut other.position);
@@ -280,7 +295,7 @@ pub fn reorder(
     store::save_swapped(conn, &row, &other)?;
     record(conn, actor, &row, Action::Update)?;
     record(conn, actor, &other, Action::Update)?;
-    Ok(to_api(row))
+    to_api(conn, row)
 }
 
 /// `deletePersonMedication`: retires the assignment, recording the
@@ -290,4 +305,37 @@ pub fn delete(conn: &Connection, actor: &Actor, id: &ResourceId, if_match: &IfMa
     store::retire(conn, row.id, &crate::time::now())?;
     record(conn, actor, &row, Action::Update)?;
     record(conn, actor, &row, Action::Delete)
+}
+
+/// `pausePersonMedication` (deprecated): opens a pause period with the
+/// reason `reason_not_recorded` through the pause-period rule (409
+/// `pause_period_open` when one is open). Needs manage access; a retired
+/// assignment is not found. If-Match, when sent, must be current.
+pub fn pause(
+    conn: &Connection,
+    actor: &Actor,
+    id: &ResourceId,
+    if_match: &IfMatch,
+) -> Result<PersonMedication> {
+    let row = find_for_change(conn, actor, id, if_match)?;
+    pause_periods::pause_without_reason(
+        conn,
+        actor,
+        SourceType::PersonMedication,
+        &row.portable_id,
+    )?;
+    get(conn, actor, &ResourceId::Numeric(row.id))
+}
+
+/// `resumePersonMedication` (deprecated): closes the assignment's open
+/// pause period through the pause-period rule (409 when none is open).
+pub fn resume(
+    conn: &Connection,
+    actor: &Actor,
+    id: &ResourceId,
+    if_match: &IfMatch,
+) -> Result<PersonMedication> {
+    let row = find_for_change(conn, actor, id, if_match)?;
+    pause_periods::resume_source(conn, actor, SourceType::PersonMedication, row.id)?;
+    get(conn, actor, &ResourceId::Numeric(row.id))
 }

@@ -3,6 +3,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
+use crate::care::pause_periods::model::PausePeriod;
 use crate::care::schedules::dose::{Dose, DoseAttributes};
 use crate::care::schedules::model::nullable;
 use crate::decimal::{self, Dec};
@@ -87,7 +88,7 @@ pub struct PersonMedication {
     #[serde(flatten)]
     pub record: PersonMedicationRow,
     /// The assignment's open pause period, or null when none is open.
-    pub current_pause_period: Option<Value>,
+    pub current_pause_period: Option<PausePeriod>,
 }
 
 impl Versioned for PersonMedication {
@@ -189,7 +190,7 @@ pub fn person_medication_schema() -> Value {
         "position": {"type": "integer", "description": "Order among the person's assignments; unique per person"},
         "retired_at": nullable(json!({"$ref": "#/components/schemas/Timestamp"})),
         "current_pause_period": {
-            "anyOf": [{"type": "object"}, {"type": "null"}],
+            "anyOf": [{"$ref": "#/components/schemas/MedicationPausePeriod"}, {"type": "null"}],
             "description": "The assignment's open pause period, or null when none is open",
         },
         "created_at": {"$ref": "#/components/schemas/Timestamp"},

@@ -11,9 +11,10 @@ use super::model::{
     person_medication_schema, reorder_request_schema,
 };
 use crate::auth::Actor;
+use crate::care::pause_periods::model::{EMPTY_REQUEST, EmptyBody};
 use crate::care::schedules::routes::reference;
 use crate::error::Result;
-use crate::http::extract::{ApiJson, IfMatch, PathId, QueryParams};
+use crate::http::extract::{ApiJson, IfMatch, OptionalApiJson, PathId, QueryParams};
 use crate::http::openapi::{Api, Op};
 use crate::http::respond;
 use crate::state::AppState;
@@ -113,6 +114,36 @@ pub fn routes(api: Api) -> Api {
             .etag(),
             patch(reorder),
         )
+        .route(
+            Op::patch(
+                "/households/{household_id}/person_medications/{id}/pause",
+                "pausePersonMedication",
+                TAG,
+            )
+            .summary("Pause a person medication (deprecated)")
+            .description("Deprecated: use createMedicationPausePeriod (POST /households/{household_id}/medication_pause_periods), which records why. Accepts an empty body (or {}) and opens a pause period with the reason reason_not_recorded; 409 pause_period_open when the assignment is already paused. Returns the assignment with its current_pause_period. Needs manage access to its person; a deleted assignment is not found (404). If-Match is optional; a stale one returns 409.")
+            .deprecated()
+            .optional_body(EMPTY_REQUEST)
+            .if_match()
+            .ok("PersonMedicationResponse")
+            .etag(),
+            patch(pause),
+        )
+        .route(
+            Op::patch(
+                "/households/{household_id}/person_medications/{id}/resume",
+                "resumePersonMedication",
+                TAG,
+            )
+            .summary("Resume a paused person medication (deprecated)")
+            .description("Deprecated: use resumeMedicationPausePeriod (POST /households/{household_id}/medication_pause_periods/{portable_id}/resume). Accepts an empty body (or {}) and closes the assignment's open pause period; 409 pause_period_not_open when it is not paused. Returns the assignment. Needs manage access to its person; a deleted assignment is not found (404). If-Match is optional; a stale one returns 409.")
+            .deprecated()
+            .optional_body(EMPTY_REQUEST)
+            .if_match()
+            .ok("PersonMedicationResponse")
+            .etag(),
+            patch(resume),
+        )
 }
 
 async fn list(State(state): State<AppState>, actor: Actor, query: QueryParams) -> Result<Response> {
@@ -202,4 +233,32 @@ async fn reorder(
         .write(move |conn| super::reorder(conn, &actor, &id, &if_match, body.direction))
         .await?;
     Ok(respond::ok_tagged(assignment))
+}
+
+async fn pause(
+    State(state): State<AppState>,
+    actor: Actor,
+    PathId(id): PathId,
+    if_match: IfMatch,
+    OptionalApiJson(_): OptionalApiJson<EmptyBody>,
+) -> Result<Response> {
+    let source = state
+        .db
+        .write(move |conn| super::pause(conn, &actor, &id, &if_match))
+        .await?;
+    Ok(respond::ok_tagged(source))
+}
+
+async fn resume(
+    State(state): State<AppState>,
+    actor: Actor,
+    PathId(id): PathId,
+    if_match: IfMatch,
+    OptionalApiJson(_): OptionalApiJson<EmptyBody>,
+) -> Result<Response> {
+    let source = state
+        .db
+        .write(move |conn| super::resume(conn, &actor, &id, &if_match))
+        .await?;
+    Ok(respond::ok_tagged(source))
 }

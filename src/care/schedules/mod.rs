@@ -21,6 +21,7 @@ pub mod store;
 use rusqlite::Connection;
 
 use crate::auth::{AccessLevel, Actor, access};
+use crate::care::pause_periods::{self, model::SourceType};
 use crate::care::schedule_config;
 use crate::db::change_feed::{self, Action, Change};
 use crate::error::{ApiError, Problems, Result};
@@ -37,12 +38,25 @@ pub const WRITE_LEVEL: AccessLevel = AccessLevel::Manage;
 const MAX_FREQUENCY: usize = 200;
 const MAX_NOTES: usize = 2000;
 
-/// The API shape of a stored schedule.
-fn to_api(row: ScheduleRow) -> Schedule {
-    Schedule {
-        record: row,
-        current_pause_period: None,
-    }
+/// The API shape of stored schedules, each with its open pause period
+/// (one query for the whole page).
+fn shape(conn: &Connection, rows: Vec<ScheduleRow>) -> Result<Vec<Schedule>> {
+    let ids: Vec<i64> = rows.iter().map(|r| r.id).collect();
+    let mut open = pause_periods::open_for(conn, SourceType::Schedule, &ids)?;
+    Ok(rows
+        .into_iter()
+        .map(|row| Schedule {
+            current_pause_period: open.remove(&row.id),
+            record: row,
+        })
+        .collect())
+}
+
+/// The API shape of one stored schedule.
+fn to_api(conn: &Connection, row: ScheduleRow) -> Result<Schedule> {
+    shape(conn, vec![row])?
+        .pop()
+        .ok_or_else(|| ApiError::internal("shaping lost a schedule"))
 }
 
 /// 404 (naming `missing`) when the person is outside the actor's scope, 403
@@ -134,7 +148,8 @@ fn find(
 
 /// `getSchedule`: view access to the person.
 pub fn get(conn: &Connection, actor: &Actor, id: &ResourceId) -> Result<Schedule> {
-    find(conn, actor, id, AccessLevel::View).map(to_api)
+    let row = find(conn, actor, id, AccessLevel::View)?;
+    to_api(conn, row)
 }
 
 /// `listSchedules`: live schedules of the people the actor may view.
@@ -145,7 +160,7 @@ pub fn list(
     page: Page,
 ) -> Result<(Vec<Schedule>, i64)> {
     let (rows, total) = store::list_visible(conn, actor, filter, page)?;
-    Ok((rows.into_iter().map(to_api).collect(), total))
+    Ok((shape(conn, rows)?, total))
 }
 
 /// Applies attributes to a schedule, collecting every problem before
@@ -321,7 +336,7 @@ pub fn create(conn: &Connection, actor: &Actor, mut attrs: ScheduleAttributes) -
     apply(conn, actor, &mut row, None, attrs, true)?;
     row.id = store::insert(conn, actor.household_id, &row)?;
     record(conn, actor, &row, Action::Create)?;
-    Ok(to_api(row))
+    to_api(conn, row)
 }
 
 /// The schedule to change: live and its person in scope (404), manage
@@ -342,7 +357,7 @@ fn save(conn: &Connection, actor: &Actor, mut row: ScheduleRow) -> Result<Schedu
     row.updated_at = crate::time::now();
     store::update(conn, &row)?;
     record(conn, actor, &row, Action::Update)?;
-    Ok(to_api(row))
+    to_api(conn, row)
 }
 
 /// `updateSchedule` (PATCH): any subset of the attributes; person_id, when
@@ -390,4 +405,32 @@ pub fn delete(conn: &Connection, actor: &Actor, id: &ResourceId, if_match: &IfMa
     store::retire(conn, row.id, &crate::time::now())?;
     record(conn, actor, &row, Action::Update)?;
     record(conn, actor, &row, Action::Delete)
+}
+
+/// `pauseSchedule` (deprecated): opens a pause period with the reason
+/// `reason_not_recorded` through the pause-period rule (409
+/// `pause_period_open` when one is open). Needs manage access; a retired
+/// schedule is not found. If-Match, when sent, must be current.
+pub fn pause(
+    conn: &Connection,
+    actor: &Actor,
+    id: &ResourceId,
+    if_match: &IfMatch,
+) -> Result<Schedule> {
+    let row = find_for_change(conn, actor, id, if_match)?;
+    pause_periods::pause_without_reason(conn, actor, SourceType::Schedule, &row.portable_id)?;
+    get(conn, actor, &ResourceId::Numeric(row.id))
+}
+
+/// `resumeSchedule` (deprecated): closes the schedule's open pause period
+/// through the pause-period rule (409 when none is open).
+pub fn resume(
+    conn: &Connection,
+    actor: &Actor,
+    id: &ResourceId,
+    if_match: &IfMatch,
+) -> Result<Schedule> {
+    let row = find_for_change(conn, actor, id, if_match)?;
+    pause_periods::resume_source(conn, actor, SourceType::Schedule, row.id)?;
+    get(conn, actor, &ResourceId::Numeric(row.id))
 }

@@ -5,6 +5,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
 use super::dose::{Dose, DoseAttributes};
+use crate::care::pause_periods::model::PausePeriod;
 use crate::care::schedule_config;
 use crate::decimal::{self, Dec};
 use crate::http::extract::{ResourceId, present, resource_ref_schema};
@@ -43,7 +44,7 @@ pub struct Schedule {
     #[serde(flatten)]
     pub record: ScheduleRow,
     /// The schedule's open pause period, or null when none is open.
-    pub current_pause_period: Option<Value>,
+    pub current_pause_period: Option<PausePeriod>,
 }
 
 impl Versioned for Schedule {
@@ -143,7 +144,7 @@ pub fn schedule_schema() -> Value {
         "notes": nullable(json!({"type": "string"})),
         "retired_at": nullable(json!({"$ref": "#/components/schemas/Timestamp"})),
         "current_pause_period": {
-            "anyOf": [{"type": "object"}, {"type": "null"}],
+            "anyOf": [{"$ref": "#/components/schemas/MedicationPausePeriod"}, {"type": "null"}],
             "description": "The schedule's open pause period, or null when none is open",
         },
         "created_at": {"$ref": "#/components/schemas/Timestamp"},

@@ -8,8 +8,9 @@ use serde_json::json;
 use super::Filter;
 use super::model::{ScheduleBody, schedule_attributes_schema, schedule_schema};
 use crate::auth::Actor;
+use crate::care::pause_periods::model::{EMPTY_REQUEST, EmptyBody};
 use crate::error::{ApiError, Result};
-use crate::http::extract::{ApiJson, IfMatch, PathId, QueryParams, ResourceId};
+use crate::http::extract::{ApiJson, IfMatch, OptionalApiJson, PathId, QueryParams, ResourceId};
 use crate::http::openapi::{Api, Op};
 use crate::http::respond;
 use crate::state::AppState;
@@ -111,6 +112,36 @@ pub fn routes(api: Api) -> Api {
                 .no_content(),
             delete(remove),
         )
+        .route(
+            Op::patch(
+                "/households/{household_id}/schedules/{id}/pause",
+                "pauseSchedule",
+                TAG,
+            )
+            .summary("Pause a schedule (deprecated)")
+            .description("Deprecated: use createMedicationPausePeriod (POST /households/{household_id}/medication_pause_periods), which records why. Accepts an empty body (or {}) and opens a pause period with the reason reason_not_recorded; 409 pause_period_open when the schedule is already paused. Returns the schedule with its current_pause_period. Needs manage access to its person; a deleted schedule is not found (404). If-Match is optional; a stale one returns 409.")
+            .deprecated()
+            .optional_body(EMPTY_REQUEST)
+            .if_match()
+            .ok("ScheduleResponse")
+            .etag(),
+            patch(pause),
+        )
+        .route(
+            Op::patch(
+                "/households/{household_id}/schedules/{id}/resume",
+                "resumeSchedule",
+                TAG,
+            )
+            .summary("Resume a paused schedule (deprecated)")
+            .description("Deprecated: use resumeMedicationPausePeriod (POST /households/{household_id}/medication_pause_periods/{portable_id}/resume). Accepts an empty body (or {}) and closes the schedule's open pause period; 409 pause_period_not_open when it is not paused. Returns the schedule. Needs manage access to its person; a deleted schedule is not found (404). If-Match is optional; a stale one returns 409.")
+            .deprecated()
+            .optional_body(EMPTY_REQUEST)
+            .if_match()
+            .ok("ScheduleResponse")
+            .etag(),
+            patch(resume),
+        )
 }
 
 async fn list(State(state): State<AppState>, actor: Actor, query: QueryParams) -> Result<Response> {
@@ -186,4 +217,32 @@ async fn remove(
         .write(move |conn| super::delete(conn, &actor, &id, &if_match))
         .await?;
     Ok(respond::no_content())
+}
+
+async fn pause(
+    State(state): State<AppState>,
+    actor: Actor,
+    PathId(id): PathId,
+    if_match: IfMatch,
+    OptionalApiJson(_): OptionalApiJson<EmptyBody>,
+) -> Result<Response> {
+    let source = state
+        .db
+        .write(move |conn| super::pause(conn, &actor, &id, &if_match))
+        .await?;
+    Ok(respond::ok_tagged(source))
+}
+
+async fn resume(
+    State(state): State<AppState>,
+    actor: Actor,
+    PathId(id): PathId,
+    if_match: IfMatch,
+    OptionalApiJson(_): OptionalApiJson<EmptyBody>,
+) -> Result<Response> {
+    let source = state
+        .db
+        .write(move |conn| super::resume(conn, &actor, &id, &if_match))
+        .await?;
+    Ok(respond::ok_tagged(source))
 }

@@ -5,8 +5,11 @@ pub mod model;
 pub mod routes;
 pub mod store;
 
+use std::collections::HashMap;
+
 use jiff::civil::Date;
 use rusqlite::Connection;
+use rust_decimal::Decimal;
 use rust_decimal::prelude::ToPrimitive;
 use serde::Deserialize;
 use serde_json::json;
@@ -44,7 +47,9 @@ pub fn days_until(supply: Dec, level: Dec, daily_use: Dec) -> Option<i64> {
     if !above.is_positive() {
         return Some(0);
     }
-    (above.0 / daily_use.0).floor().to_i64()
+    // Rounded to 12 places first: a use such as 2/7 a day is a repeating
+    // decimal, and 4 ÷ (2/7) must be 14 days, not 13.999….
+    (above.0 / daily_use.0).round_dp(12).floor().to_i64()
 }
 
 /// Adds the derived fields. `daily_use` is the routine consumption drawn
@@ -93,14 +98,110 @@ pub fn to_api(row: MedicationRow, daily_use: Option<Dec>) -> Medication {
     }
 }
 
-/// Routine daily use per medication. Nothing draws on stock on a schedule
-/// until the care plan exists, so no forecast can be made yet.
-fn daily_use(_conn: &Connection, _medication_id: i64) -> Result<Option<Dec>> {
-    Ok(None)
+/// Expected doses a day of one routine source drawing on a medication, as
+/// `dose amount × doses a day`, or `None` when it does not count (prn, a
+/// dose in another unit than the medication's, no taper step today).
+///
+/// - schedules: the number of times plus slots (a taper step with its own
+///   times: those) × the dose (a taper step's: the one covering today), for
+///   `daily` and `multiple_daily`; halved for `every_other_day`; × the
+///   number of weekdays ÷ 7 for `weekly`; × the number of its dates in the
+///   30 days from today ÷ 30 for `specific_dates`;
+/// - routine person medications: `max_daily_doses` (default 1) doses per
+///   dose-cycle window, ÷ 1 (daily), 7 (weekly) or 30 (monthly: an exact
+///   30-day month rather than the average 30.4375, so the figure stays a
+///   short exact decimal and errs towards running out sooner).
+///
+/// Slots count whether or not the person has a time for them (the forecast
+/// is per medication, not per person's preferences).
+fn source_daily_use(source: &store::DrawingSource, today: Date) -> Option<Decimal> {
+    use crate::medicine::vocab::{DoseCycle, ScheduleType as T};
+    let counts =
+        |unit: crate::medicine::vocab::DoseUnit| source.medication_unit.is_none_or(|m| m == unit);
+    // (dose amount, doses in the period, days in the period); checked
+    // arithmetic, so an absurd dose or count is left out, never a panic.
+    let per_day = |amount: Decimal, doses: i64, days: i64| {
+        amount
+            .checked_mul(Decimal::from(doses))?
+            .checked_div(Decimal::from(days))
+    };
+    let Some((schedule_type, config)) = &source.schedule else {
+        if !counts(source.dose_unit) {
+            return None;
+        }
+        let doses = source.max_daily_doses.unwrap_or(1).max(1);
+        let days = match source.dose_cycle {
+            None | Some(DoseCycle::Daily) => 1,
+            Some(DoseCycle::Weekly) => 7,
+            Some(DoseCycle::Monthly) => 30,
+        };
+        return per_day(source.dose_amount.0, doses, days);
+    };
+    let config = crate::care::schedule_config::parse(*schedule_type, config).ok()?;
+    let moments = (config.times.len() + config.slots.len()) as i64;
+    let amount = source.dose_amount.0;
+    let (amount, doses, days) = match schedule_type {
+        T::Prn => return None,
+        T::Daily | T::MultipleDaily => (amount, moments, 1),
+        T::EveryOtherDay => (amount, moments, 2),
+        T::Weekly => (amount, moments * config.weekdays.len() as i64, 7),
+        T::SpecificDates => {
+            let until = today.saturating_add(jiff::Span::new().days(29));
+            let upcoming = config
+                .dates
+                .iter()
+                .filter(|d| today <= **d && **d <= until)
+                .count() as i64;
+            (amount, moments * upcoming, 30)
+        }
+        T::Tapering => {
+            let step = config.taper_step_on(today)?;
+            if !counts(step.dose_unit.unwrap_or(source.dose_unit)) {
+                return None;
+            }
+            let moments = if step.times.is_empty() {
+                moments
+            } else {
+                step.times.len() as i64
+            };
+            return per_day(step.dose_amount.0, moments, 1);
+        }
+    };
+    if !counts(source.dose_unit) {
+        return None;
+    }
+    per_day(amount, doses, days)
 }
 
-fn shape(conn: &Connection, row: MedicationRow) -> Result<Medication> {
-    let use_per_day = daily_use(conn, row.id)?;
+/// Routine daily use of each of `medication_ids` drawn by live, running
+/// (not paused), unfinished routine schedules and routine person
+/// medications (see [`source_daily_use`]); a medication nothing draws on
+/// is absent. One query for any number of medications.
+pub fn daily_uses(
+    conn: &Connection,
+    household_id: i64,
+    medication_ids: &[i64],
+) -> Result<HashMap<i64, Dec>> {
+    if medication_ids.is_empty() {
+        return Ok(HashMap::new());
+    }
+    let today = crate::household::store::today(conn, household_id)?;
+    let mut totals: HashMap<i64, Decimal> = HashMap::new();
+    for source in store::drawing_sources(conn, medication_ids, today)? {
+        if let Some(use_per_day) = source_daily_use(&source, today) {
+            let total = totals.entry(source.medication_id).or_default();
+            *total = total.checked_add(use_per_day).unwrap_or(Decimal::MAX);
+        }
+    }
+    Ok(totals
+        .into_iter()
+        .filter(|(_, total)| *total > Decimal::ZERO)
+        .map(|(id, total)| (id, Dec(total)))
+        .collect())
+}
+
+fn shape(conn: &Connection, actor: &Actor, row: MedicationRow) -> Result<Medication> {
+    let use_per_day = daily_uses(conn, actor.household_id, &[row.id])?.remove(&row.id);
     Ok(to_api(row, use_per_day))
 }
 
@@ -110,7 +211,7 @@ pub fn find(conn: &Connection, actor: &Actor, id: &ResourceId) -> Result<Medicat
 
 pub fn get(conn: &Connection, actor: &Actor, id: &ResourceId) -> Result<Medication> {
     let row = find(conn, actor, id)?;
-    shape(conn, row)
+    shape(conn, actor, row)
 }
 
 pub fn list(
@@ -120,10 +221,15 @@ pub fn list(
     page: Page,
 ) -> Result<(Vec<Medication>, i64)> {
     let (rows, total) = store::list(conn, actor.household_id, updated_since, page)?;
+    let ids: Vec<i64> = rows.iter().map(|row| row.id).collect();
+    let mut uses = daily_uses(conn, actor.household_id, &ids)?;
     let items = rows
         .into_iter()
-        .map(|row| shape(conn, row))
-        .collect::<Result<Vec<_>>>()?;
+        .map(|row| {
+            let use_per_day = uses.remove(&row.id);
+            to_api(row, use_per_day)
+        })
+        .collect();
     Ok((items, total))
 }
 
@@ -276,7 +382,7 @@ pub fn create(conn: &Connection, actor: &Actor, attrs: MedicationAttributes) -> 
     apply(conn, actor, &mut row, attrs)?;
     row.id = store::insert(conn, actor.household_id, &row)?;
     record_change(conn, actor, &row, Action::Create)?;
-    shape(conn, row)
+    shape(conn, actor, row)
 }
 
 /// Loads the medication for a change: permission, then the precondition.
@@ -297,7 +403,7 @@ fn save(conn: &Connection, actor: &Actor, mut row: MedicationRow) -> Result<Medi
     row.updated_at = crate::time::now();
     store::update(conn, &row)?;
     record_change(conn, actor, &row, Action::Update)?;
-    shape(conn, row)
+    shape(conn, actor, row)
 }
 
 /// PATCH: the given attributes change; the rest stay.
@@ -541,6 +647,70 @@ mod tests {
 
     fn d(s: &str) -> Dec {
         s.parse().unwrap()
+    }
+
+    fn source(schedule: Option<(&str, serde_json::Value)>) -> store::DrawingSource {
+        use crate::medicine::vocab::{DoseUnit, ScheduleType};
+        store::DrawingSource {
+            medication_id: 1,
+            medication_unit: Some(DoseUnit::Tablet),
+            dose_amount: d("1"),
+            dose_unit: DoseUnit::Tablet,
+            schedule: schedule.map(|(t, c)| (ScheduleType::parse(t).unwrap(), c)),
+            dose_cycle: None,
+            max_daily_doses: None,
+        }
+    }
+
+    #[test]
+    fn daily_use_of_each_source_kind() {
+        use crate::medicine::vocab::{DoseCycle, DoseUnit};
+        let today: Date = "2027-03-10".parse().unwrap();
+        let use_of =
+            |s: &store::DrawingSource| source_daily_use(s, today).map(|u| Dec(u).to_string());
+        let times = json!({"times": ["08:00", "20:00"]});
+        assert_eq!(
+            use_of(&source(Some(("daily", times.clone())))).as_deref(),
+            Some("2")
+        );
+        assert_eq!(
+            use_of(&source(Some(("every_other_day", times.clone())))).as_deref(),
+            Some("1")
+        );
+        let weekly = source(Some((
+            "weekly",
+            json!({"times": ["08:00"], "weekdays": ["monday", "thursday"]}),
+        )));
+        // 2/7 a day: 4 tablets last exactly 14 days.
+        let weekly_use = Dec(source_daily_use(&weekly, today).unwrap());
+        assert_eq!(days_until(d("4"), d("0"), weekly_use), Some(14));
+        let dates = source(Some((
+            "specific_dates",
+            json!({"times": ["08:00"], "dates": ["2027-03-01", "2027-03-10", "2027-04-08", "2027-04-09"]}),
+        )));
+        // 2027-03-10 and 2027-04-08 fall in the 30 days from today.
+        assert_eq!(
+            source_daily_use(&dates, today).map(|u| u * rust_decimal::Decimal::from(30)),
+            Some(rust_decimal::Decimal::from(2))
+        );
+        let taper = source(Some((
+            "tapering",
+            json!({"times": ["08:00"], "taper_steps": [
+                {"start_date": "2027-03-01", "end_date": "2027-03-09", "dose_amount": "3"},
+                {"start_date": "2027-03-10", "end_date": "2027-03-20", "dose_amount": "0.5",
+                 "times": ["08:00", "12:00", "18:00"]}]}),
+        )));
+        assert_eq!(use_of(&taper).as_deref(), Some("1.5"));
+        assert_eq!(use_of(&source(Some(("prn", json!({}))))), None);
+        let mut monthly = source(None);
+        monthly.dose_cycle = Some(DoseCycle::Monthly);
+        monthly.max_daily_doses = Some(3);
+        assert_eq!(use_of(&monthly).as_deref(), Some("0.1"));
+        let mut other_unit = source(Some(("daily", times)));
+        other_unit.dose_unit = DoseUnit::Mg;
+        assert_eq!(use_of(&other_unit), None);
+        other_unit.medication_unit = None;
+        assert_eq!(use_of(&other_unit).as_deref(), Some("2"));
     }
 
     #[test]

@@ -1,0 +1,54 @@
+//! Dose occurrence handlers: parse, call the rule, shape the response.
+
+use axum::Json;
+use axum::extract::State;
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use serde_json::json;
+
+use super::model::{collection_schema, dose_occurrence_schema};
+use crate::auth::Actor;
+use crate::error::{ApiError, Result};
+use crate::http::extract::{QueryParams, ResourceId};
+use crate::http::openapi::{Api, Op};
+use crate::state::AppState;
+
+const TAG: &str = "Dose occurrences";
+const COLLECTION: &str = "/households/{household_id}/dose_occurrences";
+
+pub fn routes(api: Api) -> Api {
+    api.schema("DoseOccurrence", dose_occurrence_schema())
+        .schema("DoseOccurrenceCollection", collection_schema())
+        .route(
+            Op::get(COLLECTION, "listDoseOccurrences", TAG)
+                .summary("List the expected doses of a day")
+                .description("Projects the day's expected doses (in the household's time zone) of the routine schedules and routine person medications of one person, or of everyone the caller may view. Paused, retired and finished sources, prn schedules and as-needed assignments have none. Schedules give one dose per clock time (times, plus slots read through the person's notification preference) with scheduled_at in UTC; across a daylight-saving change a skipped local time moves forward by the gap and a repeated one is the earlier. Routine person medications give max_daily_doses (default 1) untimed doses per dose-cycle window (day, ISO week or calendar month), listed on every day of the window with the same keys. Each dose carries a signed occurrence_key, its outcome (taken through a linked medication take, else the saved outcome, else open) and warnings about its source's takes. Reads never persist anything. Not paginated: one day is small.")
+                .query(
+                    "date",
+                    json!({"$ref": "#/components/schemas/Date"}),
+                    "The day, YYYY-MM-DD (default today in the household's time zone)",
+                )
+                .query(
+                    "person_id",
+                    json!({"$ref": "#/components/schemas/ResourceIdentifier"}),
+                    "Only this person (numeric or portable id); 404 outside the caller's scope",
+                )
+                .ok("DoseOccurrenceCollection"),
+            get(list),
+        )
+}
+
+async fn list(State(state): State<AppState>, actor: Actor, query: QueryParams) -> Result<Response> {
+    let date = super::parse_date_param(query.get("date"))?;
+    let person_id = match query.get("person_id") {
+        None => None,
+        Some(text) => Some(ResourceId::parse(text).ok_or_else(|| {
+            ApiError::invalid("person_id", "must be a numeric or portable person id")
+        })?),
+    };
+    let (data, meta) = state
+        .db
+        .read(move |conn| super::list(conn, &actor, date, person_id.as_ref()))
+        .await?;
+    Ok(Json(json!({"data": data, "meta": meta})).into_response())
+}

@@ -1,0 +1,308 @@
+//! SQL for the dose-occurrence projection. Every read here covers all the
+//! people of one request at once (no query per person, source or dose):
+//! people are passed as a JSON array bound once and unpacked with
+//! `json_each`.
+
+use std::collections::HashMap;
+
+use jiff::civil::Date;
+use rusqlite::types::Type;
+use rusqlite::{Connection, Row, named_params};
+
+use crate::auth::Actor;
+use crate::auth::store::VISIBLE_PERSON;
+use crate::decimal::Dec;
+use crate::error::Result;
+use crate::medicine::vocab::{DoseCycle, DoseUnit, ScheduleType};
+
+/// A person whose doses are listed.
+#[derive(Debug, Clone)]
+pub struct PersonRef {
+    pub id: i64,
+    pub portable_id: String,
+}
+
+/// What a schedule and a direct assignment share for the projection.
+#[derive(Debug, Clone)]
+pub struct SourceCommon {
+    pub id: i64,
+    pub portable_id: String,
+    pub person_id: i64,
+    pub person_portable_id: String,
+    pub medication_id: i64,
+    pub medication_portable_id: String,
+    pub medication_display_name: String,
+    pub dose_amount: Dec,
+    pub dose_unit: DoseUnit,
+    pub dose_cycle: Option<DoseCycle>,
+    pub max_daily_doses: Option<i64>,
+    pub min_hours_between_doses: Option<Dec>,
+}
+
+/// A live, running (not paused) schedule in effect on the day.
+#[derive(Debug, Clone)]
+pub struct ScheduleSource {
+    pub common: SourceCommon,
+    pub schedule_type: ScheduleType,
+    pub schedule_config: serde_json::Value,
+    pub start_date: Date,
+}
+
+fn conversion(
+    index: usize,
+    err: impl std::error::Error + Send + Sync + 'static,
+) -> rusqlite::Error {
+    rusqlite::Error::FromSqlConversionFailure(index, Type::Text, Box::new(err))
+}
+
+fn date(r: &Row<'_>, index: usize) -> rusqlite::Result<Date> {
+    let text: String = r.get(index)?;
+    text.parse::<Date>().map_err(|e| conversion(index, e))
+}
+
+fn ids_json(people: &[PersonRef]) -> String {
+    serde_json::Value::from(people.iter().map(|p| p.id).collect::<Vec<_>>()).to_string()
+}
+
+/// The people of the household the actor may view, in id order.
+pub fn visible_people(conn: &Connection, actor: &Actor) -> Result<Vec<PersonRef>> {
+    let now = crate::time::now();
+    Ok(conn
+        .prepare_cached(&format!(
+            "SELECT p.id, p.portable_id FROM people p
+             WHERE p.household_id = :household_id AND {VISIBLE_PERSON}
+             ORDER BY p.id"
+        ))?
+        .query_map(
+            named_params! {
+                ":household_id": actor.household_id,
+                ":membership_id": actor.membership_id,
+                ":is_manager": actor.is_manager(),
+                ":now": now,
+            },
+            |r| {
+                Ok(PersonRef {
+                    id: r.get(0)?,
+                    portable_id: r.get(1)?,
+                })
+            },
+        )?
+        .collect::<rusqlite::Result<Vec<_>>>()?)
+}
+
+const COMMON: &str = "x.id, x.portable_id, x.person_id, p.portable_id, x.medication_id,
+    m.portable_id, COALESCE(m.friendly_name, m.name), x.dose_amount, x.dose_unit, x.dose_cycle,
+    x.max_daily_doses, x.min_hours_between_doses";
+
+fn common(r: &Row<'_>) -> rusqlite::Result<SourceCommon> {
+    Ok(SourceCommon {
+        id: r.get(0)?,
+        portable_id: r.get(1)?,
+        person_id: r.get(2)?,
+        person_portable_id: r.get(3)?,
+        medication_id: r.get(4)?,
+        medication_portable_id: r.get(5)?,
+        medication_display_name: r.get(6)?,
+        dose_amount: r.get(7)?,
+        dose_unit: r.get(8)?,
+        dose_cycle: r.get(9)?,
+        max_daily_doses: r.get(10)?,
+        min_hours_between_doses: r.get(11)?,
+    })
+}
+
+/// The live (unretired), running (active) schedules of these people that
+/// are in effect on `on` and have set times (prn excluded), in id order.
+pub fn schedules(
+    conn: &Connection,
+    household_id: i64,
+    people: &[PersonRef],
+    on: Date,
+) -> Result<Vec<ScheduleSource>> {
+    let rows = conn
+        .prepare_cached(&format!(
+            "SELECT {COMMON}, x.schedule_type, x.schedule_config, x.start_date
+             FROM schedules x
+             JOIN people p ON p.id = x.person_id
+             JOIN medications m ON m.id = x.medication_id
+             WHERE x.household_id = :household_id
+               AND x.person_id IN (SELECT value FROM json_each(:people))
+               AND x.retired_at IS NULL AND x.active = 1 AND x.schedule_type <> 'prn'
+               AND x.start_date <= :on AND (x.end_date IS NULL OR x.end_date >= :on)
+             ORDER BY x.id"
+        ))?
+        .query_map(
+            named_params! {
+                ":household_id": household_id,
+                ":people": ids_json(people),
+                ":on": on.to_string(),
+            },
+            |r| {
+                let config: String = r.get(13)?;
+                Ok(ScheduleSource {
+                    common: common(r)?,
+                    schedule_type: r.get(12)?,
+                    schedule_config: serde_json::from_str(&config)
+                        .map_err(|e| conversion(13, e))?,
+                    start_date: date(r, 14)?,
+                })
+            },
+        )?
+        .collect::<rusqlite::Result<Vec<_>>>()?;
+    Ok(rows)
+}
+
+/// The live, running routine assignments of these people, in id order
+/// (as-needed assignments have no expected doses).
+pub fn routine_assignments(
+    conn: &Connection,
+    household_id: i64,
+    people: &[PersonRef],
+) -> Result<Vec<SourceCommon>> {
+    Ok(conn
+        .prepare_cached(&format!(
+            "SELECT {COMMON}
+             FROM person_medications x
+             JOIN people p ON p.id = x.person_id
+             JOIN medications m ON m.id = x.medication_id
+             WHERE x.household_id = :household_id
+               AND x.person_id IN (SELECT value FROM json_each(:people))
+               AND x.retired_at IS NULL AND x.active = 1
+               AND x.administration_kind = 'routine'
+             ORDER BY x.id"
+        ))?
+        .query_map(
+            named_params! {
+                ":household_id": household_id,
+                ":people": ids_json(people),
+            },
+            common,
+        )?
+        .collect::<rusqlite::Result<Vec<_>>>()?)
+}
+
+/// A recorded dose of one of the listed sources.
+#[derive(Debug, Clone)]
+pub struct Take {
+    pub id: i64,
+    pub portable_id: String,
+    pub source_type: String,
+    pub source_id: i64,
+    /// The expected dose it was linked to, if any.
+    pub window_starts_on: Option<String>,
+    pub position: Option<i64>,
+    pub taken_at: String,
+}
+
+/// The sources a projection covers, by kind.
+#[derive(Debug, Default)]
+pub struct SourceIds {
+    pub schedules: Vec<i64>,
+    pub person_medications: Vec<i64>,
+}
+
+/// The takes of these sources that were taken in `[from, until)` (stored
+/// timestamps compare as text) or are linked to an occurrence whose window
+/// starts in `[first_window, last_window]`. One query for the whole day.
+pub fn takes(
+    conn: &Connection,
+    sources: &SourceIds,
+    from: &str,
+    until: &str,
+    first_window: Date,
+    last_window: Date,
+) -> Result<Vec<Take>> {
+    if sources.schedules.is_empty() && sources.person_medications.is_empty() {
+        return Ok(Vec::new());
+    }
+    Ok(conn
+        .prepare_cached(
+            "SELECT t.id, t.portable_id, t.source_type, t.source_id,
+                    t.occurrence_window_starts_on, t.occurrence_position, t.taken_at
+             FROM medication_takes t
+             WHERE ((t.source_type = 'schedule'
+                       AND t.source_id IN (SELECT value FROM json_each(:schedules)))
+                 OR (t.source_type = 'person_medication'
+                       AND t.source_id IN (SELECT value FROM json_each(:assignments))))
+               AND ((t.taken_at >= :from AND t.taken_at < :until)
+                 OR (t.occurrence_window_starts_on >= :first_window
+                       AND t.occurrence_window_starts_on <= :last_window))
+             ORDER BY t.taken_at, t.id",
+        )?
+        .query_map(
+            named_params! {
+                ":schedules": serde_json::Value::from(sources.schedules.clone()).to_string(),
+                ":assignments": serde_json::Value::from(sources.person_medications.clone()).to_string(),
+                ":from": from,
+                ":until": until,
+                ":first_window": first_window.to_string(),
+                ":last_window": last_window.to_string(),
+            },
+            |r| {
+                Ok(Take {
+                    id: r.get(0)?,
+                    portable_id: r.get(1)?,
+                    source_type: r.get(2)?,
+                    source_id: r.get(3)?,
+                    window_starts_on: r.get(4)?,
+                    position: r.get(5)?,
+                    taken_at: r.get(6)?,
+                })
+            },
+        )?
+        .collect::<rusqlite::Result<Vec<_>>>()?)
+}
+
+/// A saved outcome of an expected dose.
+#[derive(Debug, Clone)]
+pub struct SavedOutcome {
+    pub outcome: String,
+    pub reason: Option<String>,
+    pub note: Option<String>,
+    pub medication_take_id: Option<i64>,
+    pub medication_take_portable_id: Option<String>,
+}
+
+/// (source_type, source_id, window_starts_on, position).
+pub type OccurrenceIdentity = (String, i64, String, i64);
+
+/// The saved outcomes of these people's occurrences whose window contains
+/// `on`, by occurrence. One query for the whole day.
+pub fn saved_outcomes(
+    conn: &Connection,
+    household_id: i64,
+    people: &[PersonRef],
+    on: Date,
+) -> Result<HashMap<OccurrenceIdentity, SavedOutcome>> {
+    let rows = conn
+        .prepare_cached(
+            "SELECT o.source_type, o.source_id, o.window_starts_on, o.position, o.outcome,
+                    o.reason, o.note, o.medication_take_id, t.portable_id
+             FROM dose_occurrences o
+             LEFT JOIN medication_takes t ON t.id = o.medication_take_id
+             WHERE o.household_id = :household_id
+               AND o.person_id IN (SELECT value FROM json_each(:people))
+               AND o.window_starts_on <= :on AND o.window_ends_on >= :on",
+        )?
+        .query_map(
+            named_params! {
+                ":household_id": household_id,
+                ":people": ids_json(people),
+                ":on": on.to_string(),
+            },
+            |r| {
+                Ok((
+                    (r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?),
+                    SavedOutcome {
+                        outcome: r.get(4)?,
+                        reason: r.get(5)?,
+                        note: r.get(6)?,
+                        medication_take_id: r.get(7)?,
+                        medication_take_portable_id: r.get(8)?,
+                    },
+                ))
+            },
+        )?
+        .collect::<rusqlite::Result<HashMap<_, _>>>()?;
+    Ok(rows)
+}

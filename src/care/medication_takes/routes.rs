@@ -1,0 +1,180 @@
+//! Medication take handlers: parse, call the rule, shape the response.
+
+use axum::Json;
+use axum::extract::State;
+use axum::http::{HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use serde_json::json;
+
+use super::Filter;
+use super::model::{
+    MedicationTakeBody, SourceType, created_schema, medication_take_schema,
+    new_medication_take_schema, warning_schema,
+};
+use crate::auth::Actor;
+use crate::error::{ApiError, Result};
+use crate::http::extract::{ApiJson, QueryParams, ResourceId};
+use crate::http::openapi::{Api, Op};
+use crate::http::respond::{self, Versioned};
+use crate::state::AppState;
+
+const TAG: &str = "Medication takes";
+const COLLECTION: &str = "/households/{household_id}/medication_takes";
+
+const CREATE_DESCRIPTION: &str = "Records a dose actually given under a schedule or a direct \
+assignment (source_type and source_id, a live source of the household). dose_amount and dose_unit \
+default to the source's; the take keeps them, so changing the source's dose later never rewrites \
+it. In the same transaction the dose is deducted exactly once from the current_supply of \
+taken_from_medication_id (default: the source's medication) when the units agree (or the \
+medication has no dose_unit), never below zero; the medication gets a new version. An \
+occurrence_key from listDoseOccurrences links the take to that expected dose of this source \
+(marking it taken): a key of another source or one this server did not issue is a 422, and an \
+expected dose already linked to another take a 409 occurrence_already_taken. client_uuid makes a \
+retry safe: the same client_uuid returns the recorded take with 200 and deducts nothing; reused \
+with different facts it is a 409 client_uuid_reused. Recording is never refused for a safety \
+limit (the dose was already given): meta.warnings reports `max_daily_doses_exceeded` (more takes \
+of this source in the dose-cycle window containing taken_at, a day, ISO week or month in the \
+household time zone, than max_daily_doses), `min_hours_between_doses` (another take of this \
+source closer than min_hours_between_doses), `stock_not_deducted` (the take's unit differs from \
+the medication's) and `stock_ran_out` (the supply was smaller than the dose and is now zero); for \
+prn schedules and as-needed assignments meta.next_dose_allowed_at is the earliest time the next \
+dose keeps within both limits. Takes cannot be changed or deleted. Needs record access to the \
+source's person (view access gets 403, a person outside the caller's scope 404).";
+
+pub fn routes(api: Api) -> Api {
+    api.resource_schema("MedicationTake", medication_take_schema())
+        .schema("MedicationTakeWarning", warning_schema())
+        .schema("MedicationTakeCreated", created_schema())
+        .request_schema(
+            "MedicationTakeCreateRequest",
+            "medication_take",
+            new_medication_take_schema(),
+        )
+        .route(
+            Op::get(COLLECTION, "listMedicationTakes", TAG)
+                .summary("List recorded doses, newest first")
+                .description("Takes of the people the caller may view, by taken_at, newest first. source_type and source_id filter together (one without the other is a 422); takes of retired sources stay listed.")
+                .paginated()
+                .updated_since()
+                .query(
+                    "person_id",
+                    json!({"$ref": "#/components/schemas/ResourceIdentifier"}),
+                    "Only takes of this person (numeric or portable id)",
+                )
+                .query(
+                    "source_type",
+                    SourceType::schema(),
+                    "Only takes of this kind of source; needs source_id",
+                )
+                .query(
+                    "source_id",
+                    json!({"$ref": "#/components/schemas/ResourceIdentifier"}),
+                    "Only takes of this schedule or person medication (numeric or portable id); needs source_type",
+                )
+                .query(
+                    "from",
+                    json!({"type": "string", "format": "date-time"}),
+                    "Only takes taken at or after this time",
+                )
+                .query(
+                    "to",
+                    json!({"type": "string", "format": "date-time"}),
+                    "Only takes taken at or before this time",
+                )
+                .ok("MedicationTakeCollection"),
+            get(list),
+        )
+        .route(
+            Op::post(COLLECTION, "createMedicationTake", TAG)
+                .summary("Record a dose that was given")
+                .description(CREATE_DESCRIPTION)
+                .body("MedicationTakeCreateRequest")
+                .created("MedicationTakeCreated")
+                .also_ok("MedicationTakeCreated")
+                .etag()
+                .errors(&[409]),
+            post(create),
+        )
+}
+
+/// Reads an optional numeric-or-portable reference from the query string.
+fn reference(query: &QueryParams, name: &str) -> Result<Option<ResourceId>> {
+    query
+        .get(name)
+        .map(|text| {
+            ResourceId::parse(text).ok_or_else(|| {
+                ApiError::invalid(name, "must be a numeric id or a portable id (UUID)")
+            })
+        })
+        .transpose()
+}
+
+fn source_filter(query: &QueryParams) -> Result<Option<(SourceType, ResourceId)>> {
+    let source_type = query
+        .get("source_type")
+        .map(|text| {
+            SourceType::parse(text).ok_or_else(|| {
+                ApiError::invalid("source_type", "must be schedule or person_medication")
+            })
+        })
+        .transpose()?;
+    let source_id = reference(query, "source_id")?;
+    match (source_type, source_id) {
+        (None, None) => Ok(None),
+        (Some(t), Some(id)) => Ok(Some((t, id))),
+        (Some(_), None) => Err(ApiError::invalid(
+            "source_id",
+            "is required with source_type",
+        )),
+        (None, Some(_)) => Err(ApiError::invalid(
+            "source_type",
+            "is required with source_id",
+        )),
+    }
+}
+
+async fn list(State(state): State<AppState>, actor: Actor, query: QueryParams) -> Result<Response> {
+    let page = query.page()?;
+    let filter = Filter {
+        person_id: reference(&query, "person_id")?,
+        source: source_filter(&query)?,
+        from: query.timestamp("from")?,
+        to: query.timestamp("to")?,
+        updated_since: query.updated_since()?,
+    };
+    let (items, total) = state
+        .db
+        .read(move |conn| super::list(conn, &actor, &filter, page))
+        .await?;
+    Ok(respond::collection(items, page, total))
+}
+
+async fn create(
+    State(state): State<AppState>,
+    actor: Actor,
+    ApiJson(body): ApiJson<MedicationTakeBody>,
+) -> Result<Response> {
+    let recorded = state
+        .db
+        .write(move |conn| super::create(conn, &actor, body.medication_take))
+        .await?;
+    let status = if recorded.replayed {
+        StatusCode::OK
+    } else {
+        StatusCode::CREATED
+    };
+    let etag = recorded.take.etag();
+    let body = json!({
+        "data": recorded.take,
+        "meta": {
+            "warnings": recorded.warnings,
+            "next_dose_allowed_at": recorded.next_dose_allowed_at,
+        },
+    });
+    let mut response = (status, Json(body)).into_response();
+    if let Ok(value) = HeaderValue::from_str(&etag) {
+        response.headers_mut().insert(header::ETAG, value);
+    }
+    Ok(response)
+}

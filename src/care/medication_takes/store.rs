@@ -1,0 +1,342 @@
+//! SQL for medication takes and the sources they were given under.
+
+use rusqlite::{Connection, OptionalExtension, Row, named_params, params};
+
+use super::model::{MedicationTake, SourceType};
+use crate::auth::Actor;
+use crate::auth::store::VISIBLE_PERSON;
+use crate::decimal::Dec;
+use crate::error::Result;
+use crate::http::extract::{Page, ResourceId};
+use crate::medicine::vocab::{DoseCycle, DoseUnit};
+
+const COLUMNS: &str = "t.id, t.portable_id, t.person_id, p.portable_id, t.source_type, t.source_id,
+    coalesce(s.portable_id, a.portable_id), t.client_uuid, t.taken_at, t.dose_amount, t.dose_unit,
+    t.taken_from_medication_id, m.portable_id, t.taken_from_location_id, l.portable_id,
+    t.occurrence_key, t.recorded_by_membership_id, t.lock_version, t.created_at";
+
+/// One set of joins gives every row its portable references (no query per row).
+const FROM: &str = "medication_takes t
+    JOIN people p ON p.id = t.person_id
+    LEFT JOIN schedules s ON t.source_type = 'schedule' AND s.id = t.source_id
+    LEFT JOIN person_medications a ON t.source_type = 'person_medication' AND a.id = t.source_id
+    LEFT JOIN medications m ON m.id = t.taken_from_medication_id
+    LEFT JOIN locations l ON l.id = t.taken_from_location_id";
+
+fn from_row(r: &Row<'_>) -> rusqlite::Result<MedicationTake> {
+    Ok(MedicationTake {
+        id: r.get(0)?,
+        portable_id: r.get(1)?,
+        person_id: r.get(2)?,
+        person_portable_id: r.get(3)?,
+        source_type: r.get(4)?,
+        source_id: r.get(5)?,
+        source_portable_id: r.get(6)?,
+        client_uuid: r.get(7)?,
+        taken_at: r.get(8)?,
+        dose_amount: r.get(9)?,
+        dose_unit: r.get(10)?,
+        taken_from_medication_id: r.get(11)?,
+        taken_from_medication_portable_id: r.get(12)?,
+        taken_from_location_id: r.get(13)?,
+        taken_from_location_portable_id: r.get(14)?,
+        occurrence_key: r.get(15)?,
+        recorded_by_membership_id: r.get(16)?,
+        lock_version: r.get(17)?,
+        created_at: r.get(18)?,
+    })
+}
+
+pub fn find(conn: &Connection, id: i64) -> Result<Option<MedicationTake>> {
+    Ok(conn
+        .prepare_cached(&format!("SELECT {COLUMNS} FROM {FROM} WHERE t.id = ?1"))?
+        .query_row([id], from_row)
+        .optional()?)
+}
+
+/// The take a client_uuid already recorded in this household.
+pub fn find_by_client_uuid(
+    conn: &Connection,
+    household_id: i64,
+    client_uuid: &str,
+) -> Result<Option<MedicationTake>> {
+    Ok(conn
+        .prepare_cached(&format!(
+            "SELECT {COLUMNS} FROM {FROM} WHERE t.household_id = ?1 AND t.client_uuid = ?2"
+        ))?
+        .query_row(params![household_id, client_uuid], from_row)
+        .optional()?)
+}
+
+/// The id of the take already linked to an expected dose, if any.
+pub fn find_by_occurrence(
+    conn: &Connection,
+    source_type: SourceType,
+    source_id: i64,
+    window_starts_on: &str,
+    position: i64,
+) -> Result<Option<i64>> {
+    Ok(conn
+        .prepare_cached(
+            "SELECT id FROM medication_takes
+             WHERE source_type = ?1 AND source_id = ?2 AND occurrence_window_starts_on = ?3
+               AND occurrence_position = ?4",
+        )?
+        .query_row(
+            params![source_type, source_id, window_starts_on, position],
+            |r| r.get(0),
+        )
+        .optional()?)
+}
+
+/// A schedule or direct assignment as a take sees it: whose it is, its
+/// dose and its limits.
+#[derive(Debug, Clone)]
+pub struct Source {
+    pub source_type: SourceType,
+    pub id: i64,
+    pub portable_id: String,
+    pub person_id: i64,
+    pub medication_id: i64,
+    pub dose_amount: Dec,
+    pub dose_unit: DoseUnit,
+    pub dose_cycle: Option<DoseCycle>,
+    pub max_daily_doses: Option<i64>,
+    pub min_hours_between_doses: Option<Dec>,
+    /// A prn schedule or an as-needed assignment.
+    pub as_needed: bool,
+    pub retired: bool,
+}
+
+/// The schedule or assignment `id` of the household, retired ones included.
+pub fn find_source(
+    conn: &Connection,
+    household_id: i64,
+    source_type: SourceType,
+    id: &ResourceId,
+) -> Result<Option<Source>> {
+    let (table, as_needed) = match source_type {
+        SourceType::Schedule => ("schedules", "x.schedule_type = 'prn'"),
+        SourceType::PersonMedication => {
+            ("person_medications", "x.administration_kind = 'as_needed'")
+        }
+    };
+    let (numeric, portable) = id.sql_parts();
+    Ok(conn
+        .prepare_cached(&format!(
+            "SELECT x.id, x.portable_id, x.person_id, x.medication_id, x.dose_amount, x.dose_unit,
+                    x.dose_cycle, x.max_daily_doses, x.min_hours_between_doses, {as_needed},
+                    x.retired_at IS NOT NULL
+             FROM {table} x
+             WHERE x.household_id = ?1 AND (x.id = ?2 OR x.portable_id = ?3)"
+        ))?
+        .query_row(params![household_id, numeric, portable], |r| {
+            Ok(Source {
+                source_type,
+                id: r.get(0)?,
+                portable_id: r.get(1)?,
+                person_id: r.get(2)?,
+                medication_id: r.get(3)?,
+                dose_amount: r.get(4)?,
+                dose_unit: r.get(5)?,
+                dose_cycle: r.get(6)?,
+                max_daily_doses: r.get(7)?,
+                min_hours_between_doses: r.get(8)?,
+                as_needed: r.get(9)?,
+                retired: r.get(10)?,
+            })
+        })
+        .optional()?)
+}
+
+pub struct NewRow<'a> {
+    pub portable_id: &'a str,
+    pub household_id: i64,
+    pub person_id: i64,
+    pub source_type: SourceType,
+    pub source_id: i64,
+    pub client_uuid: Option<&'a str>,
+    pub taken_at: &'a str,
+    pub dose_amount: Dec,
+    pub dose_unit: DoseUnit,
+    pub taken_from_medication_id: Option<i64>,
+    pub taken_from_location_id: Option<i64>,
+    pub occurrence_key: Option<&'a str>,
+    pub occurrence_window_starts_on: Option<String>,
+    pub occurrence_position: Option<i64>,
+    pub recorded_by_membership_id: Option<i64>,
+    pub created_at: &'a str,
+}
+
+pub fn insert(conn: &Connection, row: &NewRow<'_>) -> Result<i64> {
+    conn.prepare_cached(
+        "INSERT INTO medication_takes (portable_id, household_id, person_id, source_type,
+             source_id, client_uuid, taken_at, dose_amount, dose_unit, taken_from_medication_id,
+             taken_from_location_id, occurrence_key, occurrence_window_starts_on,
+             occurrence_position, recorded_by_membership_id, lock_version, created_at, updated_at)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, 1, ?16, ?16)",
+    )?
+    .execute(params![
+        row.portable_id,
+        row.household_id,
+        row.person_id,
+        row.source_type,
+        row.source_id,
+        row.client_uuid,
+        row.taken_at,
+        row.dose_amount,
+        row.dose_unit,
+        row.taken_from_medication_id,
+        row.taken_from_location_id,
+        row.occurrence_key,
+        row.occurrence_window_starts_on,
+        row.occurrence_position,
+        row.recorded_by_membership_id,
+        row.created_at,
+    ])?;
+    Ok(conn.last_insert_rowid())
+}
+
+/// How many takes of a source, recorded up to take `up_to_id`, fall in
+/// [start, end).
+pub fn count_in_window(
+    conn: &Connection,
+    source_type: SourceType,
+    source_id: i64,
+    start: &str,
+    end: &str,
+    up_to_id: i64,
+) -> Result<i64> {
+    Ok(conn
+        .prepare_cached(
+            "SELECT count(*) FROM medication_takes
+             WHERE source_type = ?1 AND source_id = ?2 AND taken_at >= ?3 AND taken_at < ?4
+               AND id <= ?5",
+        )?
+        .query_row(params![source_type, source_id, start, end, up_to_id], |r| {
+            r.get(0)
+        })?)
+}
+
+/// The times of the source's takes recorded before take `take_id` that are
+/// nearest to `taken_at`: the latest at or before it and the earliest after it.
+pub fn neighbours(
+    conn: &Connection,
+    source_type: SourceType,
+    source_id: i64,
+    taken_at: &str,
+    take_id: i64,
+) -> Result<(Option<String>, Option<String>)> {
+    let before = conn
+        .prepare_cached(
+            "SELECT taken_at FROM medication_takes
+             WHERE source_type = ?1 AND source_id = ?2 AND id < ?4 AND taken_at <= ?3
+             ORDER BY taken_at DESC LIMIT 1",
+        )?
+        .query_row(params![source_type, source_id, taken_at, take_id], |r| {
+            r.get(0)
+        })
+        .optional()?;
+    let after = conn
+        .prepare_cached(
+            "SELECT taken_at FROM medication_takes
+             WHERE source_type = ?1 AND source_id = ?2 AND id < ?4 AND taken_at > ?3
+             ORDER BY taken_at ASC LIMIT 1",
+        )?
+        .query_row(params![source_type, source_id, taken_at, take_id], |r| {
+            r.get(0)
+        })
+        .optional()?;
+    Ok((before, after))
+}
+
+/// The latest time a dose of the source was taken, among takes recorded up
+/// to take `up_to_id`.
+pub fn latest_taken_at(
+    conn: &Connection,
+    source_type: SourceType,
+    source_id: i64,
+    up_to_id: i64,
+) -> Result<Option<String>> {
+    Ok(conn
+        .prepare_cached(
+            "SELECT max(taken_at) FROM medication_takes
+             WHERE source_type = ?1 AND source_id = ?2 AND id <= ?3",
+        )?
+        .query_row(params![source_type, source_id, up_to_id], |r| r.get(0))?)
+}
+
+/// Which takes to list.
+#[derive(Debug, Default, Clone)]
+pub struct Filter {
+    pub person_id: Option<ResourceId>,
+    pub source: Option<(SourceType, ResourceId)>,
+    pub from: Option<String>,
+    pub to: Option<String>,
+    pub updated_since: Option<String>,
+}
+
+/// (numeric, portable) SQL parameters of an optional reference filter.
+fn reference(id: Option<&ResourceId>) -> (Option<i64>, Option<&str>) {
+    match id {
+        None => (None, None),
+        Some(ResourceId::Numeric(n)) => (Some(*n), None),
+        Some(ResourceId::Portable(p)) => (None, Some(p.as_str())),
+    }
+}
+
+/// One page of the takes of people the actor may view, newest first, and
+/// the total.
+pub fn list_visible(
+    conn: &Connection,
+    actor: &Actor,
+    filter: &Filter,
+    page: Page,
+) -> Result<(Vec<MedicationTake>, i64)> {
+    let (person_numeric, person_portable) = reference(filter.person_id.as_ref());
+    let source_type = filter.source.as_ref().map(|(t, _)| *t);
+    let (source_numeric, source_portable) = reference(filter.source.as_ref().map(|(_, id)| id));
+    let condition = format!(
+        "t.household_id = :household_id AND {VISIBLE_PERSON}
+         AND (:updated_since IS NULL OR t.updated_at >= :updated_since)
+         AND (:from IS NULL OR t.taken_at >= :from)
+         AND (:to IS NULL OR t.taken_at <= :to)
+         AND (:person_numeric IS NULL OR t.person_id = :person_numeric)
+         AND (:person_portable IS NULL OR p.portable_id = :person_portable)
+         AND (:source_type IS NULL OR t.source_type = :source_type)
+         AND (:source_numeric IS NULL OR t.source_id = :source_numeric)
+         AND (:source_portable IS NULL
+              OR coalesce(s.portable_id, a.portable_id) = :source_portable)"
+    );
+    let now = crate::time::now();
+    let is_manager = actor.is_manager();
+    let params = named_params! {
+        ":household_id": actor.household_id,
+        ":membership_id": actor.membership_id,
+        ":is_manager": is_manager,
+        ":now": now,
+        ":updated_since": filter.updated_since,
+        ":from": filter.from,
+        ":to": filter.to,
+        ":person_numeric": person_numeric,
+        ":person_portable": person_portable,
+        ":source_type": source_type,
+        ":source_numeric": source_numeric,
+        ":source_portable": source_portable,
+    };
+    let total: i64 = conn
+        .prepare_cached(&format!("SELECT count(*) FROM {FROM} WHERE {condition}"))?
+        .query_row(params, |r| r.get(0))?;
+    let (limit, offset) = (page.limit(), page.offset());
+    let mut paged = params.to_vec();
+    paged.push((":limit", &limit));
+    paged.push((":offset", &offset));
+    let rows = conn
+        .prepare_cached(&format!(
+            "SELECT {COLUMNS} FROM {FROM} WHERE {condition}
+             ORDER BY t.taken_at DESC, t.id DESC LIMIT :limit OFFSET :offset"
+        ))?
+        .query_map(paged.as_slice(), from_row)?
+        .collect::<rusqlite::Result<Vec<_>>>()?;
+    Ok((rows, total))
+}

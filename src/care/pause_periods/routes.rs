@@ -1,0 +1,187 @@
+//! Pause period handlers: parse, call the rule (under the request's
+//! Idempotency-Key), shape the response.
+
+use axum::extract::{RawPathParams, State};
+use axum::http::{StatusCode, Uri};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use serde::de::DeserializeOwned;
+use serde_json::{Value, json};
+
+use super::SourceFilter;
+use super::model::{
+    EMPTY_REQUEST, EmptyBody, PausePeriodBody, SourceType, empty_request_schema,
+    pause_period_attributes_schema, pause_period_schema,
+};
+use crate::auth::Actor;
+use crate::db::idempotency::{self, Replay, SavedResponse};
+use crate::error::{ApiError, FieldErrors, Result};
+use crate::http::extract::{
+    ApiJson, IdempotencyKey, IfMatch, OptionalApiJson, QueryParams, parse_json, path_param,
+};
+use crate::http::openapi::{Api, Op};
+use crate::http::respond;
+use crate::state::AppState;
+
+const TAG: &str = "Pause periods";
+const COLLECTION: &str = "/households/{household_id}/medication_pause_periods";
+const RESUME: &str = "/households/{household_id}/medication_pause_periods/{portable_id}/resume";
+
+/// Turns an already parsed JSON body into its typed form, with the same
+/// 422s as a body parsed directly.
+pub fn typed<T: DeserializeOwned>(body: Option<&Value>) -> Result<T> {
+    let text = body.map(Value::to_string).unwrap_or_else(|| "{}".into());
+    parse_json(text.as_bytes())
+}
+
+pub fn routes(api: Api) -> Api {
+    api.resource_schema("MedicationPausePeriod", pause_period_schema())
+        .request_schema(
+            "MedicationPausePeriodCreateRequest",
+            "medication_pause_period",
+            pause_period_attributes_schema(),
+        )
+        .schema(EMPTY_REQUEST, empty_request_schema())
+        .route(
+            Op::get(COLLECTION, "listMedicationPausePeriods", TAG)
+                .summary("List pause periods of the people you may view")
+                .description("Current and completed periods, newest first (by start, then creation). source_type and source_id (the source's portable id) must be given together to get one source's history; the history of deleted (retired) sources stays visible to those with view access to the person.")
+                .paginated()
+                .query("source_type", SourceType::schema(), "Only periods of this kind of source; needs source_id")
+                .query(
+                    "source_id",
+                    json!({"$ref": "#/components/schemas/PortableId"}),
+                    "Only periods of this source (portable id); needs source_type",
+                )
+                .ok("MedicationPausePeriodCollection"),
+            get(list),
+        )
+        .route(
+            Op::post(COLLECTION, "createMedicationPausePeriod", TAG)
+                .summary("Pause a schedule or direct assignment")
+                .description("Opens a pause period on a live schedule or direct assignment with a required reason (one of the capability document's medication_pause_periods.supported) and an optional note. The server sets the start time and the actor; periods cannot be backdated. The source stops (active false) until the period is resumed. Needs manage access to the source's person (view and record access get 403, a source outside the caller's scope or deleted 404). A source that already has an open period gets 409 pause_period_open.")
+                .body("MedicationPausePeriodCreateRequest")
+                .idempotency_key()
+                .created("MedicationPausePeriodResponse")
+                .etag(),
+            post(create),
+        )
+        .route(
+            Op::post(RESUME, "resumeMedicationPausePeriod", TAG)
+                .summary("Resume: close a pause period")
+                .description("Closes the addressed period (the server sets the end time and the actor) and makes its source active again. Only the addressed period closes: if it has already ended the answer is 409 pause_period_closed and nothing changes, so a retry aimed at an older, completed period never closes a newer pause. No attributes (send {} or no body). Needs manage access to the source's person; a deleted source cannot be resumed (404). If-Match is optional; a stale one returns 409.")
+                .optional_body(EMPTY_REQUEST)
+                .if_match()
+                .idempotency_key()
+                .ok("MedicationPausePeriodResponse")
+                .etag(),
+            post(resume),
+        )
+}
+
+/// `source_type` and `source_id` from the query, both or neither.
+fn source_filter(query: &QueryParams) -> Result<Option<SourceFilter>> {
+    let source_type = query.get("source_type");
+    let source_id = query.get("source_id");
+    let mut errors = FieldErrors::new();
+    let mut problem = |field: &str, message: &str| {
+        errors.insert(field.to_string(), vec![message.to_string()]);
+    };
+    let parsed_type = source_type.and_then(SourceType::parse);
+    if source_type.is_some() && parsed_type.is_none() {
+        problem("source_type", "must be schedule or person_medication");
+    }
+    let parsed_id = source_id.and_then(|text| {
+        uuid::Uuid::parse_str(text)
+            .ok()
+            .map(|u| u.hyphenated().to_string())
+    });
+    if source_id.is_some() && parsed_id.is_none() {
+        problem("source_id", "must be a portable id (UUID)");
+    }
+    match (source_type, source_id) {
+        (Some(_), None) => problem("source_id", "is required together with source_type"),
+        (None, Some(_)) => problem("source_type", "is required together with source_id"),
+        _ => {}
+    }
+    if !errors.is_empty() {
+        return Err(ApiError::Validation {
+            message: "source_type and source_id must be given together and be valid".into(),
+            errors,
+        });
+    }
+    Ok(parsed_type
+        .zip(parsed_id)
+        .map(|(source_type, id)| SourceFilter {
+            source_type,
+            source_portable_id: id,
+        }))
+}
+
+async fn list(State(state): State<AppState>, actor: Actor, query: QueryParams) -> Result<Response> {
+    let page = query.page()?;
+    let filter = source_filter(&query)?;
+    let (items, total) = state
+        .db
+        .read(move |conn| super::list(conn, &actor, filter.as_ref(), page))
+        .await?;
+    Ok(respond::collection(items, page, total))
+}
+
+async fn create(
+    State(state): State<AppState>,
+    actor: Actor,
+    IdempotencyKey(key): IdempotencyKey,
+    uri: Uri,
+    ApiJson(body): ApiJson<Value>,
+) -> Result<Response> {
+    let replay = Replay::new(key, "POST", uri.path(), Some(&body));
+    let attrs = typed::<PausePeriodBody>(Some(&body))?.medication_pause_period;
+    let saved = state
+        .db
+        .write(move |conn| {
+            idempotency::run(
+                conn,
+                &actor,
+                &replay,
+                |conn| super::authorize_create(conn, &actor, &attrs).map(drop),
+                |conn| {
+                    let period = super::create(conn, &actor, &attrs)?;
+                    SavedResponse::tagged(StatusCode::CREATED, &period)
+                },
+            )
+        })
+        .await?;
+    Ok(saved.into_response())
+}
+
+async fn resume(
+    State(state): State<AppState>,
+    actor: Actor,
+    params: RawPathParams,
+    IdempotencyKey(key): IdempotencyKey,
+    if_match: IfMatch,
+    uri: Uri,
+    OptionalApiJson(body): OptionalApiJson<Value>,
+) -> Result<Response> {
+    let portable_id =
+        path_param(&params, "portable_id").ok_or_else(|| ApiError::not_found("pause period"))?;
+    let replay = Replay::new(key, "POST", uri.path(), body.as_ref());
+    typed::<EmptyBody>(body.as_ref())?;
+    let saved = state
+        .db
+        .write(move |conn| {
+            idempotency::run(
+                conn,
+                &actor,
+                &replay,
+                |conn| super::authorize_resume(conn, &actor, &portable_id).map(drop),
+                |conn| {
+                    let period = super::resume(conn, &actor, &portable_id, &if_match)?;
+                    SavedResponse::tagged(StatusCode::OK, &period)
+                },
+            )
+        })
+        .await?;
+    Ok(saved.into_response())
+}

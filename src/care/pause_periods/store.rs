@@ -1,0 +1,234 @@
+//! SQL for pause periods. Periods of retired sources stay readable (pause
+//! history is kept). This is also the one place that flips a source's
+//! `active` flag.
+
+use std::collections::HashMap;
+
+use rusqlite::{Connection, OptionalExtension, Row, named_params, params};
+
+use super::model::{PausePeriod, PauseReason, SourceType};
+use crate::auth::Actor;
+use crate::auth::store::VISIBLE_PERSON;
+use crate::error::Result;
+use crate::http::extract::Page;
+
+const COLUMNS: &str = "pp.id, pp.portable_id, pp.source_type, pp.source_id,
+    COALESCE(s.portable_id, a.portable_id), pp.person_id, p.portable_id, pp.reason, pp.note,
+    pp.started_at, pp.ended_at, pp.created_at, pp.updated_at, pp.legacy_context,
+    pp.imported_context, pp.recorded_by_membership_id,
+    CASE WHEN rm.id IS NOT NULL
+         THEN COALESCE(NULLIF(TRIM(ra.display_name), ''), rp.name, ra.email) END,
+    pp.resumed_by_membership_id,
+    CASE WHEN em.id IS NOT NULL
+         THEN COALESCE(NULLIF(TRIM(ea.display_name), ''), ep.name, ea.email) END,
+    pp.lock_version";
+
+/// One set of joins gives every row its portable references and actor
+/// names (no query per row).
+const FROM: &str = "medication_pause_periods pp
+    JOIN people p ON p.id = pp.person_id
+    LEFT JOIN schedules s ON pp.source_type = 'schedule' AND s.id = pp.source_id
+    LEFT JOIN person_medications a ON pp.source_type = 'person_medication' AND a.id = pp.source_id
+    LEFT JOIN memberships rm ON rm.id = pp.recorded_by_membership_id
+    LEFT JOIN accounts ra ON ra.id = rm.account_id
+    LEFT JOIN people rp ON rp.id = rm.person_id
+    LEFT JOIN memberships em ON em.id = pp.resumed_by_membership_id
+    LEFT JOIN accounts ea ON ea.id = em.account_id
+    LEFT JOIN people ep ON ep.id = em.person_id";
+
+fn from_row(r: &Row<'_>) -> rusqlite::Result<PausePeriod> {
+    let portable_id: String = r.get(1)?;
+    Ok(PausePeriod {
+        row_id: r.get(0)?,
+        id: portable_id.clone(),
+        portable_id,
+        source_type: r.get(2)?,
+        source_numeric_id: r.get(3)?,
+        source_id: r.get(4)?,
+        person_id: r.get(5)?,
+        person_portable_id: r.get(6)?,
+        reason: r.get(7)?,
+        note: r.get(8)?,
+        started_at: r.get(9)?,
+        ended_at: r.get(10)?,
+        created_at: r.get(11)?,
+        updated_at: r.get(12)?,
+        legacy_context: r.get(13)?,
+        imported_context: r.get(14)?,
+        recorded_by_membership_id: r.get(15)?,
+        recorded_by_display_name: r.get(16)?,
+        resumed_by_membership_id: r.get(17)?,
+        resumed_by_display_name: r.get(18)?,
+        lock_version: r.get(19)?,
+    })
+}
+
+/// A period of the household by portable id, whoever its person is: the
+/// caller's access is checked by the rules.
+pub fn find(
+    conn: &Connection,
+    household_id: i64,
+    portable_id: &str,
+) -> Result<Option<PausePeriod>> {
+    Ok(conn
+        .prepare_cached(&format!(
+            "SELECT {COLUMNS} FROM {FROM} WHERE pp.household_id = ?1 AND pp.portable_id = ?2"
+        ))?
+        .query_row(params![household_id, portable_id], from_row)
+        .optional()?)
+}
+
+pub fn find_by_id(conn: &Connection, id: i64) -> Result<Option<PausePeriod>> {
+    Ok(conn
+        .prepare_cached(&format!("SELECT {COLUMNS} FROM {FROM} WHERE pp.id = ?1"))?
+        .query_row([id], from_row)
+        .optional()?)
+}
+
+/// The open periods of these sources of one type, by source id: one query
+/// for a whole page of sources.
+pub fn open_for(
+    conn: &Connection,
+    source_type: SourceType,
+    source_ids: &[i64],
+) -> Result<HashMap<i64, PausePeriod>> {
+    if source_ids.is_empty() {
+        return Ok(HashMap::new());
+    }
+    let ids = serde_json::Value::from(source_ids.to_vec()).to_string();
+    let rows = conn
+        .prepare_cached(&format!(
+            "SELECT {COLUMNS} FROM {FROM}
+             WHERE pp.source_type = ?1 AND pp.ended_at IS NULL
+               AND pp.source_id IN (SELECT value FROM json_each(?2))"
+        ))?
+        .query_map(params![source_type, ids], from_row)?
+        .collect::<rusqlite::Result<Vec<_>>>()?;
+    Ok(rows
+        .into_iter()
+        .map(|period| (period.source_numeric_id, period))
+        .collect())
+}
+
+/// Restricts a list to one source's history.
+#[derive(Debug, Clone)]
+pub struct SourceFilter {
+    pub source_type: SourceType,
+    /// The source's portable id; retired sources count (history stays visible).
+    pub source_portable_id: String,
+}
+
+/// One page of the periods of people the actor may view, newest first, and
+/// the total.
+pub fn list_visible(
+    conn: &Connection,
+    actor: &Actor,
+    filter: Option<&SourceFilter>,
+    page: Page,
+) -> Result<(Vec<PausePeriod>, i64)> {
+    let condition = format!(
+        "pp.household_id = :household_id AND {VISIBLE_PERSON}
+         AND (:source_type IS NULL OR (pp.source_type = :source_type AND pp.source_id = (
+             CASE :source_type
+               WHEN 'schedule' THEN (SELECT id FROM schedules
+                   WHERE portable_id = :source_portable AND household_id = :household_id)
+               ELSE (SELECT id FROM person_medications
+                   WHERE portable_id = :source_portable AND household_id = :household_id)
+             END)))"
+    );
+    let now = crate::time::now();
+    let source_type = filter.map(|f| f.source_type);
+    let source_portable = filter.map(|f| f.source_portable_id.as_str());
+    let params = named_params! {
+        ":household_id": actor.household_id,
+        ":membership_id": actor.membership_id,
+        ":is_manager": actor.is_manager(),
+        ":now": now,
+        ":source_type": source_type,
+        ":source_portable": source_portable,
+    };
+    let total: i64 = conn
+        .prepare_cached(&format!("SELECT count(*) FROM {FROM} WHERE {condition}"))?
+        .query_row(params, |r| r.get(0))?;
+    let mut paged = params.to_vec();
+    let (limit, offset) = (page.limit(), page.offset());
+    paged.push((":limit", &limit));
+    paged.push((":offset", &offset));
+    let rows = conn
+        .prepare_cached(&format!(
+            "SELECT {COLUMNS} FROM {FROM} WHERE {condition}
+             ORDER BY COALESCE(pp.started_at, pp.created_at) DESC, pp.id DESC
+             LIMIT :limit OFFSET :offset"
+        ))?
+        .query_map(paged.as_slice(), from_row)?
+        .collect::<rusqlite::Result<Vec<_>>>()?;
+    Ok((rows, total))
+}
+
+/// A new open period, started now by the actor.
+pub struct NewPeriod<'a> {
+    pub portable_id: &'a str,
+    pub household_id: i64,
+    pub source_type: SourceType,
+    pub source_id: i64,
+    pub person_id: i64,
+    pub reason: PauseReason,
+    pub note: Option<&'a str>,
+    pub recorded_by_membership_id: i64,
+    pub now: &'a str,
+}
+
+pub fn insert(conn: &Connection, p: &NewPeriod<'_>) -> Result<i64> {
+    conn.prepare_cached(
+        "INSERT INTO medication_pause_periods
+           (portable_id, household_id, source_type, source_id, person_id, reason, note,
+            started_at, recorded_by_membership_id, lock_version, created_at, updated_at)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, 1, ?8, ?8)",
+    )?
+    .execute(params![
+        p.portable_id,
+        p.household_id,
+        p.source_type,
+        p.source_id,
+        p.person_id,
+        p.reason,
+        p.note,
+        p.now,
+        p.recorded_by_membership_id,
+    ])?;
+    Ok(conn.last_insert_rowid())
+}
+
+/// Closes an open period; false when it was already closed.
+pub fn close(conn: &Connection, id: i64, resumed_by_membership_id: i64, now: &str) -> Result<bool> {
+    let changed = conn
+        .prepare_cached(
+            "UPDATE medication_pause_periods
+             SET ended_at = ?3, resumed_by_membership_id = ?2, updated_at = ?3,
+                 lock_version = lock_version + 1
+             WHERE id = ?1 AND ended_at IS NULL",
+        )?
+        .execute(params![id, resumed_by_membership_id, now])?;
+    Ok(changed == 1)
+}
+
+/// Sets a source's `active` flag (false while paused), as a change to the
+/// source: its version moves on.
+pub fn set_source_active(
+    conn: &Connection,
+    source_type: SourceType,
+    source_id: i64,
+    active: bool,
+    now: &str,
+) -> Result<()> {
+    let table = match source_type {
+        SourceType::Schedule => "schedules",
+        SourceType::PersonMedication => "person_medications",
+    };
+    conn.prepare_cached(&format!(
+        "UPDATE {table} SET active = ?2, updated_at = ?3, lock_version = lock_version + 1
+         WHERE id = ?1"
+    ))?
+    .execute(params![source_id, active, now])?;
+    Ok(())
+}

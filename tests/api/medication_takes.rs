@@ -1,0 +1,661 @@
+use std::collections::BTreeSet;
+
+use pillbox::auth::Role;
+use pillbox::care::occurrence_key::{self, Occurrence};
+use serde_json::{Value, json};
+
+use crate::schedules::{Ids, feed, grant, new_medication, new_person};
+use crate::support::{TestApp, TestResponse};
+
+const KEYS: [&str; 18] = [
+    "id",
+    "portable_id",
+    "person_id",
+    "person_portable_id",
+    "source_type",
+    "source_id",
+    "source_portable_id",
+    "client_uuid",
+    "taken_at",
+    "dose_amount",
+    "dose_unit",
+    "taken_from_medication_id",
+    "taken_from_medication_portable_id",
+    "taken_from_location_id",
+    "taken_from_location_portable_id",
+    "occurrence_key",
+    "recorded_by_membership_id",
+    "created_at",
+];
+
+fn ids(data: &Value) -> Ids {
+    Ids {
+        id: data["id"].as_i64().unwrap(),
+        portable: data["portable_id"].as_str().unwrap().to_string(),
+    }
+}
+
+/// A daily schedule of `med` (1 tablet) for `person`, with `extra` attributes.
+async fn schedule(app: &TestApp, person: &Ids, med: &Ids, extra: Value) -> Ids {
+    let mut body = json!({"schedule": {
+        "person_id": person.id,
+        "medication_id": med.id,
+        "schedule_type": "daily",
+        "schedule_config": {"times": ["08:00", "20:00"]},
+        "start_date": "2025-01-01",
+    }});
+    for (k, v) in extra.as_object().unwrap() {
+        body["schedule"][k] = v.clone();
+    }
+    let created = app.post(&app.hh("/schedules"), &app.owner, body).await;
+    created.assert_status(201);
+    ids(created.data())
+}
+
+/// A direct assignment of `med` to `person`, with `extra` attributes.
+async fn assignment(app: &TestApp, person: &Ids, med: &Ids, extra: Value) -> Ids {
+    let mut body = json!({"person_medication": {"person_id": person.id, "medication_id": med.id}});
+    for (k, v) in extra.as_object().unwrap() {
+        body["person_medication"][k] = v.clone();
+    }
+    let created = app
+        .post(&app.hh("/person_medications"), &app.owner, body)
+        .await;
+    created.assert_status(201);
+    ids(created.data())
+}
+
+async fn take(app: &TestApp, token: &str, attrs: Value) -> TestResponse {
+    app.post(
+        &app.hh("/medication_takes"),
+        token,
+        json!({"medication_take": attrs}),
+    )
+    .await
+}
+
+async fn supply(app: &TestApp, med: &Ids) -> String {
+    let got = app
+        .get(&app.hh(&format!("/medications/{}", med.id)), &app.owner)
+        .await;
+    got.assert_status(200);
+    got.data()["current_supply"].as_str().unwrap().to_string()
+}
+
+fn codes(response: &TestResponse) -> Vec<String> {
+    response.body["meta"]["warnings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|w| w["code"].as_str().unwrap().to_string())
+        .collect()
+}
+
+/// Person Ada, Paracetamol (1 tablet, supply 10.5) and a schedule of it.
+async fn setup(app: &TestApp) -> (Ids, Ids, Ids) {
+    let ada = new_person(app, "Ada").await;
+    let med = new_medication(app, "Paracetamol").await;
+    let s = schedule(app, &ada, &med, json!({})).await;
+    (ada, med, s)
+}
+
+#[tokio::test]
+async fn a_take_defaults_from_its_source_and_deducts_stock_exactly() {
+    let app = TestApp::new().await;
+    let (ada, med, s) = setup(&app).await;
+
+    let created = take(
+        &app,
+        &app.owner,
+        json!({"source_type": "schedule", "source_id": s.portable,
+               "taken_at": "2025-01-10T08:05:00+01:00"}),
+    )
+    .await;
+    created.assert_status(201);
+    let t = created.data().clone();
+    let keys: BTreeSet<&str> = t.as_object().unwrap().keys().map(String::as_str).collect();
+    assert_eq!(keys, KEYS.into_iter().collect());
+    assert_eq!(t["person_id"], ada.id);
+    assert_eq!(t["person_portable_id"], ada.portable.as_str());
+    assert_eq!(t["source_type"], "schedule");
+    assert_eq!(t["source_id"], s.id);
+    assert_eq!(t["source_portable_id"], s.portable.as_str());
+    assert_eq!(t["taken_at"], "2025-01-10T07:05:00.000000Z");
+    assert_eq!(t["dose_amount"], "1");
+    assert_eq!(t["dose_unit"], "tablet");
+    assert_eq!(t["taken_from_medication_id"], med.id);
+    assert_eq!(
+        t["taken_from_medication_portable_id"],
+        med.portable.as_str()
+    );
+    assert_eq!(t["taken_from_location_id"], Value::Null);
+    assert_eq!(t["client_uuid"], Value::Null);
+    assert_eq!(t["occurrence_key"], Value::Null);
+    assert_eq!(t["recorded_by_membership_id"], app.owner_membership_id);
+    assert_eq!(
+        created.etag(),
+        format!("\"{}.1\"", t["portable_id"].as_str().unwrap())
+    );
+    assert_eq!(created.body["meta"]["warnings"], json!([]));
+    assert_eq!(created.body["meta"]["next_dose_allowed_at"], Value::Null);
+    assert_eq!(supply(&app, &med).await, "9.5");
+    assert_eq!(
+        feed(&app, "MedicationTake", t["id"].as_i64().unwrap()).await,
+        [("create".to_string(), Some(ada.id))]
+    );
+    assert_eq!(
+        feed(&app, "Medication", med.id).await.last().unwrap(),
+        &("update".to_string(), None)
+    );
+
+    // An explicit dose, from a location, by numeric source id.
+    let shelf = app
+        .post(
+            &app.hh("/locations"),
+            &app.owner,
+            json!({"location": {"name": "Kitchen shelf"}}),
+        )
+        .await;
+    shelf.assert_status(201);
+    let shelf = ids(shelf.data());
+    let explicit = take(
+        &app,
+        &app.owner,
+        json!({"source_type": "schedule", "source_id": s.id, "taken_at": "2025-01-10T20:00:00Z",
+               "dose_amount": "2.25", "dose_unit": "tablet",
+               "taken_from_medication_id": med.portable, "taken_from_location_id": shelf.portable}),
+    )
+    .await;
+    explicit.assert_status(201);
+    assert_eq!(explicit.data()["dose_amount"], "2.25");
+    assert_eq!(explicit.data()["taken_from_location_id"], shelf.id);
+    assert_eq!(
+        explicit.data()["taken_from_location_portable_id"],
+        shelf.portable.as_str()
+    );
+    assert_eq!(supply(&app, &med).await, "7.25");
+
+    // Not more than 5 minutes ahead; a non-positive dose is refused.
+    let future = jiff::Timestamp::now() + jiff::SignedDuration::from_mins(10);
+    let refused = take(
+        &app,
+        &app.owner,
+        json!({"source_type": "schedule", "source_id": s.id, "taken_at": future.to_string()}),
+    )
+    .await;
+    refused.assert_error(422, "validation_failed");
+    assert!(refused.body["error"]["errors"]["taken_at"].is_array());
+    let refused = take(
+        &app,
+        &app.owner,
+        json!({"source_type": "schedule", "source_id": s.id,
+               "taken_at": "2025-01-10T20:00:00Z", "dose_amount": "0"}),
+    )
+    .await;
+    refused.assert_error(422, "validation_failed");
+    let refused = take(
+        &app,
+        &app.owner,
+        json!({"source_type": "schedule", "source_id": s.id}),
+    )
+    .await;
+    refused.assert_error(422, "validation_failed");
+    assert_eq!(supply(&app, &med).await, "7.25");
+}
+
+#[tokio::test]
+async fn the_same_client_uuid_records_once_and_deducts_once() {
+    let app = TestApp::new().await;
+    let (_, med, s) = setup(&app).await;
+    let uuid = "0192a5b0-1111-7000-8000-00000000abcd";
+    let body = json!({"source_type": "schedule", "source_id": s.portable,
+                      "taken_at": "2025-01-10T08:00:00Z", "client_uuid": uuid});
+
+    let first = take(&app, &app.owner, body.clone()).await;
+    first.assert_status(201);
+    assert_eq!(first.data()["client_uuid"], uuid);
+    let again = take(&app, &app.owner, body.clone()).await;
+    again.assert_status(200);
+    assert_eq!(again.data(), first.data());
+    assert_eq!(again.etag(), first.etag());
+    // The upper-case spelling of the same UUID is the same take.
+    let mut upper = body.clone();
+    upper["client_uuid"] = json!(uuid.to_uppercase());
+    take(&app, &app.owner, upper).await.assert_status(200);
+    assert_eq!(supply(&app, &med).await, "9.5");
+
+    for (field, value) in [
+        ("taken_at", json!("2025-01-10T09:00:00Z")),
+        ("dose_amount", json!("2")),
+        ("source_id", json!(s.id + 100)),
+    ] {
+        let mut other = body.clone();
+        other[field] = value;
+        take(&app, &app.owner, other)
+            .await
+            .assert_error(409, "client_uuid_reused");
+    }
+    assert_eq!(supply(&app, &med).await, "9.5");
+    let list = app.get(&app.hh("/medication_takes"), &app.owner).await;
+    assert_eq!(list.body["meta"]["total_count"], 1);
+}
+
+#[tokio::test]
+async fn takes_past_the_limits_are_recorded_and_warned() {
+    let app = TestApp::new().await;
+    let ada = new_person(&app, "Ada").await;
+    let med = new_medication(&app, "Paracetamol").await;
+    let s = schedule(&app, &ada, &med, json!({"max_daily_doses": 2})).await;
+    let at = |time: &str| {
+        json!({"source_type": "schedule", "source_id": s.id,
+               "taken_at": format!("2025-01-10T{time}:00Z")})
+    };
+    let first = take(&app, &app.owner, at("08:00")).await;
+    first.assert_status(201);
+    assert!(codes(&first).is_empty());
+    // Routine schedules have no next_dose_allowed_at.
+    assert_eq!(first.body["meta"]["next_dose_allowed_at"], Value::Null);
+    take(&app, &app.owner, at("12:00")).await.assert_status(201);
+    // The previous day (in the household time zone) is another window.
+    let other_day = take(
+        &app,
+        &app.owner,
+        json!({"source_type": "schedule", "source_id": s.id, "taken_at": "2025-01-09T23:30:00Z"}),
+    )
+    .await;
+    other_day.assert_status(201);
+    assert!(codes(&other_day).is_empty());
+
+    let third = take(&app, &app.owner, at("16:00")).await;
+    third.assert_status(201);
+    assert_eq!(codes(&third), ["max_daily_doses_exceeded"]);
+    let message = third.body["meta"]["warnings"][0]["message"]
+        .as_str()
+        .unwrap();
+    assert!(
+        message.contains("3 doses") && message.contains("limit is 2"),
+        "{message}"
+    );
+    assert_eq!(supply(&app, &med).await, "6.5");
+}
+
+#[tokio::test]
+async fn as_needed_takes_report_min_hours_and_the_next_allowed_dose() {
+    let app = TestApp::new().await;
+    let ada = new_person(&app, "Ada").await;
+    let med = new_medication(&app, "Paracetamol").await;
+    let a = assignment(
+        &app,
+        &ada,
+        &med,
+        json!({"administration_kind": "as_needed", "min_hours_between_doses": "4",
+               "max_daily_doses": 3}),
+    )
+    .await;
+    let at = |time: &str| {
+        json!({"source_type": "person_medication", "source_id": a.portable,
+               "taken_at": format!("2025-01-10T{time}:00Z")})
+    };
+
+    let first = take(&app, &app.owner, at("08:00")).await;
+    first.assert_status(201);
+    assert!(codes(&first).is_empty());
+    assert_eq!(
+        first.body["meta"]["next_dose_allowed_at"],
+        "2025-01-10T12:00:00.000000Z"
+    );
+
+    let early = take(&app, &app.owner, at("10:30")).await;
+    early.assert_status(201);
+    assert_eq!(codes(&early), ["min_hours_between_doses"]);
+    let message = early.body["meta"]["warnings"][0]["message"]
+        .as_str()
+        .unwrap();
+    assert!(message.contains("2.5 hours"), "{message}");
+    assert_eq!(
+        early.body["meta"]["next_dose_allowed_at"],
+        "2025-01-10T14:30:00.000000Z"
+    );
+
+    // The third of the day reaches the limit: next dose at the next day.
+    let third = take(&app, &app.owner, at("15:00")).await;
+    third.assert_status(201);
+    assert!(codes(&third).is_empty());
+    assert_eq!(
+        third.body["meta"]["next_dose_allowed_at"],
+        "2025-01-11T00:00:00.000000Z"
+    );
+    let fourth = take(&app, &app.owner, at("20:00")).await;
+    fourth.assert_status(201);
+    assert_eq!(codes(&fourth), ["max_daily_doses_exceeded"]);
+
+    // A prn schedule without limits has no next time.
+    let prn = schedule(
+        &app,
+        &ada,
+        &med,
+        json!({"schedule_type": "prn", "schedule_config": {}}),
+    )
+    .await;
+    let free = take(
+        &app,
+        &app.owner,
+        json!({"source_type": "schedule", "source_id": prn.id, "taken_at": "2025-01-10T08:00:00Z"}),
+    )
+    .await;
+    free.assert_status(201);
+    assert_eq!(free.body["meta"]["next_dose_allowed_at"], Value::Null);
+}
+
+#[tokio::test]
+async fn recording_needs_record_access() {
+    let app = TestApp::new().await;
+    let (ada, med, s) = setup(&app).await;
+    let a = assignment(&app, &ada, &med, json!({})).await;
+    let (membership_id, token) = app
+        .add_member("carer@example.org", Role::Member, None)
+        .await;
+
+    for (source_type, source) in [("schedule", &s), ("person_medication", &a)] {
+        let body = json!({"source_type": source_type, "source_id": source.id,
+                          "taken_at": "2025-01-10T08:00:00Z"});
+        take(&app, &token, body.clone())
+            .await
+            .assert_error(404, "not_found");
+        grant(&app, membership_id, ada.id, "view").await;
+        take(&app, &token, body.clone())
+            .await
+            .assert_error(403, "forbidden");
+        grant(&app, membership_id, ada.id, "record").await;
+        let recorded = take(&app, &token, body.clone()).await;
+        recorded.assert_status(201);
+        assert_eq!(recorded.data()["recorded_by_membership_id"], membership_id);
+        grant(&app, membership_id, ada.id, "manage").await;
+        take(&app, &token, body.clone()).await.assert_status(201);
+        app.db
+            .write(move |c| {
+                c.execute(
+                    "DELETE FROM person_access_grants WHERE membership_id = ?1",
+                    [membership_id],
+                )?;
+                Ok(())
+            })
+            .await
+            .unwrap();
+    }
+    // A caller without access sees none of the takes.
+    let list = app.get(&app.hh("/medication_takes"), &token).await;
+    list.assert_status(200);
+    assert_eq!(list.body["meta"]["total_count"], 0);
+    assert_eq!(supply(&app, &med).await, "6.5");
+}
+
+#[tokio::test]
+async fn retired_and_unknown_sources_are_not_found() {
+    let app = TestApp::new().await;
+    let (_, _, s) = setup(&app).await;
+    take(
+        &app,
+        &app.owner,
+        json!({"source_type": "schedule", "source_id": s.id, "taken_at": "2025-01-10T08:00:00Z"}),
+    )
+    .await
+    .assert_status(201);
+    app.delete(&app.hh(&format!("/schedules/{}", s.id)), &app.owner, None)
+        .await
+        .assert_status(204);
+    let body = json!({"source_type": "schedule", "source_id": s.portable, "taken_at": "2025-01-10T12:00:00Z"});
+    take(&app, &app.owner, body)
+        .await
+        .assert_error(404, "not_found");
+    // The same id names no person medication.
+    take(
+        &app,
+        &app.owner,
+        json!({"source_type": "person_medication", "source_id": s.id,
+               "taken_at": "2025-01-10T12:00:00Z"}),
+    )
+    .await
+    .assert_error(404, "not_found");
+    // The retired schedule's takes stay listed.
+    let list = app
+        .get(
+            &app.hh(&format!(
+                "/medication_takes?source_type=schedule&source_id={}",
+                s.portable
+            )),
+            &app.owner,
+        )
+        .await;
+    assert_eq!(list.body["meta"]["total_count"], 1);
+}
+
+#[tokio::test]
+async fn occurrence_keys_link_a_take_to_one_expected_dose() {
+    let app = TestApp::new().await;
+    let (ada, med, s) = setup(&app).await;
+    let other = schedule(&app, &ada, &med, json!({})).await;
+    let sign = |source: &Ids, position: u32| {
+        let occurrence = Occurrence {
+            source_type: "schedule".into(),
+            source_portable_id: source.portable.clone(),
+            window_starts_on: "2025-01-10".parse().unwrap(),
+            position,
+        };
+        let db = app.db.clone();
+        async move {
+            db.read(move |conn| occurrence_key::sign(conn, &occurrence))
+                .await
+                .unwrap()
+        }
+    };
+    let body = |key: &str| {
+        json!({"source_type": "schedule", "source_id": s.id,
+               "taken_at": "2025-01-10T08:00:00Z", "occurrence_key": key})
+    };
+
+    // Forged: a well-formed key with a made-up signature.
+    use base64::Engine;
+    let engine = base64::engine::general_purpose::URL_SAFE_NO_PAD;
+    let forged = format!(
+        "{}.{}",
+        engine.encode(format!("schedule|{}|2025-01-10|1", s.portable)),
+        engine.encode([7u8; 32])
+    );
+    let refused = take(&app, &app.owner, body(&forged)).await;
+    refused.assert_error(422, "validation_failed");
+    assert!(refused.body["error"]["errors"]["occurrence_key"].is_array());
+    take(&app, &app.owner, body("not-a-key"))
+        .await
+        .assert_error(422, "validation_failed");
+
+    // A real key of another schedule.
+    let foreign = sign(&other, 1).await;
+    let refused = take(&app, &app.owner, body(&foreign)).await;
+    refused.assert_error(422, "validation_failed");
+    assert!(refused.body["error"]["errors"]["occurrence_key"].is_array());
+    assert_eq!(supply(&app, &med).await, "10.5");
+
+    let key = sign(&s, 1).await;
+    let linked = take(&app, &app.owner, body(&key)).await;
+    linked.assert_status(201);
+    assert_eq!(linked.data()["occurrence_key"], key.as_str());
+    let take_id = linked.id();
+    let stored: (String, i64) = app
+        .db
+        .read(move |c| {
+            Ok(c.query_row(
+                "SELECT occurrence_window_starts_on, occurrence_position
+                 FROM medication_takes WHERE id = ?1",
+                [take_id],
+                |r| Ok((r.get(0)?, r.get(1)?)),
+            )?)
+        })
+        .await
+        .unwrap();
+    assert_eq!(stored, ("2025-01-10".to_string(), 1));
+
+    take(&app, &app.owner, body(&key))
+        .await
+        .assert_error(409, "occurrence_already_taken");
+    // The second expected dose of the day is still open.
+    let second = sign(&s, 2).await;
+    take(&app, &app.owner, body(&second))
+        .await
+        .assert_status(201);
+    assert_eq!(supply(&app, &med).await, "8.5");
+}
+
+#[tokio::test]
+async fn lists_filter_and_go_newest_first() {
+    let app = TestApp::new().await;
+    let (ada, med, s) = setup(&app).await;
+    let bob = new_person(&app, "Bob").await;
+    let bobs = assignment(&app, &bob, &med, json!({})).await;
+    for time in ["08:00", "20:00", "12:00"] {
+        take(
+            &app,
+            &app.owner,
+            json!({"source_type": "schedule", "source_id": s.id,
+                   "taken_at": format!("2025-01-10T{time}:00Z")}),
+        )
+        .await
+        .assert_status(201);
+    }
+    take(
+        &app,
+        &app.owner,
+        json!({"source_type": "person_medication", "source_id": bobs.portable,
+               "taken_at": "2025-01-11T09:00:00Z"}),
+    )
+    .await
+    .assert_status(201);
+
+    let times = |list: &TestResponse| -> Vec<String> {
+        list.data()
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| t["taken_at"].as_str().unwrap()[11..16].to_string())
+            .collect()
+    };
+    let all = app.get(&app.hh("/medication_takes"), &app.owner).await;
+    all.assert_status(200);
+    assert_eq!(all.body["meta"]["total_count"], 4);
+    assert_eq!(times(&all), ["09:00", "20:00", "12:00", "08:00"]);
+
+    let adas = app
+        .get(
+            &app.hh(&format!("/medication_takes?person_id={}", ada.portable)),
+            &app.owner,
+        )
+        .await;
+    assert_eq!(times(&adas), ["20:00", "12:00", "08:00"]);
+    let by_source = app
+        .get(
+            &app.hh(&format!(
+                "/medication_takes?source_type=person_medication&source_id={}",
+                bobs.id
+            )),
+            &app.owner,
+        )
+        .await;
+    assert_eq!(times(&by_source), ["09:00"]);
+    let wrong_type = app
+        .get(
+            &app.hh(&format!(
+                "/medication_takes?source_type=schedule&source_id={}",
+                bobs.portable
+            )),
+            &app.owner,
+        )
+        .await;
+    assert_eq!(wrong_type.body["meta"]["total_count"], 0);
+    let range = app
+        .get(
+            &app.hh(
+                "/medication_takes?from=2025-01-10T12:00:00Z&to=2025-01-10T20:00:00%2B00:00&per_page=1",
+            ),
+            &app.owner,
+        )
+        .await;
+    assert_eq!(range.body["meta"]["total_count"], 2);
+    assert_eq!(times(&range), ["20:00"]);
+
+    for query in [
+        "source_type=schedule",
+        &format!("source_id={}", s.id),
+        "source_type=pill&source_id=1",
+        "from=yesterday",
+        "person_id=abc",
+    ] {
+        app.get(&app.hh(&format!("/medication_takes?{query}")), &app.owner)
+            .await
+            .assert_error(422, "validation_failed");
+    }
+
+    // A member granted Bob sees only Bob's takes.
+    let (membership_id, token) = app
+        .add_member("carer@example.org", Role::Member, None)
+        .await;
+    grant(&app, membership_id, bob.id, "view").await;
+    let seen = app.get(&app.hh("/medication_takes"), &token).await;
+    assert_eq!(times(&seen), ["09:00"]);
+}
+
+#[tokio::test]
+async fn stock_is_kept_in_the_medications_unit_and_never_below_zero() {
+    let app = TestApp::new().await;
+    let (_, med, s) = setup(&app).await;
+
+    let other_unit = take(
+        &app,
+        &app.owner,
+        json!({"source_type": "schedule", "source_id": s.id,
+               "taken_at": "2025-01-10T08:00:00Z", "dose_amount": "5", "dose_unit": "ml"}),
+    )
+    .await;
+    other_unit.assert_status(201);
+    assert_eq!(codes(&other_unit), ["stock_not_deducted"]);
+    assert_eq!(supply(&app, &med).await, "10.5");
+
+    let big = take(
+        &app,
+        &app.owner,
+        json!({"source_type": "schedule", "source_id": s.id,
+               "taken_at": "2025-01-10T09:00:00Z", "dose_amount": "12"}),
+    )
+    .await;
+    big.assert_status(201);
+    assert_eq!(codes(&big), ["stock_ran_out"]);
+    assert_eq!(
+        big.body["meta"]["warnings"][0]["message"],
+        "stock ran out: supply was 10.5"
+    );
+    assert_eq!(supply(&app, &med).await, "0");
+}
+
+#[tokio::test]
+async fn changing_the_schedules_dose_leaves_recorded_takes_alone() {
+    let app = TestApp::new().await;
+    let (_, _, s) = setup(&app).await;
+    let recorded = take(
+        &app,
+        &app.owner,
+        json!({"source_type": "schedule", "source_id": s.id, "taken_at": "2025-01-10T08:00:00Z"}),
+    )
+    .await;
+    recorded.assert_status(201);
+    app.patch(
+        &app.hh(&format!("/schedules/{}", s.id)),
+        &app.owner,
+        json!({"schedule": {"dose_amount": "2", "dose_unit": "capsule"}}),
+        None,
+    )
+    .await
+    .assert_status(200);
+    let list = app.get(&app.hh("/medication_takes"), &app.owner).await;
+    assert_eq!(list.data()[0], *recorded.data());
+    assert_eq!(list.data()[0]["dose_amount"], "1");
+    assert_eq!(list.data()[0]["dose_unit"], "tablet");
+}
