@@ -11,25 +11,24 @@ pub fn authenticate(conn: &Connection, presented: &str) -> Result<Authenticated>
     const INVALID: ApiError = ApiError::Unauthorized("the bearer credential is not valid");
     let presented = token::parse(presented).ok_or(INVALID)?;
     let row = conn
-        .query_row(
+        .prepare_cached(
             "SELECT t.id, t.membership_id, t.secret_sha256, t.expires_at, t.revoked_at,
                     t.last_used_at, m.account_id, m.status
              FROM app_tokens t JOIN memberships m ON m.id = t.membership_id
              WHERE t.selector = ?1",
-            [presented.selector],
-            |r| {
-                Ok((
-                    r.get::<_, i64>(0)?,
-                    r.get::<_, i64>(1)?,
-                    r.get::<_, Vec<u8>>(2)?,
-                    r.get::<_, String>(3)?,
-                    r.get::<_, Option<String>>(4)?,
-                    r.get::<_, Option<String>>(5)?,
-                    r.get::<_, i64>(6)?,
-                    r.get::<_, String>(7)?,
-                ))
-            },
-        )
+        )?
+        .query_row([presented.selector], |r| {
+            Ok((
+                r.get::<_, i64>(0)?,
+                r.get::<_, i64>(1)?,
+                r.get::<_, Vec<u8>>(2)?,
+                r.get::<_, String>(3)?,
+                r.get::<_, Option<String>>(4)?,
+                r.get::<_, Option<String>>(5)?,
+                r.get::<_, i64>(6)?,
+                r.get::<_, String>(7)?,
+            ))
+        })
         .optional()?;
     let Some((id, membership_id, digest, expires_at, revoked_at, last_used_at, account_id, status)) =
         row
@@ -73,24 +72,23 @@ pub fn household_actor(
     household_id: i64,
 ) -> Result<Actor> {
     let membership = conn
-        .query_row(
+        .prepare_cached(
             "SELECT id, role, person_id, inventory_management, location_management, adult_review
              FROM memberships
              WHERE household_id = ?1 AND account_id = ?2 AND status = 'active'",
-            params![household_id, authenticated.account_id],
-            |r| {
-                Ok((
-                    r.get::<_, i64>(0)?,
-                    r.get::<_, String>(1)?,
-                    r.get::<_, Option<i64>>(2)?,
-                    Permissions {
-                        inventory_management: r.get(3)?,
-                        location_management: r.get(4)?,
-                        adult_review: r.get(5)?,
-                    },
-                ))
-            },
-        )
+        )?
+        .query_row(params![household_id, authenticated.account_id], |r| {
+            Ok((
+                r.get::<_, i64>(0)?,
+                r.get::<_, String>(1)?,
+                r.get::<_, Option<i64>>(2)?,
+                Permissions {
+                    inventory_management: r.get(3)?,
+                    location_management: r.get(4)?,
+                    adult_review: r.get(5)?,
+                },
+            ))
+        })
         .optional()?;
     let Some((membership_id, role, person_id, permissions)) = membership else {
         return Err(ApiError::not_found("household"));
