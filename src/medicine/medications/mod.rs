@@ -690,8 +690,8 @@ mod tests {
         )));
         // 2027-03-10 and 2027-04-08 fall in the 30 days from today.
         assert_eq!(
-            source_daily_use(&dates, today).map(|u| u * rust_decimal::Decimal::from(30)),
-            Some(rust_decimal::Decimal::from(2))
+            source_daily_use(&dates, today).map(|u| (u * Decimal::from(30)).round_dp(12)),
+            Some(Decimal::from(2))
         );
         let taper = source(Some((
             "tapering",
