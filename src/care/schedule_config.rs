@@ -608,7 +608,7 @@ pub fn schema() -> Value {
                     "end_date": {"$ref": "#/components/schemas/Date"},
                     "dose_amount": decimal::schema(),
                     "dose_unit": nullable(DoseUnit::schema()),
-                    "max_daily_doses": nullable(json!({"type": "integer", "minimum": 1})),
+                    "max_daily_doses": nullable(json!({"type": "integer", "minimum": 1, "maximum": i64::MAX})),
                     "min_hours_between_doses": nullable(decimal::schema()),
                     "times": times,
                 },

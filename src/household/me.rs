@@ -94,7 +94,7 @@ fn schema() -> Value {
                     "role": {"type": "string", "enum": ["owner", "administrator", "member"]},
                     "status": {"type": "string", "enum": ["active", "suspended", "revoked"]},
                     "permissions": {"$ref": "#/components/schemas/MembershipPermissions"},
-                    "permissions_version": {"type": "integer", "minimum": 1},
+                    "permissions_version": {"type": "integer", "minimum": 1, "maximum": i64::MAX},
                 },
             },
             "person": {"anyOf": [{"$ref": "#/components/schemas/Person"}, {"type": "null"}]},

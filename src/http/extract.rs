@@ -354,7 +354,12 @@ pub enum ResourceId {
 
 impl ResourceId {
     pub fn parse(text: &str) -> Option<ResourceId> {
-        if let Ok(n) = text.parse::<i64>() {
+        // "12.0" is the integer 12 (as JSON Schema counts integers).
+        let whole = match text.split_once('.') {
+            Some((int, zeros)) if !zeros.is_empty() && zeros.bytes().all(|b| b == b'0') => int,
+            _ => text,
+        };
+        if let Ok(n) = whole.parse::<i64>() {
             return (n >= 1).then_some(ResourceId::Numeric(n));
         }
         uuid::Uuid::parse_str(text)
@@ -424,7 +429,7 @@ impl<'de> serde::Deserialize<'de> for ResourceId {
 /// The JSON schema of a body reference: numeric id, numeric string or UUID.
 pub fn resource_ref_schema() -> Value {
     json!({"anyOf": [
-        {"type": "integer", "minimum": 1},
+        {"type": "integer", "minimum": 1, "maximum": i64::MAX},
         {"type": "string", "pattern": "^[1-9][0-9]*$"},
         {"type": "string", "format": "uuid"},
     ]})
@@ -552,6 +557,8 @@ mod tests {
     fn resource_ids() {
         assert_eq!(ResourceId::parse("12"), Some(ResourceId::Numeric(12)));
         assert_eq!(ResourceId::parse("0"), None);
+        assert_eq!(ResourceId::parse("12.0"), Some(ResourceId::Numeric(12)));
+        assert_eq!(ResourceId::parse("12.5"), None);
         assert!(matches!(
             ResourceId::parse("0192a5b0-0000-7000-8000-000000000000"),
             Some(ResourceId::Portable(_))

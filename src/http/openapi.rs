@@ -307,7 +307,7 @@ impl Op {
     /// `{id}` is a numeric id only.
     fn id_schema(&self, name: &str) -> Value {
         match name {
-            "household_id" => json!({"type": "integer", "minimum": 1}),
+            "household_id" => json!({"type": "integer", "minimum": 1, "maximum": i64::MAX}),
             "portable_id" => schema_ref("PortableId"),
             _ => schema_ref("ResourceIdentifier"),
         }
@@ -330,7 +330,7 @@ impl Op {
             .map(|name| {
                 let schema = if (numeric_ids && name == "id") || self.numeric_params.contains(&name)
                 {
-                    json!({"type": "integer", "minimum": 1})
+                    json!({"type": "integer", "minimum": 1, "maximum": i64::MAX})
                 } else {
                     self.id_schema(name)
                 };
@@ -566,7 +566,7 @@ impl Api {
                     "RequestId": {"description": "Identifies the request in logs and error bodies",
                         "schema": {"type": "string"}},
                     "RetryAfter": {"description": "Seconds to wait before retrying",
-                        "schema": {"type": "integer", "minimum": 1}},
+                        "schema": {"type": "integer", "minimum": 1, "maximum": i64::MAX}},
                 },
             },
         });
@@ -629,7 +629,10 @@ fn time_zone_schema() -> Value {
 
 fn common_schemas(api: &mut Api) {
     let schemas = [
-        ("NumericId", json!({"type": "integer", "minimum": 1})),
+        (
+            "NumericId",
+            json!({"type": "integer", "minimum": 1, "maximum": i64::MAX}),
+        ),
         ("PortableId", json!({"type": "string", "format": "uuid"})),
         (
             "ResourceIdentifier",
@@ -648,7 +651,7 @@ fn common_schemas(api: &mut Api) {
                 "type": "object", "additionalProperties": false,
                 "required": ["page", "per_page", "total_count"],
                 "properties": {
-                    "page": {"type": "integer", "minimum": 1},
+                    "page": {"type": "integer", "minimum": 1, "maximum": i64::MAX},
                     "per_page": {"type": "integer", "minimum": 1, "maximum": 100},
                     "total_count": {"type": "integer", "minimum": 0},
                 },

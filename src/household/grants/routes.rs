@@ -32,7 +32,7 @@ pub fn routes(api: Api) -> Api {
                 .paginated()
                 .query(
                     "membership_id",
-                    json!({"type": "integer", "minimum": 1}),
+                    json!({"type": "integer", "minimum": 1, "maximum": i64::MAX}),
                     "Only grants held by this membership",
                 )
                 .query(

@@ -120,7 +120,7 @@ pub fn membership_schema() -> Value {
             "person_id": {"anyOf": [{"$ref": "#/components/schemas/NumericId"}, {"type": "null"}]},
             "person_portable_id": {"anyOf": [{"$ref": "#/components/schemas/PortableId"}, {"type": "null"}]},
             "permissions": {"$ref": "#/components/schemas/MembershipPermissions"},
-            "permissions_version": {"type": "integer", "minimum": 1},
+            "permissions_version": {"type": "integer", "minimum": 1, "maximum": i64::MAX},
             "created_at": {"$ref": "#/components/schemas/Timestamp"},
             "updated_at": {"$ref": "#/components/schemas/Timestamp"},
         },

@@ -120,7 +120,7 @@ pub fn dosage_option_schema() -> Value {
         "description": nullable(json!({"type": "string"})),
         "default_for_adults": {"type": "boolean"},
         "default_for_children": {"type": "boolean"},
-        "default_max_daily_doses": nullable(json!({"type": "integer", "minimum": 1})),
+        "default_max_daily_doses": nullable(json!({"type": "integer", "minimum": 1, "maximum": i64::MAX})),
         "default_min_hours_between_doses": nullable(decimal::schema()),
         "default_dose_cycle": nullable(DoseCycle::schema()),
         "current_supply": {
@@ -154,7 +154,7 @@ pub fn dosage_option_attributes_schema(required: &[&str]) -> Value {
             "description": nullable(json!({"type": "string", "maxLength": 2000})),
             "default_for_adults": {"type": "boolean", "default": false},
             "default_for_children": {"type": "boolean", "default": false},
-            "default_max_daily_doses": nullable(json!({"type": "integer", "minimum": 1})),
+            "default_max_daily_doses": nullable(json!({"type": "integer", "minimum": 1, "maximum": i64::MAX})),
             "default_min_hours_between_doses": nullable(decimal::non_negative_schema()),
             "default_dose_cycle": nullable(DoseCycle::schema()),
             "current_supply": nullable(decimal::non_negative_schema()),

@@ -144,7 +144,7 @@ pub fn new_stock_removal_schema() -> Value {
             "dosage_id": {
                 "description": "The numeric id of a dosage option of this medication that tracks its own stock (its current_supply is not null); that stock is decremented instead of the medication's",
                 "anyOf": [
-                    {"type": "integer", "minimum": 1},
+                    {"type": "integer", "minimum": 1, "maximum": i64::MAX},
                     {"type": "string", "pattern": "^[1-9][0-9]*$"},
                     {"type": "null"},
                 ],
