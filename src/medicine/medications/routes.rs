@@ -5,8 +5,8 @@ use axum::response::Response;
 use axum::routing::{delete, get, patch, post, put};
 use serde_json::json;
 
+use super::inventory::{self, AdjustmentBody, OrderBody};
 use super::model::{MedicationBody, medication_attributes_schema, medication_schema};
-use super::{AdjustmentBody, OrderBody};
 use crate::auth::Actor;
 use crate::decimal;
 use crate::error::Result;
@@ -222,7 +222,9 @@ async fn adjust_inventory(
 ) -> Result<Response> {
     let medication = state
         .db
-        .write(move |conn| super::adjust_inventory(conn, &actor, &id, &if_match, body.adjustment))
+        .write(move |conn| {
+            inventory::adjust_inventory(conn, &actor, &id, &if_match, body.adjustment)
+        })
         .await?;
     Ok(respond::ok_tagged(medication))
 }
@@ -237,7 +239,7 @@ async fn mark_as_ordered(
     let details = body.unwrap_or_default().order_details;
     let medication = state
         .db
-        .write(move |conn| super::mark_as_ordered(conn, &actor, &id, &if_match, details))
+        .write(move |conn| inventory::mark_as_ordered(conn, &actor, &id, &if_match, details))
         .await?;
     Ok(respond::ok_tagged(medication))
 }
@@ -252,7 +254,7 @@ async fn mark_as_received(
     let details = body.unwrap_or_default().order_details;
     let medication = state
         .db
-        .write(move |conn| super::mark_as_received(conn, &actor, &id, &if_match, details))
+        .write(move |conn| inventory::mark_as_received(conn, &actor, &id, &if_match, details))
         .await?;
     Ok(respond::ok_tagged(medication))
 }
