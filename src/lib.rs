@@ -13,6 +13,7 @@ pub mod household;
 pub mod http;
 pub mod medicine;
 pub mod state;
+pub mod sync;
 pub mod time;
 pub mod web;
 

@@ -31,7 +31,8 @@ pub fn api() -> Api {
     let api = crate::auth::routes::routes(api);
     let api = crate::household::routes(api);
     let api = crate::medicine::routes(api);
-    crate::care::routes(api)
+    let api = crate::care::routes(api);
+    crate::sync::routes(api)
 }
 
 fn openapi_route(api: Api) -> Api {

@@ -71,6 +71,7 @@ const RESOURCE_TAGS: &[(&str, &str)] = &[
         "Household app tokens for API and MCP integrations",
     ),
     ("Audit logs", "Security audit events"),
+    ("Sync", "Snapshots and the change feed for offline clients"),
 ];
 
 fn audience_tags() -> [(&'static str, &'static str); 4] {

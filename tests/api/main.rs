@@ -21,3 +21,5 @@ mod profile;
 mod schedules;
 mod stock_removals;
 mod storage;
+mod sync_changes;
+mod sync_snapshot;

@@ -1,0 +1,15 @@
+//! Offline sync: the change feed (and the snapshot).
+
+use crate::http::openapi::Api;
+
+pub mod changes;
+pub mod changes_model;
+pub mod changes_store;
+pub mod snapshot;
+pub mod snapshot_store;
+
+/// Every sync operation, documented as it is routed.
+pub fn routes(api: Api) -> Api {
+    let api = changes::routes(api);
+    snapshot::routes(api)
+}
