@@ -48,11 +48,11 @@ pub fn document(_state: &AppState) -> Value {
         "sync": {
             "mobile_snapshot": true,
             "change_feed": true,
-            "batch_mutations": false,
-            "idempotency_keys": false,
+            "batch_mutations": true,
+            "idempotency_keys": true,
             "etag_conflicts": true,
             "tombstones": true,
-            "operations": {},
+            "operations": crate::sync::batches_model::operations_document(),
             "online_only_resources": ONLINE_ONLY_RESOURCES,
         },
         "client_tools": {

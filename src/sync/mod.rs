@@ -2,6 +2,8 @@
 
 use crate::http::openapi::Api;
 
+pub mod batches;
+pub mod batches_model;
 pub mod changes;
 pub mod changes_model;
 pub mod changes_store;
@@ -11,5 +13,6 @@ pub mod snapshot_store;
 /// Every sync operation, documented as it is routed.
 pub fn routes(api: Api) -> Api {
     let api = changes::routes(api);
-    snapshot::routes(api)
+    let api = snapshot::routes(api);
+    batches::routes(api)
 }

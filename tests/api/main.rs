@@ -21,5 +21,6 @@ mod profile;
 mod schedules;
 mod stock_removals;
 mod storage;
+mod sync_batches;
 mod sync_changes;
 mod sync_snapshot;

@@ -1,0 +1,574 @@
+//! `createSyncBatch`: a phone's offline queue of writes, applied in order in
+//! one transaction by calling the same rule functions the REST handlers use
+//! (DESIGN.md "one rule per mutation").
+//!
+//! - Every (resource_type, action) pair is checked against
+//!   [`SUPPORTED`](super::batches_model::SUPPORTED) before anything is
+//!   written: an unsupported pair is a 422 `sync_operation_unsupported`.
+//! - Any failing operation aborts the batch; the closure's `Err` rolls back
+//!   every write of the batch (records, stock, audit, change feed).
+//! - A stale `if_match` is a 409 `sync_conflict`; a missing one on update,
+//!   delete, close, pause, resume and the inventory actions a 428.
+//! - Errors name the failing operation's index and never echo submitted
+//!   values.
+//! - With an `Idempotency-Key` an identical replay gets the saved response
+//!   (see `db::idempotency`). Before a replay the actor is re-resolved by
+//!   the `Actor` extractor (credential live, membership active, in this
+//!   household), the batch's pairs are re-checked, and the caller must
+//!   still be able to view every person the saved results touch (person
+//!   results, and the person of each person-scoped record that still
+//!   exists); otherwise 404, as a direct read would answer.
+
+use axum::Json;
+use axum::extract::State;
+use axum::http::{StatusCode, Uri};
+use axum::response::{IntoResponse, Response};
+use axum::routing::post;
+use rusqlite::{Connection, OptionalExtension};
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use serde_json::{Value, json};
+
+use super::batches_model::{
+    BatchBody, MAX_OPERATIONS, Operation, OperationResult, batch_request_schema,
+    batch_result_schema, operation_schema, supported,
+};
+use crate::auth::Actor;
+use crate::care::{health_events, medication_takes, pause_periods, person_medications, schedules};
+use crate::db::idempotency::{self, Replay, SavedResponse};
+use crate::error::{ApiError, FieldErrors, Result};
+use crate::household::{locations, people};
+use crate::http::extract::{ApiJson, IdempotencyKey, IfMatch, ResourceId, parse_json};
+use crate::http::openapi::{Api, Op};
+use crate::http::respond::Versioned;
+use crate::medicine::{dosage_options, medications, stock_removals};
+use crate::state::AppState;
+
+const TAG: &str = "Sync";
+const PATH: &str = "/households/{household_id}/sync/batches";
+
+/// The error code of a pair a batch does not carry.
+pub const UNSUPPORTED: &str = "sync_operation_unsupported";
+/// The error code of a stale `if_match` inside a batch.
+pub const SYNC_CONFLICT: &str = "sync_conflict";
+
+pub fn routes(api: Api) -> Api {
+    api.schema("SyncOperation", operation_schema())
+        .schema("SyncBatchRequest", batch_request_schema())
+        .single_schema("SyncBatchResult", batch_result_schema())
+        .route(
+            Op::post(PATH, "createSyncBatch", TAG)
+                .summary("Apply a batch of queued offline writes in one transaction")
+                .description("Applies batch.operations (1 to 200) in submitted order inside one transaction, each through the same rule as its REST endpoint (same permissions, validation, audit and change-feed entries). Supported pairs are listed in the capability document's sync.operations. Behavioural rules that take precedence over the formal schema: create operations carry no id and no if_match; update, delete, adjust_inventory, mark_as_ordered, mark_as_received, pause, resume and close need id and the record's latest ETag in if_match (missing: 428 precondition_required; stale: 409 sync_conflict); close, pause, resume and delete carry empty (or no) attributes; remove_stock carries the medication's id, attributes quantity (decimal string), reason, submission_id and optional note and dosage_id, and no if_match; medication_pause_period close takes the period's portable id. attributes are the resource's fields as in its REST request body, without the wrapping key; decimals are strings and references are portable ids or string database ids. References to results of earlier operations of the same batch are not supported. An unsupported pair is refused with 422 sync_operation_unsupported before anything is written. Any failing operation rolls back the whole batch; the error message names the failing operation's index and never repeats submitted values. Results hold index, action, record_type, record_id (string), record_portable_id and, except for deletes, the record's new etag; pause-period results also hold replayed.")
+                .body("SyncBatchRequest")
+                .idempotency_key()
+                .created("SyncBatchResultResponse")
+                .errors(&[403, 404, 409, 422, 428]),
+            post(create),
+        )
+}
+
+fn unsupported_response(index: usize) -> Response {
+    let body = json!({"error": {
+        "code": UNSUPPORTED,
+        "message": format!("operation {index}: this resource_type and action pair is not supported in a sync batch; see sync.operations in the capability document"),
+        "request_id": crate::http::request_id::current(),
+    }});
+    (StatusCode::UNPROCESSABLE_ENTITY, Json(body)).into_response()
+}
+
+async fn create(
+    State(state): State<AppState>,
+    actor: Actor,
+    IdempotencyKey(key): IdempotencyKey,
+    uri: Uri,
+    ApiJson(body): ApiJson<Value>,
+) -> Result<Response> {
+    let replay = Replay::new(key, "POST", uri.path(), Some(&body));
+    let batch: BatchBody = parse_json(body.to_string().as_bytes())?;
+    let operations = batch.batch.operations;
+    if operations.is_empty() || operations.len() > MAX_OPERATIONS {
+        return Err(ApiError::invalid(
+            "batch.operations",
+            format!("must hold 1 to {MAX_OPERATIONS} operations"),
+        ));
+    }
+    if let Some(index) = operations
+        .iter()
+        .position(|op| !supported(&op.resource_type, &op.action))
+    {
+        return Ok(unsupported_response(index));
+    }
+    let saved = state
+        .db
+        .write(move |conn| {
+            let mut wrote = false;
+            let saved = idempotency::run(
+                conn,
+                &actor,
+                &replay,
+                |_| Ok(()),
+                |conn| {
+                    wrote = true;
+                    apply_all(conn, &actor, &operations)
+                },
+            )?;
+            if !wrote {
+                // A replay: the saved results go only to a caller who may
+                // still view every person they touch.
+                recheck_replay(conn, &actor, &saved.body)?;
+            }
+            Ok(saved)
+        })
+        .await?;
+    Ok(saved.into_response())
+}
+
+/// Applies every operation in order; the first failure is the batch's error.
+fn apply_all(conn: &Connection, actor: &Actor, operations: &[Operation]) -> Result<SavedResponse> {
+    let mut results = Vec::with_capacity(operations.len());
+    for (index, op) in operations.iter().enumerate() {
+        results.push(apply(conn, actor, index, op).map_err(|e| at_operation(index, e))?);
+    }
+    let body = serde_json::to_string(&json!({"data": {"applied": true, "results": results}}))
+        .map_err(ApiError::internal)?;
+    Ok(SavedResponse {
+        status: StatusCode::CREATED.as_u16(),
+        body,
+        etag: None,
+    })
+}
+
+/// The person-scoped table of a result's record type.
+fn person_table(record_type: &str) -> Option<&'static str> {
+    Some(match record_type {
+        "HealthEvent" => "health_events",
+        "Schedule" => "schedules",
+        "PersonMedication" => "person_medications",
+        "MedicationPausePeriod" => "medication_pause_periods",
+        "MedicationTake" => "medication_takes",
+        _ => return None,
+    })
+}
+
+/// Before a saved batch response is replayed: the caller must still be able
+/// to view every person the saved results touch (a person result, or the
+/// person of a person-scoped record that still exists). Revoked access gets
+/// 404, as a direct read would.
+fn recheck_replay(conn: &Connection, actor: &Actor, body: &str) -> Result<()> {
+    let saved: Value = serde_json::from_str(body).map_err(ApiError::internal)?;
+    let results = saved["data"]["results"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    for result in results {
+        let record_type = result["record_type"].as_str().unwrap_or_default();
+        let Some(portable_id) = result["record_portable_id"].as_str() else {
+            continue;
+        };
+        let sql = match record_type {
+            "Person" => {
+                "SELECT id FROM people WHERE household_id = ?1 AND portable_id = ?2".to_string()
+            }
+            other => match person_table(other) {
+                Some(table) => format!(
+                    "SELECT person_id FROM {table} WHERE household_id = ?1 AND portable_id = ?2"
+                ),
+                None => continue,
+            },
+        };
+        let person: Option<i64> = conn
+            .prepare_cached(&sql)?
+            .query_row(rusqlite::params![actor.household_id, portable_id], |r| {
+                r.get(0)
+            })
+            .optional()?;
+        if let Some(person) = person
+            && crate::auth::access::person_access(conn, actor, person)?.is_none()
+        {
+            return Err(ApiError::not_found("person"));
+        }
+    }
+    Ok(())
+}
+
+/// Names the failing operation in an error, and turns a stale ETag into the
+/// batch's `sync_conflict`.
+fn at_operation(index: usize, err: ApiError) -> ApiError {
+    match err {
+        ApiError::Conflict {
+            code: "edit_conflict",
+            ..
+        } => ApiError::conflict(
+            SYNC_CONFLICT,
+            format!(
+                "operation {index}: the record has changed since it was read; reload it and retry with its new ETag (nothing in this batch was applied)"
+            ),
+        ),
+        ApiError::Conflict { code, message } => ApiError::Conflict {
+            code,
+            message: format!("operation {index}: {message}"),
+        },
+        ApiError::Validation { message, errors } => {
+            let errors: FieldErrors = errors
+                .into_iter()
+                .map(|(field, messages)| (format!("operations[{index}].{field}"), messages))
+                .collect();
+            ApiError::Validation {
+                message: format!("operation {index}: {message}"),
+                errors,
+            }
+        }
+        ApiError::PreconditionRequired(message) => {
+            ApiError::PreconditionRequired(format!("operation {index}: {message}"))
+        }
+        ApiError::NotFound(message) => ApiError::NotFound(format!("operation {index}: {message}")),
+        ApiError::Forbidden(message) => {
+            ApiError::Forbidden(format!("operation {index}: {message}"))
+        }
+        other => other,
+    }
+}
+
+/// The operation's attributes as the resource's attribute struct, with the
+/// same 422s as a REST body (absent attributes are `{}`).
+fn attributes<T: DeserializeOwned>(op: &Operation) -> Result<T> {
+    let text = op
+        .attributes
+        .as_ref()
+        .map(Value::to_string)
+        .unwrap_or_else(|| "{}".into());
+    parse_json(text.as_bytes()).map_err(|e| match e {
+        ApiError::Validation { message, errors } => ApiError::Validation {
+            message: format!("attributes: {message}"),
+            errors: errors
+                .into_iter()
+                .map(|(field, messages)| (format!("attributes.{field}"), messages))
+                .collect(),
+        },
+        other => other,
+    })
+}
+
+/// Close, pause, resume and delete carry no attributes (or `{}`).
+fn no_attributes(op: &Operation) -> Result<()> {
+    match &op.attributes {
+        None => Ok(()),
+        Some(Value::Object(map)) if map.is_empty() => Ok(()),
+        Some(_) => Err(ApiError::invalid(
+            "attributes",
+            "must be empty for this action",
+        )),
+    }
+}
+
+/// A create carries neither id nor if_match.
+fn for_create(op: &Operation) -> Result<()> {
+    if op.id.is_some() {
+        return Err(ApiError::invalid("id", "must be left out of a create"));
+    }
+    if op.if_match.is_some() {
+        return Err(ApiError::invalid(
+            "if_match",
+            "must be left out of a create",
+        ));
+    }
+    Ok(())
+}
+
+/// The target of a change: its id, and its ETag (missing → 428).
+fn for_change(op: &Operation) -> Result<(&ResourceId, IfMatch)> {
+    let id = op
+        .id
+        .as_ref()
+        .ok_or_else(|| ApiError::invalid("id", "is required for this action"))?;
+    let if_match = op.if_match.clone().ok_or_else(|| {
+        ApiError::PreconditionRequired(
+            "this action needs the record's current ETag in if_match".into(),
+        )
+    })?;
+    Ok((id, IfMatch(Some(if_match))))
+}
+
+fn id_text(value: &Value) -> String {
+    match value {
+        Value::String(s) => s.clone(),
+        Value::Number(n) => n.to_string(),
+        _ => String::new(),
+    }
+}
+
+/// A result naming `record` (its `id` and `portable_id`), with its ETag
+/// unless it was deleted.
+fn result_for<T: Serialize + Versioned>(
+    index: usize,
+    op: &Operation,
+    record_type: &'static str,
+    record: &T,
+    deleted: bool,
+) -> Result<OperationResult> {
+    let value = serde_json::to_value(record).map_err(ApiError::internal)?;
+    Ok(OperationResult {
+        index,
+        action: op.action.clone(),
+        record_type,
+        record_id: id_text(&value["id"]),
+        record_portable_id: id_text(&value["portable_id"]),
+        etag: (!deleted).then(|| record.etag()),
+        replayed: None,
+    })
+}
+
+/// Applies one operation through its resource's rule.
+fn apply(
+    conn: &Connection,
+    actor: &Actor,
+    index: usize,
+    op: &Operation,
+) -> Result<OperationResult> {
+    let done = |record_type, record: &dyn ErasedRecord, deleted| {
+        record.result(index, op, record_type, deleted)
+    };
+    match (op.resource_type.as_str(), op.action.as_str()) {
+        ("location", "create") => {
+            for_create(op)?;
+            let rec = locations::create(conn, actor, attributes(op)?)?;
+            done("Location", &rec, false)
+        }
+        ("location", "update") => {
+            let (id, if_match) = for_change(op)?;
+            let rec = locations::update(conn, actor, id, &if_match, attributes(op)?)?;
+            done("Location", &rec, false)
+        }
+        ("location", "delete") => {
+            let (id, if_match) = for_change(op)?;
+            no_attributes(op)?;
+            let rec = locations::get(conn, actor, id)?;
+            locations::delete(conn, actor, id, &if_match)?;
+            done("Location", &rec, true)
+        }
+        ("person", "create") => {
+            for_create(op)?;
+            let rec = people::create(conn, actor, attributes(op)?)?;
+            done("Person", &rec, false)
+        }
+        ("person", "update") => {
+            let (id, if_match) = for_change(op)?;
+            let rec = people::update(conn, actor, id, &if_match, attributes(op)?)?;
+            done("Person", &rec, false)
+        }
+        ("medication", "create") => {
+            for_create(op)?;
+            let rec = medications::create(conn, actor, attributes(op)?)?;
+            done("Medication", &rec, false)
+        }
+        ("medication", "update") => {
+            let (id, if_match) = for_change(op)?;
+            let rec = medications::update(conn, actor, id, &if_match, attributes(op)?)?;
+            done("Medication", &rec, false)
+        }
+        ("medication", "delete") => {
+            let (id, if_match) = for_change(op)?;
+            no_attributes(op)?;
+            let rec = medications::get(conn, actor, id)?;
+            medications::delete(conn, actor, id, &if_match)?;
+            done("Medication", &rec, true)
+        }
+        ("medication", "adjust_inventory") => {
+            let (id, if_match) = for_change(op)?;
+            let rec = medications::inventory::adjust_inventory(
+                conn,
+                actor,
+                id,
+                &if_match,
+                attributes(op)?,
+            )?;
+            done("Medication", &rec, false)
+        }
+        ("medication", "mark_as_ordered") => {
+            let (id, if_match) = for_change(op)?;
+            let rec = medications::inventory::mark_as_ordered(
+                conn,
+                actor,
+                id,
+                &if_match,
+                attributes(op)?,
+            )?;
+            done("Medication", &rec, false)
+        }
+        ("medication", "mark_as_received") => {
+            let (id, if_match) = for_change(op)?;
+            let rec = medications::inventory::mark_as_received(
+                conn,
+                actor,
+                id,
+                &if_match,
+                attributes(op)?,
+            )?;
+            done("Medication", &rec, false)
+        }
+        ("medication", "remove_stock") => {
+            let id = op
+                .id
+                .as_ref()
+                .ok_or_else(|| ApiError::invalid("id", "is required for this action"))?;
+            if op.if_match.is_some() {
+                return Err(ApiError::invalid(
+                    "if_match",
+                    "must be left out of remove_stock",
+                ));
+            }
+            let removal = stock_removals::create(conn, actor, id, attributes(op)?)?;
+            Ok(OperationResult {
+                index,
+                action: op.action.clone(),
+                record_type: "StockRemoval",
+                record_id: removal.id.to_string(),
+                record_portable_id: removal.portable_id,
+                etag: None,
+                replayed: None,
+            })
+        }
+        ("medication_dosage_option", "create") => {
+            for_create(op)?;
+            let rec = dosage_options::create(conn, actor, attributes(op)?)?;
+            done("MedicationDosageOption", &rec, false)
+        }
+        ("medication_dosage_option", "update") => {
+            let (id, if_match) = for_change(op)?;
+            let rec = dosage_options::update(conn, actor, id, &if_match, attributes(op)?)?;
+            done("MedicationDosageOption", &rec, false)
+        }
+        ("health_event", "create") => {
+            for_create(op)?;
+            let rec = health_events::create(conn, actor, attributes(op)?)?;
+            done("HealthEvent", &rec, false)
+        }
+        ("health_event", "update") => {
+            let (id, if_match) = for_change(op)?;
+            let rec = health_events::update(conn, actor, id, &if_match, attributes(op)?)?;
+            done("HealthEvent", &rec, false)
+        }
+        ("health_event", "delete") => {
+            let (id, if_match) = for_change(op)?;
+            no_attributes(op)?;
+            let rec = health_events::get(conn, actor, id)?;
+            health_events::delete(conn, actor, id, &if_match)?;
+            done("HealthEvent", &rec, true)
+        }
+        ("schedule", "create") => {
+            for_create(op)?;
+            let rec = schedules::create(conn, actor, attributes(op)?)?;
+            done("Schedule", &rec, false)
+        }
+        ("schedule", "update") => {
+            let (id, if_match) = for_change(op)?;
+            let rec = schedules::update(conn, actor, id, &if_match, attributes(op)?)?;
+            done("Schedule", &rec, false)
+        }
+        ("schedule", "delete") => {
+            let (id, if_match) = for_change(op)?;
+            no_attributes(op)?;
+            let rec = schedules::get(conn, actor, id)?;
+            schedules::delete(conn, actor, id, &if_match)?;
+            done("Schedule", &rec, true)
+        }
+        ("schedule", "pause") => {
+            let (id, if_match) = for_change(op)?;
+            no_attributes(op)?;
+            let rec = schedules::pause(conn, actor, id, &if_match)?;
+            done("Schedule", &rec, false)
+        }
+        ("schedule", "resume") => {
+            let (id, if_match) = for_change(op)?;
+            no_attributes(op)?;
+            let rec = schedules::resume(conn, actor, id, &if_match)?;
+            done("Schedule", &rec, false)
+        }
+        ("person_medication", "create") => {
+            for_create(op)?;
+            let rec = person_medications::create(conn, actor, attributes(op)?)?;
+            done("PersonMedication", &rec, false)
+        }
+        ("person_medication", "update") => {
+            let (id, if_match) = for_change(op)?;
+            let rec = person_medications::update(conn, actor, id, &if_match, attributes(op)?)?;
+            done("PersonMedication", &rec, false)
+        }
+        ("person_medication", "delete") => {
+            let (id, if_match) = for_change(op)?;
+            no_attributes(op)?;
+            let rec = person_medications::get(conn, actor, id)?;
+            person_medications::delete(conn, actor, id, &if_match)?;
+            done("PersonMedication", &rec, true)
+        }
+        ("person_medication", "pause") => {
+            let (id, if_match) = for_change(op)?;
+            no_attributes(op)?;
+            let rec = person_medications::pause(conn, actor, id, &if_match)?;
+            done("PersonMedication", &rec, false)
+        }
+        ("person_medication", "resume") => {
+            let (id, if_match) = for_change(op)?;
+            no_attributes(op)?;
+            let rec = person_medications::resume(conn, actor, id, &if_match)?;
+            done("PersonMedication", &rec, false)
+        }
+        ("medication_pause_period", "create") => {
+            for_create(op)?;
+            let attrs = attributes(op)?;
+            let rec = pause_periods::create(conn, actor, &attrs)?;
+            let mut result = result_for(index, op, "MedicationPausePeriod", &rec, false)?;
+            result.record_id = rec.portable_id.clone();
+            result.replayed = Some(false);
+            Ok(result)
+        }
+        ("medication_pause_period", "close") => {
+            let (id, if_match) = for_change(op)?;
+            no_attributes(op)?;
+            let ResourceId::Portable(portable_id) = id else {
+                return Err(ApiError::invalid(
+                    "id",
+                    "must be the pause period's portable id",
+                ));
+            };
+            let rec = pause_periods::resume(conn, actor, portable_id, &if_match)?;
+            let mut result = result_for(index, op, "MedicationPausePeriod", &rec, false)?;
+            result.record_id = rec.portable_id.clone();
+            result.replayed = Some(false);
+            Ok(result)
+        }
+        ("medication_take", "create") => {
+            for_create(op)?;
+            let recorded = medication_takes::create(conn, actor, attributes(op)?)?;
+            let mut result = result_for(index, op, "MedicationTake", &recorded.take, false)?;
+            result.replayed = Some(recorded.replayed);
+            Ok(result)
+        }
+        // The pairs were checked before the transaction began.
+        _ => Err(ApiError::internal("unchecked sync operation")),
+    }
+}
+
+/// Lets one closure shape results of any record type.
+trait ErasedRecord {
+    fn result(
+        &self,
+        index: usize,
+        op: &Operation,
+        record_type: &'static str,
+        deleted: bool,
+    ) -> Result<OperationResult>;
+}
+
+impl<T: Serialize + Versioned> ErasedRecord for T {
+    fn result(
+        &self,
+        index: usize,
+        op: &Operation,
+        record_type: &'static str,
+        deleted: bool,
+    ) -> Result<OperationResult> {
+        result_for(index, op, record_type, self, deleted)
+    }
+}
