@@ -34,6 +34,7 @@ use super::batches_model::{
     batch_result_schema, operation_schema, supported,
 };
 use crate::auth::Actor;
+use crate::care::dose_occurrences::outcomes as dose_outcomes;
 use crate::care::{health_events, medication_takes, pause_periods, person_medications, schedules};
 use crate::db::idempotency::{self, Replay, SavedResponse};
 use crate::error::{ApiError, FieldErrors, Result};
@@ -59,7 +60,7 @@ pub fn routes(api: Api) -> Api {
         .route(
             Op::post(PATH, "createSyncBatch", TAG)
                 .summary("Apply a batch of queued offline writes in one transaction")
-                .description("Applies batch.operations (1 to 200) in submitted order inside one transaction, each through the same rule as its REST endpoint (same permissions, validation, audit and change-feed entries). Supported pairs are listed in the capability document's sync.operations. Behavioural rules that take precedence over the formal schema: create operations carry no id and no if_match; update, delete, adjust_inventory, mark_as_ordered, mark_as_received, pause, resume and close need id and the record's latest ETag in if_match (missing: 428 precondition_required; stale: 409 sync_conflict); close, pause, resume and delete carry empty (or no) attributes; remove_stock carries the medication's id, attributes quantity (decimal string), reason, submission_id and optional note and dosage_id, and no if_match; medication_pause_period close takes the period's portable id. attributes are the resource's fields as in its REST request body, without the wrapping key; decimals are strings and references are portable ids or string database ids. References to results of earlier operations of the same batch are not supported. An unsupported pair is refused with 422 sync_operation_unsupported before anything is written. Any failing operation rolls back the whole batch; the error message names the failing operation's index and never repeats submitted values. Results hold index, action, record_type, record_id (string), record_portable_id and, except for deletes, the record's new etag; pause-period results also hold replayed.")
+                .description("Applies batch.operations (1 to 200) in submitted order inside one transaction, each through the same rule as its REST endpoint (same permissions, validation, audit and change-feed entries). Supported pairs are listed in the capability document's sync.operations. Behavioural rules that take precedence over the formal schema: create operations carry no id and no if_match; update, delete, adjust_inventory, mark_as_ordered, mark_as_received, pause, resume and close need id and the record's latest ETag in if_match (missing: 428 precondition_required; stale: 409 sync_conflict); close, pause, resume and delete carry empty (or no) attributes; remove_stock carries the medication's id, attributes quantity (decimal string), reason, submission_id and optional note and dosage_id, and no if_match; medication_pause_period close takes the period's portable id. attributes are the resource's fields as in its REST request body, without the wrapping key; decimals are strings and references are portable ids or string database ids. References to results of earlier operations of the same batch are not supported. An unsupported pair is refused with 422 sync_operation_unsupported before anything is written. Any failing operation rolls back the whole batch; the error message names the failing operation's index and never repeats submitted values. Results hold index, action, record_type, record_id (string), record_portable_id and, except for deletes, the record's new etag; pause-period results also hold replayed. medication_dose_occurrence create records outcome not_taken for an expected dose of a routine schedule or assignment (attributes source_type, source_id, occurrence_key from listDoseOccurrences, outcome not_taken, optional reason and note; never changes stock; the same decision again returns the saved outcome; a dose already taken or otherwise resolved is a 409 dose_outcome_conflict); its update takes the outcome's portable id, if_match and attributes {outcome: open} only, and needs manage access.")
                 .body("SyncBatchRequest")
                 .idempotency_key()
                 .created("SyncBatchResultResponse")
@@ -147,6 +148,7 @@ fn person_table(record_type: &str) -> Option<&'static str> {
         "PersonMedication" => "person_medications",
         "MedicationPausePeriod" => "medication_pause_periods",
         "MedicationTake" => "medication_takes",
+        "MedicationDoseOccurrence" => "dose_occurrences",
         _ => return None,
     })
 }
@@ -544,6 +546,16 @@ fn apply(
             let mut result = result_for(index, op, "MedicationTake", &recorded.take, false)?;
             result.replayed = Some(recorded.replayed);
             Ok(result)
+        }
+        ("medication_dose_occurrence", "create") => {
+            for_create(op)?;
+            let rec = dose_outcomes::record_not_taken(conn, actor, attributes(op)?)?;
+            done(dose_outcomes::RECORD_TYPE, &rec, false)
+        }
+        ("medication_dose_occurrence", "update") => {
+            let (id, if_match) = for_change(op)?;
+            let rec = dose_outcomes::reopen(conn, actor, id, &if_match, attributes(op)?)?;
+            done(dose_outcomes::RECORD_TYPE, &rec, false)
         }
         // The pairs were checked before the transaction began.
         _ => Err(ApiError::internal("unchecked sync operation")),

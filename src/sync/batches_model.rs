@@ -38,6 +38,7 @@ pub const SUPPORTED: &[(&str, &[&str])] = &[
     ),
     ("medication_pause_period", &["create", "close"]),
     ("medication_take", &["create"]),
+    ("medication_dose_occurrence", &["create", "update"]),
 ];
 
 /// Whether a batch may carry this pair.

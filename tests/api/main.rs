@@ -8,6 +8,7 @@ mod cli;
 mod contract;
 mod dosage_options;
 mod dose_occurrences;
+mod dose_outcomes;
 mod health_events;
 mod location_memberships;
 mod locations;

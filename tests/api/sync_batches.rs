@@ -186,8 +186,8 @@ async fn an_unsupported_pair_is_refused_before_any_write() {
     for op in [
         json!({"action": "update", "resource_type": "medication_review", "id": "1", "if_match": "x",
                "attributes": {"notes": "private words"}}),
-        json!({"action": "create", "resource_type": "medication_dose_occurrence",
-               "attributes": {"outcome": "not_taken"}}),
+        json!({"action": "delete", "resource_type": "medication_dose_occurrence",
+               "id": "1", "if_match": "x"}),
         json!({"action": "delete", "resource_type": "person", "id": "1", "if_match": "x"}),
         json!({"action": "reorder", "resource_type": "person_medication", "id": "1", "if_match": "x"}),
     ] {

@@ -41,6 +41,7 @@
 //! outcomes (one). The signing secret is read once per request.
 
 pub mod model;
+pub mod outcomes;
 pub mod routes;
 pub mod store;
 

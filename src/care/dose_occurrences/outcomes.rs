@@ -1,0 +1,373 @@
+//! Persisted dose outcomes (`medication_dose_occurrence` in a sync batch),
+//! one rule per mutation:
+//!
+//! - [`record_not_taken`] (batch create): marks one expected dose of a live
+//!   routine source not taken. The occurrence key must be one this server
+//!   signed for that very source; prn schedules and as-needed assignments
+//!   have no expected doses (422). Needs record access to the person (view
+//!   → 403, out of scope → 404). Repeating the decision returns the saved
+//!   row unchanged; a reopened (open) row is decided again; a dose already
+//!   taken (a linked take or a taken row) is a 409 `dose_outcome_conflict`. Routine
+//!   outcomes never invent a scheduled time (scheduled_at stays null) and
+//!   never touch stock.
+//! - [`reopen`] (batch update with attributes `{outcome: "open"}`): needs
+//!   manage access and the row's current ETag; clears resolved_at, reason
+//!   and note.
+//!
+//! Deletes and direct updates to `taken` are not supported: a medication
+//! take records an actual dose.
+
+use rusqlite::{Connection, OptionalExtension, Row, params};
+use serde::{Deserialize, Serialize};
+
+use crate::auth::Actor;
+use crate::auth::access::{self, AccessLevel};
+use crate::care::dose_occurrences::{PERSON_MEDICATION, SCHEDULE, cycle_window};
+use crate::care::medication_takes::model::SourceType;
+use crate::care::medication_takes::store as takes_store;
+use crate::care::occurrence_key;
+use crate::db::change_feed::{self, Action, Change};
+use crate::error::{ApiError, Problems, Result};
+use crate::http::extract::{IfMatch, ResourceId};
+use crate::http::respond::{self, Versioned};
+
+pub const RECORD_TYPE: &str = "MedicationDoseOccurrence";
+/// A decision that contradicts the occurrence's saved outcome or take.
+pub const CONFLICT: &str = "dose_outcome_conflict";
+pub const MAX_REASON: usize = 200;
+pub const MAX_NOTE: usize = 1000;
+
+/// A saved outcome row.
+#[derive(Debug, Clone, Serialize)]
+pub struct DoseOutcome {
+    pub id: i64,
+    pub portable_id: String,
+    pub person_id: i64,
+    pub source_type: String,
+    pub source_id: i64,
+    pub window_starts_on: String,
+    pub window_ends_on: String,
+    pub position: i64,
+    pub scheduled_at: Option<String>,
+    pub outcome: String,
+    pub reason: Option<String>,
+    pub note: Option<String>,
+    pub resolved_at: Option<String>,
+    pub medication_take_id: Option<i64>,
+    pub lock_version: i64,
+    pub created_at: String,
+    pub updated_at: String,
+}
+
+impl Versioned for DoseOutcome {
+    fn etag(&self) -> String {
+        respond::etag(&self.portable_id, self.lock_version)
+    }
+}
+
+/// Batch create attributes.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NotTakenAttrs {
+    pub source_type: String,
+    pub source_id: ResourceId,
+    pub occurrence_key: String,
+    pub outcome: String,
+    #[serde(default)]
+    pub reason: Option<String>,
+    #[serde(default)]
+    pub note: Option<String>,
+}
+
+/// Batch update attributes: only `{outcome: "open"}`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ReopenAttrs {
+    pub outcome: String,
+}
+
+const COLUMNS: &str = "id, portable_id, person_id, source_type, source_id, window_starts_on,
+    window_ends_on, position, scheduled_at, outcome, reason, note, resolved_at,
+    medication_take_id, lock_version, created_at, updated_at";
+
+fn row(r: &Row<'_>) -> rusqlite::Result<DoseOutcome> {
+    Ok(DoseOutcome {
+        id: r.get(0)?,
+        portable_id: r.get(1)?,
+        person_id: r.get(2)?,
+        source_type: r.get(3)?,
+        source_id: r.get(4)?,
+        window_starts_on: r.get(5)?,
+        window_ends_on: r.get(6)?,
+        position: r.get(7)?,
+        scheduled_at: r.get(8)?,
+        outcome: r.get(9)?,
+        reason: r.get(10)?,
+        note: r.get(11)?,
+        resolved_at: r.get(12)?,
+        medication_take_id: r.get(13)?,
+        lock_version: r.get(14)?,
+        created_at: r.get(15)?,
+        updated_at: r.get(16)?,
+    })
+}
+
+fn by_id(conn: &Connection, id: i64) -> Result<DoseOutcome> {
+    Ok(conn
+        .prepare_cached(&format!(
+            "SELECT {COLUMNS} FROM dose_occurrences WHERE id = ?1"
+        ))?
+        .query_row([id], row)?)
+}
+
+fn by_occurrence(
+    conn: &Connection,
+    source_type: &str,
+    source_id: i64,
+    window: &str,
+    position: i64,
+) -> Result<Option<DoseOutcome>> {
+    Ok(conn
+        .prepare_cached(&format!(
+            "SELECT {COLUMNS} FROM dose_occurrences
+             WHERE source_type = ?1 AND source_id = ?2 AND window_starts_on = ?3 AND position = ?4"
+        ))?
+        .query_row(params![source_type, source_id, window, position], row)
+        .optional()?)
+}
+
+/// The outcome `id` (numeric or portable) of the household.
+pub fn find(conn: &Connection, household_id: i64, id: &ResourceId) -> Result<Option<DoseOutcome>> {
+    let (numeric, portable) = id.sql_parts();
+    Ok(conn
+        .prepare_cached(&format!(
+            "SELECT {COLUMNS} FROM dose_occurrences
+             WHERE household_id = ?1 AND (id = ?2 OR portable_id = ?3)"
+        ))?
+        .query_row(params![household_id, numeric, portable], row)
+        .optional()?)
+}
+
+fn taken_conflict() -> ApiError {
+    ApiError::conflict(
+        CONFLICT,
+        "this expected dose already has a different outcome; reload the day's doses",
+    )
+}
+
+/// Batch create of a `not_taken` outcome.
+pub fn record_not_taken(
+    conn: &Connection,
+    actor: &Actor,
+    attrs: NotTakenAttrs,
+) -> Result<DoseOutcome> {
+    let mut problems = Problems::default();
+    let source_type = SourceType::parse(&attrs.source_type);
+    if source_type.is_none() {
+        problems.add("source_type", "must be schedule or person_medication");
+    }
+    if attrs.outcome != "not_taken" {
+        problems.add("outcome", "must be not_taken");
+    }
+    if attrs
+        .reason
+        .as_ref()
+        .is_some_and(|r| r.chars().count() > MAX_REASON)
+    {
+        problems.add("reason", format!("must be at most {MAX_REASON} characters"));
+    }
+    if attrs
+        .note
+        .as_ref()
+        .is_some_and(|n| n.chars().count() > MAX_NOTE)
+    {
+        problems.add("note", format!("must be at most {MAX_NOTE} characters"));
+    }
+    problems.check("the dose outcome is invalid")?;
+    let Some(source_type) = source_type else {
+        return Err(ApiError::internal("source_type checked above"));
+    };
+    let occurrence = occurrence_key::verify(conn, &attrs.occurrence_key)?;
+
+    let noun = source_type.noun();
+    let source = takes_store::find_source(conn, actor.household_id, source_type, &attrs.source_id)?
+        .filter(|s| !s.retired)
+        .ok_or_else(|| ApiError::not_found(noun))?;
+    match access::person_access(conn, actor, source.person_id)? {
+        None => return Err(ApiError::not_found(noun)),
+        Some(level) if level < AccessLevel::Record => {
+            return Err(ApiError::forbidden(
+                "recording a dose outcome needs record access to the person",
+            ));
+        }
+        Some(_) => {}
+    }
+    if occurrence.source_type != source_type.as_str()
+        || occurrence.source_portable_id != source.portable_id
+    {
+        return Err(ApiError::invalid(
+            "occurrence_key",
+            "names an expected dose of another schedule or person medication",
+        ));
+    }
+    if source.as_needed {
+        return Err(ApiError::invalid(
+            "source_id",
+            "names an as-needed source, which has no expected doses",
+        ));
+    }
+
+    let window_start = occurrence.window_starts_on;
+    let window_end = match source_type {
+        SourceType::Schedule => window_start,
+        SourceType::PersonMedication => cycle_window(source.dose_cycle, window_start).1,
+    };
+    let window = window_start.to_string();
+    let position = i64::from(occurrence.position);
+    let type_text = match source_type {
+        SourceType::Schedule => SCHEDULE,
+        SourceType::PersonMedication => PERSON_MEDICATION,
+    };
+
+    let existing = by_occurrence(conn, type_text, source.id, &window, position)?;
+    if takes_store::find_by_occurrence(conn, source_type, source.id, &window, position)?.is_some() {
+        return Err(taken_conflict());
+    }
+    if let Some(saved) = existing {
+        return match saved.outcome.as_str() {
+            "not_taken" => Ok(saved),
+            // A reopened dose can be decided again.
+            "open" => {
+                let now = crate::time::now();
+                conn.prepare_cached(
+                    "UPDATE dose_occurrences
+                     SET outcome = 'not_taken', reason = ?2, note = ?3, resolved_at = ?4,
+                         actor_membership_id = ?5, lock_version = lock_version + 1, updated_at = ?4
+                     WHERE id = ?1",
+                )?
+                .execute(params![
+                    saved.id,
+                    attrs.reason,
+                    attrs.note,
+                    now,
+                    actor.membership_id
+                ])?;
+                change_feed::append(
+                    conn,
+                    Change {
+                        household_id: actor.household_id,
+                        record_type: RECORD_TYPE,
+                        record_id: saved.id,
+                        record_portable_id: &saved.portable_id,
+                        action: Action::Update,
+                        person_id: Some(saved.person_id),
+                    },
+                )?;
+                by_id(conn, saved.id)
+            }
+            _ => Err(taken_conflict()),
+        };
+    }
+
+    let now = crate::time::now();
+    let portable_id = crate::db::new_portable_id();
+    conn.prepare_cached(
+        "INSERT INTO dose_occurrences
+           (portable_id, household_id, person_id, source_type, source_id, window_starts_on,
+            window_ends_on, position, scheduled_at, outcome, reason, note, resolved_at,
+            medication_take_id, actor_membership_id, lock_version, created_at, updated_at)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, NULL, 'not_taken', ?9, ?10, ?11, NULL, ?12, 1,
+                 ?11, ?11)",
+    )?
+    .execute(params![
+        portable_id,
+        actor.household_id,
+        source.person_id,
+        type_text,
+        source.id,
+        window,
+        window_end.to_string(),
+        position,
+        attrs.reason,
+        attrs.note,
+        now,
+        actor.membership_id,
+    ])?;
+    let id = conn.last_insert_rowid();
+    change_feed::append(
+        conn,
+        Change {
+            household_id: actor.household_id,
+            record_type: RECORD_TYPE,
+            record_id: id,
+            record_portable_id: &portable_id,
+            action: Action::Create,
+            person_id: Some(source.person_id),
+        },
+    )?;
+    by_id(conn, id)
+}
+
+/// Batch update reopening a saved outcome (`{outcome: "open"}`).
+pub fn reopen(
+    conn: &Connection,
+    actor: &Actor,
+    id: &ResourceId,
+    if_match: &IfMatch,
+    attrs: ReopenAttrs,
+) -> Result<DoseOutcome> {
+    if attrs.outcome != "open" {
+        return Err(ApiError::invalid(
+            "outcome",
+            "must be open; a medication take records an actual dose",
+        ));
+    }
+    let saved = find(conn, actor.household_id, id)?
+        .ok_or_else(|| ApiError::not_found("dose occurrence"))?;
+    match access::person_access(conn, actor, saved.person_id)? {
+        None => return Err(ApiError::not_found("dose occurrence")),
+        Some(level) if level < AccessLevel::Manage => {
+            return Err(ApiError::forbidden(
+                "reopening a dose outcome needs manage access to the person",
+            ));
+        }
+        Some(_) => {}
+    }
+    if_match.require(&saved.etag())?;
+    if saved.outcome == "open" {
+        return Ok(saved);
+    }
+    let linked_take = match SourceType::parse(&saved.source_type) {
+        Some(kind) => takes_store::find_by_occurrence(
+            conn,
+            kind,
+            saved.source_id,
+            &saved.window_starts_on,
+            saved.position,
+        )?,
+        None => None,
+    };
+    if saved.outcome != "not_taken" || linked_take.is_some() {
+        return Err(taken_conflict());
+    }
+    let now = crate::time::now();
+    conn.prepare_cached(
+        "UPDATE dose_occurrences
+         SET outcome = 'open', resolved_at = NULL, reason = NULL, note = NULL,
+             actor_membership_id = ?2, lock_version = lock_version + 1, updated_at = ?3
+         WHERE id = ?1",
+    )?
+    .execute(params![saved.id, actor.membership_id, now])?;
+    change_feed::append(
+        conn,
+        Change {
+            household_id: actor.household_id,
+            record_type: RECORD_TYPE,
+            record_id: saved.id,
+            record_portable_id: &saved.portable_id,
+            action: Action::Update,
+            person_id: Some(saved.person_id),
+        },
+    )?;
+    by_id(conn, saved.id)
+}
