@@ -19,7 +19,9 @@ use super::changes_model::{
     tombstone_schema,
 };
 use super::changes_store;
+use super::snapshot_store::Reader;
 use crate::auth::Actor;
+use crate::care::dose_occurrences::outcomes;
 use crate::error::{ApiError, Result};
 use crate::http::extract::QueryParams;
 use crate::http::openapi::{Api, Op};
@@ -95,7 +97,16 @@ pub fn changes(
             seq
         }
     };
-    let scan = changes_store::scan(conn, actor, after, limit, SCAN_BUDGET.max(limit))?;
+    // One read transaction: the outcome records match the scanned page.
+    let tx = conn.unchecked_transaction()?;
+    let scan = changes_store::scan(&tx, actor, after, limit, SCAN_BUDGET.max(limit))?;
+    let outcome_ids: Vec<i64> = scan
+        .rows
+        .iter()
+        .filter(|row| row.record_type == outcomes::RECORD_TYPE && row.action != "delete")
+        .map(|row| row.record_id)
+        .collect();
+    let outcomes = Reader::new(&tx, actor).dose_occurrences_by_id(&outcome_ids)?;
     let mut changes = Vec::new();
     let mut tombstones = Vec::new();
     for row in scan.rows {
@@ -109,6 +120,12 @@ pub fn changes(
                 person_portable_id: row.person_portable_id,
             });
         } else {
+            // Several entries of one outcome carry the same (latest) state.
+            let record = if row.record_type == outcomes::RECORD_TYPE {
+                outcomes.get(&row.record_id).cloned()
+            } else {
+                None
+            };
             changes.push(ChangeEntry {
                 id: row.seq,
                 record_type: row.record_type,
@@ -119,9 +136,11 @@ pub fn changes(
                 metadata: ChangeMetadata {
                     person_portable_id: row.person_portable_id,
                 },
+                record,
             });
         }
     }
+    tx.commit()?;
     Ok(SyncChanges {
         changes,
         tombstones,

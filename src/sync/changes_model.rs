@@ -3,6 +3,8 @@
 use serde::Serialize;
 use serde_json::{Value, json};
 
+use super::snapshot_store::DoseOccurrenceRecord;
+
 /// Every `record_type` the change feed can carry.
 pub const RECORD_TYPES: &[&str] = &[
     "Person",
@@ -41,6 +43,10 @@ pub struct ChangeEntry {
     pub action: String,
     pub occurred_at: String,
     pub metadata: ChangeMetadata,
+    /// `MedicationDoseOccurrence` entries only: the outcome as it is now
+    /// (reasons and notes live here, for a reader allowed to see them).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub record: Option<DoseOccurrenceRecord>,
 }
 
 /// Never clinical reasons or notes: only the person the record belongs to.
@@ -104,6 +110,15 @@ pub fn change_schema() -> Value {
             "required": ["person_portable_id"],
             "description": "Non-clinical facts only; never reasons or notes",
             "properties": {"person_portable_id": nullable_portable_id()},
+        }),
+    );
+    props.insert(
+        "record".into(),
+        json!({
+            "$ref": "#/components/schemas/PortableDoseOccurrence",
+            "description": "Present on MedicationDoseOccurrence entries only: the current \
+                            portable outcome and its ETag (the latest state, so several \
+                            entries of one outcome can carry the same record)",
         }),
     );
     json!({

@@ -9,25 +9,24 @@
 //! every member; person records and everything of a person only while the
 //! caller may view that person. Relationships are portable ids; numeric ids
 //! never appear. Both are plaintext: sent with `Cache-Control: no-store`
-//! (every non-public response is) and never logged.
+//! (every non-public response is) and never logged. The body is written
+//! while it is read (streamed in chunks), so years of takes are never held
+//! in memory at once.
+
+use std::io::Write;
 
 use axum::extract::State;
 use axum::response::Response;
 use axum::routing::get;
 use rusqlite::Connection;
-use serde::Serialize;
 use serde_json::{Map, Value, json};
 
-use super::snapshot_store::{
-    DosageOptionRecord, DoseOccurrenceRecord, HealthEventRecord, LocationRecord, MedicationRecord,
-    MedicationTakeRecord, NotificationPreferenceRecord, PausePeriodRecord, PersonMedicationRecord,
-    PersonRecord, Reader, ScheduleRecord, Scope,
-};
+use super::snapshot_store::{self, Reader, Scope};
 use crate::auth::Actor;
 use crate::db::instance;
 use crate::error::Result;
 use crate::http::openapi::{Api, Op};
-use crate::http::respond;
+use crate::http::stream::{self, JsonObject};
 use crate::state::AppState;
 
 const TAG: &str = "Sync";
@@ -43,37 +42,15 @@ pub fn encode_cursor(household_id: i64, seq: i64) -> String {
     super::changes::encode_cursor(household_id, seq)
 }
 
-#[derive(Debug, Serialize)]
-pub struct Records {
-    pub people: Vec<PersonRecord>,
-    pub locations: Vec<LocationRecord>,
-    pub medications: Vec<MedicationRecord>,
-    pub dosage_options: Vec<DosageOptionRecord>,
-    pub schedules: Vec<ScheduleRecord>,
-    pub person_medications: Vec<PersonMedicationRecord>,
-    pub medication_takes: Vec<MedicationTakeRecord>,
-    pub notification_preferences: Vec<NotificationPreferenceRecord>,
-    pub health_events: Vec<HealthEventRecord>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub medication_pause_periods: Option<Vec<PausePeriodRecord>>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub dose_occurrences: Option<Vec<DoseOccurrenceRecord>>,
-}
-
-#[derive(Debug, Serialize)]
-pub struct Snapshot {
-    pub format: &'static str,
-    pub scope: Scope,
-    pub exported_at: String,
-    pub source_instance_id: String,
-    pub records: Records,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub cursor: Option<String>,
-}
-
-/// Reads the snapshot inside one read transaction. `v2` adds pause periods,
-/// dose outcomes and the cursor (the feed position at the same moment).
-pub fn snapshot(conn: &Connection, actor: &Actor, v2: bool) -> Result<Snapshot> {
+/// Writes `{"data": <snapshot>}` inside one read transaction, each
+/// collection row by row as it is read. `v2` adds pause periods, dose
+/// outcomes and the cursor (the feed position at the same moment).
+pub fn write_snapshot(
+    conn: &Connection,
+    actor: &Actor,
+    v2: bool,
+    out: &mut dyn Write,
+) -> Result<()> {
     // A deferred read transaction: every query below sees the same snapshot
     // of the database (WAL), whatever the writer commits meanwhile.
     let tx = conn.unchecked_transaction()?;
@@ -83,7 +60,8 @@ pub fn snapshot(conn: &Connection, actor: &Actor, v2: bool) -> Result<Snapshot> 
     } else {
         None
     };
-    let people = read.people()?;
+    // People are few and name the scope, so they are read first.
+    let people = snapshot_store::collect(|sink| read.people(sink))?;
     let scope = Scope {
         household_portable_id: read.household_portable_id()?,
         person_portable_ids: people
@@ -91,37 +69,38 @@ pub fn snapshot(conn: &Connection, actor: &Actor, v2: bool) -> Result<Snapshot> 
             .map(|p| p.common.portable_id.clone())
             .collect(),
     };
-    let records = Records {
-        people,
-        locations: read.locations()?,
-        medications: read.medications()?,
-        dosage_options: read.dosage_options()?,
-        schedules: read.schedules()?,
-        person_medications: read.person_medications()?,
-        medication_takes: read.medication_takes()?,
-        notification_preferences: read.notification_preferences()?,
-        health_events: read.health_events()?,
-        medication_pause_periods: if v2 {
-            Some(read.pause_periods()?)
-        } else {
-            None
-        },
-        dose_occurrences: if v2 {
-            Some(read.dose_occurrences()?)
-        } else {
-            None
-        },
-    };
-    let snapshot = Snapshot {
-        format: if v2 { FORMAT_V2 } else { FORMAT_V1 },
-        scope,
-        exported_at: crate::time::now(),
-        source_instance_id: instance::get(&tx, instance::INSTANCE_ID)?,
-        records,
-        cursor,
-    };
+    let source_instance_id = instance::get(&tx, instance::INSTANCE_ID)?;
+
+    let mut top = JsonObject::begin(out)?;
+    let mut data = top.object("data")?;
+    data.field("format", if v2 { FORMAT_V2 } else { FORMAT_V1 })?;
+    data.field("scope", &scope)?;
+    data.field("exported_at", &crate::time::now())?;
+    data.field("source_instance_id", &source_instance_id)?;
+    let mut records = data.object("records")?;
+    records.field("people", &people)?;
+    records.array("locations", |sink| read.locations(sink))?;
+    records.array("medications", |sink| read.medications(sink))?;
+    records.array("dosage_options", |sink| read.dosage_options(sink))?;
+    records.array("schedules", |sink| read.schedules(sink))?;
+    records.array("person_medications", |sink| read.person_medications(sink))?;
+    records.array("medication_takes", |sink| read.medication_takes(sink))?;
+    records.array("notification_preferences", |sink| {
+        read.notification_preferences(sink)
+    })?;
+    records.array("health_events", |sink| read.health_events(sink))?;
+    if v2 {
+        records.array("medication_pause_periods", |sink| read.pause_periods(sink))?;
+        records.array("dose_occurrences", |sink| read.dose_occurrences(sink))?;
+    }
+    records.end()?;
+    if let Some(cursor) = &cursor {
+        data.field("cursor", cursor)?;
+    }
+    data.end()?;
+    top.end()?;
     tx.commit()?;
-    Ok(snapshot)
+    Ok(())
 }
 
 pub fn routes(api: Api) -> Api {
@@ -164,19 +143,17 @@ pub fn routes(api: Api) -> Api {
 }
 
 async fn sync_snapshot(State(state): State<AppState>, actor: Actor) -> Result<Response> {
-    let snapshot = state
-        .db
-        .read(move |conn| snapshot(conn, &actor, true))
-        .await?;
-    Ok(respond::ok(snapshot))
+    stream::json(&state.db, move |conn, out| {
+        write_snapshot(conn, &actor, true, out)
+    })
+    .await
 }
 
 async fn mobile_snapshot(State(state): State<AppState>, actor: Actor) -> Result<Response> {
-    let snapshot = state
-        .db
-        .read(move |conn| snapshot(conn, &actor, false))
-        .await?;
-    Ok(respond::ok(snapshot))
+    stream::json(&state.db, move |conn, out| {
+        write_snapshot(conn, &actor, false, out)
+    })
+    .await
 }
 
 // ---- OpenAPI schemas -------------------------------------------------------

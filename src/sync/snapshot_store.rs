@@ -1,6 +1,8 @@
 //! SQL for the sync and mobile snapshots: one query per collection (people
 //! add one for their location links, health events one for their medication
 //! links), all run on the caller's connection inside its read transaction.
+//! Each collection hands its records one at a time to a callback, so a
+//! snapshot of years of takes is written out as it is read, never held.
 //!
 //! Every relationship is a portable id; no numeric id leaves this module.
 //! Person-scoped collections are limited by `VISIBLE_PERSON`: the people the
@@ -9,7 +11,7 @@
 
 use std::collections::HashMap;
 
-use rusqlite::{Connection, Row, named_params, params};
+use rusqlite::{Connection, Row, ToSql};
 use serde::Serialize;
 use serde_json::Value;
 
@@ -37,31 +39,57 @@ impl Visibility {
     }
 }
 
+/// Runs a prepared query and hands each mapped row to `each`.
+fn each_row<T>(
+    conn: &Connection,
+    sql: &str,
+    params: &[(&str, &dyn ToSql)],
+    mut map: impl FnMut(&Row<'_>) -> rusqlite::Result<T>,
+    mut each: impl FnMut(T) -> Result<()>,
+) -> Result<()> {
+    let mut stmt = conn.prepare_cached(sql)?;
+    let mut rows = stmt.query(params)?;
+    while let Some(row) = rows.next()? {
+        each(map(row)?)?;
+    }
+    Ok(())
+}
+
 /// Runs a person-scoped query (its SQL names `:household_id` and includes
-/// `VISIBLE_PERSON` on alias `p`) and maps each row.
+/// `VISIBLE_PERSON` on alias `p`, plus any `extra` parameters) row by row.
 fn visible<T>(
     conn: &Connection,
     vis: &Visibility,
     sql: &str,
+    extra: &[(&str, &dyn ToSql)],
     map: impl FnMut(&Row<'_>) -> rusqlite::Result<T>,
+    each: impl FnMut(T) -> Result<()>,
+) -> Result<()> {
+    let mut params: Vec<(&str, &dyn ToSql)> = vec![
+        (":household_id", &vis.household_id),
+        (":membership_id", &vis.membership_id),
+        (":is_manager", &vis.is_manager),
+        (":now", &vis.now),
+    ];
+    params.extend_from_slice(extra);
+    each_row(conn, sql, &params, map, each)
+}
+
+/// Collects a streamed collection (for the few callers that need a list).
+pub fn collect<T>(
+    read: impl FnOnce(&mut dyn FnMut(T) -> Result<()>) -> Result<()>,
 ) -> Result<Vec<T>> {
-    Ok(conn
-        .prepare_cached(sql)?
-        .query_map(
-            named_params! {
-                ":household_id": vis.household_id,
-                ":membership_id": vis.membership_id,
-                ":is_manager": vis.is_manager,
-                ":now": vis.now,
-            },
-            map,
-        )?
-        .collect::<rusqlite::Result<Vec<_>>>()?)
+    let mut items = Vec::new();
+    read(&mut |item| {
+        items.push(item);
+        Ok(())
+    })?;
+    Ok(items)
 }
 
 /// The common fields: portable_id, updated_at and etag from columns 0..=2
 /// (portable_id, updated_at, lock_version).
-#[derive(Debug, Serialize)]
+#[derive(Debug, Clone, Serialize)]
 pub struct Common {
     pub portable_id: String,
     pub updated_at: String,
@@ -245,7 +273,7 @@ pub struct PausePeriodRecord {
     pub resumed_by_person_portable_id: Option<String>,
 }
 
-#[derive(Debug, Serialize)]
+#[derive(Debug, Clone, Serialize)]
 pub struct DoseOccurrenceRecord {
     #[serde(flatten)]
     pub common: Common,
@@ -300,20 +328,24 @@ impl<'a> Reader<'a> {
             .query_row([self.vis.household_id], |r| r.get(0))?)
     }
 
-    pub fn people(&self) -> Result<Vec<PersonRecord>> {
-        let links = visible(
-            self.conn,
-            &self.vis,
-            &format!(
-                "SELECT p.portable_id, l.portable_id
+    pub fn people(&self, each: impl FnMut(PersonRecord) -> Result<()>) -> Result<()> {
+        let links = collect(|sink| {
+            visible(
+                self.conn,
+                &self.vis,
+                &format!(
+                    "SELECT p.portable_id, l.portable_id
                  FROM location_memberships lm
                  JOIN people p ON p.id = lm.person_id
                  JOIN locations l ON l.id = lm.location_id AND l.deleted_at IS NULL
                  WHERE p.household_id = :household_id AND {VISIBLE_PERSON}
                  ORDER BY lm.person_id, l.id"
-            ),
-            |r| Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?)),
-        )?;
+                ),
+                &[],
+                |r| Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?)),
+                sink,
+            )
+        })?;
         let mut by_person: HashMap<String, Vec<String>> = HashMap::new();
         for (person, location) in links {
             by_person.entry(person).or_default().push(location);
@@ -329,6 +361,7 @@ impl<'a> Reader<'a> {
                  WHERE p.household_id = :household_id AND {VISIBLE_PERSON}
                  ORDER BY p.id"
             ),
+            &[],
             |r| {
                 let common = common(r)?;
                 let location_portable_ids =
@@ -344,40 +377,40 @@ impl<'a> Reader<'a> {
                     notification_preference_portable_id: r.get(8)?,
                 })
             },
+            each,
         )
     }
 
-    pub fn locations(&self) -> Result<Vec<LocationRecord>> {
-        Ok(self
-            .conn
-            .prepare_cached(
+    pub fn locations(&self, each: impl FnMut(LocationRecord) -> Result<()>) -> Result<()> {
+        each_row(
+            self.conn,
                 "SELECT portable_id, updated_at, lock_version, name, description
-                 FROM locations WHERE household_id = ?1 AND deleted_at IS NULL ORDER BY id",
-            )?
-            .query_map(params![self.vis.household_id], |r| {
+                 FROM locations WHERE household_id = :household_id AND deleted_at IS NULL ORDER BY id",
+            &[(":household_id", &self.vis.household_id)],
+            |r| {
                 Ok(LocationRecord {
                     common: common(r)?,
                     name: r.get(3)?,
                     description: r.get(4)?,
                 })
-            })?
-            .collect::<rusqlite::Result<Vec<_>>>()?)
+            },
+            each,
+        )
     }
 
-    pub fn medications(&self) -> Result<Vec<MedicationRecord>> {
-        Ok(self
-            .conn
-            .prepare_cached(
-                "SELECT m.portable_id, m.updated_at, m.lock_version, l.portable_id, m.name,
+    pub fn medications(&self, each: impl FnMut(MedicationRecord) -> Result<()>) -> Result<()> {
+        each_row(
+            self.conn,
+            "SELECT m.portable_id, m.updated_at, m.lock_version, l.portable_id, m.name,
                         m.friendly_name, m.category, m.description, m.dose_amount, m.dose_unit,
                         m.default_schedule_type, m.current_supply, m.reorder_threshold,
                         m.barcode, m.dmd_code, m.dmd_system, m.dmd_concept_class
                  FROM medications m
                  LEFT JOIN locations l ON l.id = m.location_id AND l.deleted_at IS NULL
-                 WHERE m.household_id = ?1 AND m.deleted_at IS NULL
+                 WHERE m.household_id = :household_id AND m.deleted_at IS NULL
                  ORDER BY m.id",
-            )?
-            .query_map(params![self.vis.household_id], |r| {
+            &[(":household_id", &self.vis.household_id)],
+            |r| {
                 Ok(MedicationRecord {
                     common: common(r)?,
                     location_portable_id: r.get(3)?,
@@ -395,25 +428,25 @@ impl<'a> Reader<'a> {
                     dmd_system: r.get(15)?,
                     dmd_concept_class: r.get(16)?,
                 })
-            })?
-            .collect::<rusqlite::Result<Vec<_>>>()?)
+            },
+            each,
+        )
     }
 
-    pub fn dosage_options(&self) -> Result<Vec<DosageOptionRecord>> {
-        Ok(self
-            .conn
-            .prepare_cached(
-                "SELECT d.portable_id, d.updated_at, d.lock_version, m.portable_id, d.amount,
+    pub fn dosage_options(&self, each: impl FnMut(DosageOptionRecord) -> Result<()>) -> Result<()> {
+        each_row(
+            self.conn,
+            "SELECT d.portable_id, d.updated_at, d.lock_version, m.portable_id, d.amount,
                         d.unit, d.frequency, d.description, d.default_for_adults,
                         d.default_for_children, d.default_max_daily_doses,
                         d.default_min_hours_between_doses, d.default_dose_cycle,
                         d.current_supply, d.reorder_threshold
                  FROM dosage_options d
                  JOIN medications m ON m.id = d.medication_id AND m.deleted_at IS NULL
-                 WHERE d.household_id = ?1
+                 WHERE d.household_id = :household_id
                  ORDER BY d.id",
-            )?
-            .query_map(params![self.vis.household_id], |r| {
+            &[(":household_id", &self.vis.household_id)],
+            |r| {
                 Ok(DosageOptionRecord {
                     common: common(r)?,
                     medication_portable_id: r.get(3)?,
@@ -429,12 +462,13 @@ impl<'a> Reader<'a> {
                     current_supply: r.get(13)?,
                     reorder_threshold: r.get(14)?,
                 })
-            })?
-            .collect::<rusqlite::Result<Vec<_>>>()?)
+            },
+            each,
+        )
     }
 
     /// Schedules of visible people, retired ones included (with retired_at).
-    pub fn schedules(&self) -> Result<Vec<ScheduleRecord>> {
+    pub fn schedules(&self, each: impl FnMut(ScheduleRecord) -> Result<()>) -> Result<()> {
         visible(
             self.conn,
             &self.vis,
@@ -451,6 +485,7 @@ impl<'a> Reader<'a> {
                  WHERE s.household_id = :household_id AND {VISIBLE_PERSON}
                  ORDER BY s.id"
             ),
+            &[],
             |r| {
                 let config: String = r.get(14)?;
                 Ok(ScheduleRecord {
@@ -474,11 +509,15 @@ impl<'a> Reader<'a> {
                     notes: r.get(18)?,
                 })
             },
+            each,
         )
     }
 
     /// Direct assignments of visible people, retired ones included.
-    pub fn person_medications(&self) -> Result<Vec<PersonMedicationRecord>> {
+    pub fn person_medications(
+        &self,
+        each: impl FnMut(PersonMedicationRecord) -> Result<()>,
+    ) -> Result<()> {
         visible(
             self.conn,
             &self.vis,
@@ -494,6 +533,7 @@ impl<'a> Reader<'a> {
                  WHERE a.household_id = :household_id AND {VISIBLE_PERSON}
                  ORDER BY a.person_id, a.position"
             ),
+            &[],
             |r| {
                 Ok(PersonMedicationRecord {
                     common: common(r)?,
@@ -512,10 +552,14 @@ impl<'a> Reader<'a> {
                     position: r.get(15)?,
                 })
             },
+            each,
         )
     }
 
-    pub fn medication_takes(&self) -> Result<Vec<MedicationTakeRecord>> {
+    pub fn medication_takes(
+        &self,
+        each: impl FnMut(MedicationTakeRecord) -> Result<()>,
+    ) -> Result<()> {
         visible(
             self.conn,
             &self.vis,
@@ -531,6 +575,7 @@ impl<'a> Reader<'a> {
                  WHERE x.household_id = :household_id AND {VISIBLE_PERSON}
                  ORDER BY x.taken_at, x.id"
             ),
+            &[],
             |r| {
                 Ok(MedicationTakeRecord {
                     common: common(r)?,
@@ -544,10 +589,14 @@ impl<'a> Reader<'a> {
                     taken_from_location_portable_id: r.get(10)?,
                 })
             },
+            each,
         )
     }
 
-    pub fn notification_preferences(&self) -> Result<Vec<NotificationPreferenceRecord>> {
+    pub fn notification_preferences(
+        &self,
+        each: impl FnMut(NotificationPreferenceRecord) -> Result<()>,
+    ) -> Result<()> {
         visible(
             self.conn,
             &self.vis,
@@ -561,6 +610,7 @@ impl<'a> Reader<'a> {
                  WHERE n.household_id = :household_id AND {VISIBLE_PERSON}
                  ORDER BY n.id"
             ),
+            &[],
             |r| {
                 Ok(NotificationPreferenceRecord {
                     common: common(r)?,
@@ -576,25 +626,30 @@ impl<'a> Reader<'a> {
                     night_time: r.get(12)?,
                 })
             },
+            each,
         )
     }
 
     /// Live (not deleted) health events of visible people.
-    pub fn health_events(&self) -> Result<Vec<HealthEventRecord>> {
-        let links = visible(
-            self.conn,
-            &self.vis,
-            &format!(
-                "SELECT h.portable_id, m.portable_id
+    pub fn health_events(&self, each: impl FnMut(HealthEventRecord) -> Result<()>) -> Result<()> {
+        let links = collect(|sink| {
+            visible(
+                self.conn,
+                &self.vis,
+                &format!(
+                    "SELECT h.portable_id, m.portable_id
                  FROM health_event_medications hm
                  JOIN health_events h ON h.id = hm.health_event_id AND h.deleted_at IS NULL
                  JOIN people p ON p.id = h.person_id
                  JOIN medications m ON m.id = hm.medication_id
                  WHERE h.household_id = :household_id AND {VISIBLE_PERSON}
                  ORDER BY hm.health_event_id, m.id"
-            ),
-            |r| Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?)),
-        )?;
+                ),
+                &[],
+                |r| Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?)),
+                sink,
+            )
+        })?;
         let mut by_event: HashMap<String, Vec<String>> = HashMap::new();
         for (event, medication) in links {
             by_event.entry(event).or_default().push(medication);
@@ -611,6 +666,7 @@ impl<'a> Reader<'a> {
                    AND {VISIBLE_PERSON}
                  ORDER BY h.id"
             ),
+            &[],
             |r| {
                 let common = common(r)?;
                 let medication_portable_ids =
@@ -627,10 +683,11 @@ impl<'a> Reader<'a> {
                     medication_portable_ids,
                 })
             },
+            each,
         )
     }
 
-    pub fn pause_periods(&self) -> Result<Vec<PausePeriodRecord>> {
+    pub fn pause_periods(&self, each: impl FnMut(PausePeriodRecord) -> Result<()>) -> Result<()> {
         visible(
             self.conn,
             &self.vis,
@@ -649,6 +706,7 @@ impl<'a> Reader<'a> {
                  WHERE x.household_id = :household_id AND {VISIBLE_PERSON}
                  ORDER BY x.id"
             ),
+            &[],
             |r| {
                 Ok(PausePeriodRecord {
                     common: common(r)?,
@@ -665,11 +723,49 @@ impl<'a> Reader<'a> {
                     resumed_by_person_portable_id: r.get(13)?,
                 })
             },
+            each,
         )
     }
 
     /// Persisted outcomes only: reads never project open occurrences.
-    pub fn dose_occurrences(&self) -> Result<Vec<DoseOccurrenceRecord>> {
+    pub fn dose_occurrences(
+        &self,
+        each: impl FnMut(DoseOccurrenceRecord) -> Result<()>,
+    ) -> Result<()> {
+        self.dose_occurrence_rows("", &[], |(_, record)| record, each)
+    }
+
+    /// The current portable outcomes of `ids` (the visible ones), by row id:
+    /// one query for a whole page of change-feed entries.
+    pub fn dose_occurrences_by_id(
+        &self,
+        ids: &[i64],
+    ) -> Result<HashMap<i64, DoseOccurrenceRecord>> {
+        let mut found = HashMap::with_capacity(ids.len());
+        if ids.is_empty() {
+            return Ok(found);
+        }
+        let ids = serde_json::to_string(ids)
+            .map_err(|e| crate::error::ApiError::internal(format!("ids: {e}")))?;
+        self.dose_occurrence_rows(
+            "AND x.id IN (SELECT value FROM json_each(:ids))",
+            &[(":ids", &ids)],
+            |row| row,
+            |(id, record)| {
+                found.insert(id, record);
+                Ok(())
+            },
+        )?;
+        Ok(found)
+    }
+
+    fn dose_occurrence_rows<T>(
+        &self,
+        filter: &str,
+        extra: &[(&str, &dyn ToSql)],
+        mut map: impl FnMut((i64, DoseOccurrenceRecord)) -> T,
+        each: impl FnMut(T) -> Result<()>,
+    ) -> Result<()> {
         visible(
             self.conn,
             &self.vis,
@@ -677,16 +773,17 @@ impl<'a> Reader<'a> {
                 "SELECT x.portable_id, x.updated_at, x.lock_version, x.source_type,
                         {SOURCE_PORTABLE_ID}, x.window_starts_on, x.window_ends_on, x.position,
                         x.scheduled_at, x.outcome, x.reason, x.note, x.resolved_at,
-                        t.portable_id
+                        t.portable_id, x.id
                  FROM dose_occurrences x
                  JOIN people p ON p.id = x.person_id
                  {SOURCE_JOINS}
                  LEFT JOIN medication_takes t ON t.id = x.medication_take_id
-                 WHERE x.household_id = :household_id AND {VISIBLE_PERSON}
+                 WHERE x.household_id = :household_id {filter} AND {VISIBLE_PERSON}
                  ORDER BY x.id"
             ),
+            extra,
             |r| {
-                Ok(DoseOccurrenceRecord {
+                let record = DoseOccurrenceRecord {
                     common: common(r)?,
                     source_type: r.get(3)?,
                     source_portable_id: r.get(4)?,
@@ -699,8 +796,10 @@ impl<'a> Reader<'a> {
                     note: r.get(11)?,
                     resolved_at: r.get(12)?,
                     medication_take_portable_id: r.get(13)?,
-                })
+                };
+                Ok(map((r.get(14)?, record)))
             },
+            each,
         )
     }
 }

@@ -316,3 +316,91 @@ async fn taken_doses_as_needed_sources_and_view_grants_are_refused() {
     assert_eq!(rows(&app).await, 0);
     assert_eq!(supply(&app, &med).await, after_take);
 }
+
+/// The MedicationDoseOccurrence entries of the change feed, read by `token`.
+async fn outcome_entries(app: &TestApp, token: &str) -> Vec<Value> {
+    let page = app.get(&app.hh("/sync/changes?limit=1000"), token).await;
+    page.assert_status(200);
+    assert_eq!(page.data()["has_more"], false);
+    let changes = page.data()["changes"].as_array().unwrap();
+    for entry in changes {
+        if entry["record_type"] != "MedicationDoseOccurrence" {
+            assert!(entry.get("record").is_none(), "{entry}");
+        }
+    }
+    changes
+        .iter()
+        .filter(|e| e["record_type"] == "MedicationDoseOccurrence")
+        .cloned()
+        .collect()
+}
+
+#[tokio::test]
+async fn feed_entries_of_outcomes_carry_the_current_record_and_etag() {
+    let app = TestApp::new().await;
+    let ada = new_person(&app, "Ada").await;
+    let bob = new_person(&app, "Bob").await;
+    let med = new_medication(&app, "Tablets").await;
+    let schedule = daily_schedule(&app, &ada, &med).await;
+    let key = dose(&app, &schedule).await["occurrence_key"]
+        .as_str()
+        .unwrap()
+        .to_string();
+
+    let created = batch(
+        &app,
+        &app.owner,
+        json!([not_taken("schedule", &schedule, &key)]),
+    )
+    .await;
+    created.assert_status(201);
+    let portable = created.data()["results"][0]["record_portable_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let etag = created.data()["results"][0]["etag"]
+        .as_str()
+        .unwrap()
+        .to_string();
+
+    let entries = outcome_entries(&app, &app.owner).await;
+    assert_eq!(entries.len(), 1);
+    let record = &entries[0]["record"];
+    assert_eq!(record["portable_id"], portable.as_str());
+    assert_eq!(record["etag"], etag.as_str());
+    assert_eq!(record["outcome"], "not_taken");
+    assert_eq!(record["reason"], "asleep");
+    assert_eq!(record["source_type"], "schedule");
+    assert_eq!(record["source_portable_id"], schedule.portable.as_str());
+    assert_eq!(record["window_starts_on"], DAY);
+    assert_eq!(record["position"], 1);
+    assert!(record.get("id").is_none() && record.get("occurrence_key").is_none());
+    // The reason lives in the record only, never in metadata.
+    assert!(!entries[0]["metadata"].to_string().contains("asleep"));
+
+    // After reopening, both entries carry the latest state and ETag.
+    let reopened = batch(&app, &app.owner, json!([reopen(&portable, &etag)])).await;
+    reopened.assert_status(201);
+    let new_etag = reopened.data()["results"][0]["etag"].as_str().unwrap();
+    let entries = outcome_entries(&app, &app.owner).await;
+    assert_eq!(entries.len(), 2);
+    for entry in &entries {
+        assert_eq!(entry["record"]["etag"], new_etag);
+        assert_eq!(entry["record"]["outcome"], "open");
+        assert_eq!(entry["record"]["reason"], Value::Null);
+    }
+    assert_eq!(entries[0]["action"], "create");
+    assert_eq!(entries[1]["action"], "update");
+
+    // A member who may view Bob only sees neither the entries nor the record.
+    let (membership, carer) = app
+        .add_member("carer@example.org", Role::Member, None)
+        .await;
+    grant(&app, membership, bob.id, "view").await;
+    assert!(outcome_entries(&app, &carer).await.is_empty());
+    // Given view access to Ada, the entries appear with the record.
+    grant(&app, membership, ada.id, "view").await;
+    let seen = outcome_entries(&app, &carer).await;
+    assert_eq!(seen.len(), 2);
+    assert_eq!(seen[1]["record"]["etag"], new_etag);
+}

@@ -1,0 +1,206 @@
+//! Streamed JSON responses: a read runs on a pooled connection off the async
+//! threads and writes its JSON through a bounded channel, so a large body
+//! (a snapshot of years of takes) is sent while it is read and never held
+//! in memory whole.
+//!
+//! Nothing is sent until the first 64 KiB are ready or the read finishes: a
+//! read that fails before that answers with the ordinary error envelope. A
+//! failure later can only abort the body; the client sees a truncated
+//! chunked response, never a complete-looking one.
+
+use std::io::{self, Write};
+
+use axum::body::{Body, Bytes};
+use axum::http::{HeaderValue, header};
+use axum::response::Response;
+use rusqlite::Connection;
+use serde::Serialize;
+use tokio::sync::mpsc;
+
+use crate::db::Db;
+use crate::error::{ApiError, Result};
+
+/// Bytes gathered before a chunk is handed to the connection.
+const CHUNK: usize = 64 * 1024;
+/// Chunks waiting for a slow client before the reader pauses.
+const CHUNKS_IN_FLIGHT: usize = 4;
+
+type Chunk = std::result::Result<Bytes, io::Error>;
+
+/// An `io::Write` that sends full chunks down the response channel; it
+/// blocks (on the blocking-pool thread) while the client is behind.
+struct ChunkWriter {
+    buf: Vec<u8>,
+    tx: mpsc::Sender<Chunk>,
+    sent_any: bool,
+}
+
+impl ChunkWriter {
+    fn send(&mut self) -> io::Result<()> {
+        if self.buf.is_empty() {
+            return Ok(());
+        }
+        let chunk = Bytes::from(std::mem::replace(&mut self.buf, Vec::with_capacity(CHUNK)));
+        self.sent_any = true;
+        self.tx
+            .blocking_send(Ok(chunk))
+            .map_err(|_| io::Error::new(io::ErrorKind::BrokenPipe, "client went away"))
+    }
+}
+
+impl Write for ChunkWriter {
+    fn write(&mut self, bytes: &[u8]) -> io::Result<usize> {
+        self.buf.extend_from_slice(bytes);
+        if self.buf.len() >= CHUNK {
+            self.send()?;
+        }
+        Ok(bytes.len())
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+}
+
+/// Answers 200 with the JSON that `write` produces on a read connection.
+pub async fn json<F>(db: &Db, write: F) -> Result<Response>
+where
+    F: FnOnce(&Connection, &mut dyn Write) -> Result<()> + Send + 'static,
+{
+    let (tx, mut rx) = mpsc::channel::<Chunk>(CHUNKS_IN_FLIGHT);
+    let db = db.clone();
+    let task = tokio::spawn(async move {
+        db.read(move |conn| {
+            let mut out = ChunkWriter {
+                buf: Vec::with_capacity(CHUNK),
+                tx,
+                sent_any: false,
+            };
+            let result = write(conn, &mut out).and_then(|()| out.send().map_err(write_error));
+            if let Err(err) = &result
+                && out.sent_any
+            {
+                if out.tx.is_closed() {
+                    tracing::debug!("streamed response abandoned by the client");
+                } else {
+                    tracing::error!(error = %err, "streamed response failed after it started");
+                    let _ = out
+                        .tx
+                        .blocking_send(Err(io::Error::other("response failed")));
+                }
+            }
+            result
+        })
+        .await
+    });
+    let first = match rx.recv().await {
+        Some(chunk) => chunk,
+        // The read ended without sending a byte: it failed (or wrote nothing).
+        None => {
+            task.await
+                .map_err(|e| ApiError::internal(format!("read task: {e}")))??;
+            Ok(Bytes::new())
+        }
+    };
+    let rest = futures_util::stream::unfold(rx, |mut rx| async move {
+        rx.recv().await.map(|chunk| (chunk, rx))
+    });
+    let body = futures_util::StreamExt::chain(futures_util::stream::once(async { first }), rest);
+    let mut response = Response::new(Body::from_stream(body));
+    response.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/json"),
+    );
+    Ok(response)
+}
+
+pub fn write_error(err: io::Error) -> ApiError {
+    ApiError::internal(format!("writing response: {err}"))
+}
+
+fn json_error(err: serde_json::Error) -> ApiError {
+    ApiError::internal(format!("serialising response: {err}"))
+}
+
+/// Writes one JSON object field by field; arrays can be filled one element
+/// at a time from a row callback.
+pub struct JsonObject<'w> {
+    out: &'w mut dyn Write,
+    empty: bool,
+}
+
+impl<'w> JsonObject<'w> {
+    pub fn begin(out: &'w mut dyn Write) -> Result<JsonObject<'w>> {
+        out.write_all(b"{").map_err(write_error)?;
+        Ok(JsonObject { out, empty: true })
+    }
+
+    fn key(&mut self, name: &str) -> Result<()> {
+        if !self.empty {
+            self.out.write_all(b",").map_err(write_error)?;
+        }
+        self.empty = false;
+        serde_json::to_writer(&mut *self.out, name).map_err(json_error)?;
+        self.out.write_all(b":").map_err(write_error)
+    }
+
+    pub fn field<T: Serialize + ?Sized>(&mut self, name: &str, value: &T) -> Result<()> {
+        self.key(name)?;
+        serde_json::to_writer(&mut *self.out, value).map_err(json_error)
+    }
+
+    /// A nested object under `name`; this one continues after it ends.
+    pub fn object(&mut self, name: &str) -> Result<JsonObject<'_>> {
+        self.key(name)?;
+        JsonObject::begin(&mut *self.out)
+    }
+
+    /// An array under `name` whose elements `fill` hands over one by one.
+    pub fn array<T: Serialize>(
+        &mut self,
+        name: &str,
+        fill: impl FnOnce(&mut dyn FnMut(T) -> Result<()>) -> Result<()>,
+    ) -> Result<()> {
+        self.key(name)?;
+        self.out.write_all(b"[").map_err(write_error)?;
+        let out = &mut *self.out;
+        let mut first = true;
+        fill(&mut |item: T| {
+            if !first {
+                out.write_all(b",").map_err(write_error)?;
+            }
+            first = false;
+            serde_json::to_writer(&mut *out, &item).map_err(json_error)
+        })?;
+        self.out.write_all(b"]").map_err(write_error)
+    }
+
+    pub fn end(self) -> Result<()> {
+        self.out.write_all(b"}").map_err(write_error)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn objects_nest_and_arrays_stream() {
+        let mut out = Vec::new();
+        let mut top = JsonObject::begin(&mut out).unwrap();
+        top.field("a", &1).unwrap();
+        let mut inner = top.object("b").unwrap();
+        inner
+            .array("xs", |sink| (1..=3).try_for_each(&mut *sink))
+            .unwrap();
+        inner
+            .array("none", |_: &mut dyn FnMut(i32) -> Result<()>| Ok(()))
+            .unwrap();
+        inner.end().unwrap();
+        top.field("c", "\"q\"").unwrap();
+        top.end().unwrap();
+        let text = String::from_utf8(out).unwrap();
+        assert_eq!(text, r#"{"a":1,"b":{"xs":[1,2,3],"none":[]},"c":"\"q\""}"#);
+        let _: serde_json::Value = serde_json::from_str(&text).unwrap();
+    }
+}
