@@ -34,6 +34,7 @@ use super::batches_model::{
     batch_result_schema, operation_schema, supported,
 };
 use crate::auth::Actor;
+use crate::auth::access::{self, AccessLevel};
 use crate::care::dose_occurrences::outcomes as dose_outcomes;
 use crate::care::{health_events, medication_takes, pause_periods, person_medications, schedules};
 use crate::db::idempotency::{self, Replay, SavedResponse};
@@ -140,23 +141,52 @@ fn apply_all(conn: &Connection, actor: &Actor, operations: &[Operation]) -> Resu
     })
 }
 
-/// The person-scoped table of a result's record type.
-fn person_table(record_type: &str) -> Option<&'static str> {
+/// What a caller must still hold for a saved result to be replayed: the
+/// authority its operation's rule checked when it ran.
+enum Authority {
+    /// Any member (creating a person; its result also needs view access).
+    Member,
+    Inventory,
+    Locations,
+    /// This access to the person the record belongs to.
+    Person(AccessLevel),
+}
+
+fn authority(record_type: &str, action: &str) -> Authority {
+    match (record_type, action) {
+        ("Location", _) => Authority::Locations,
+        ("Medication" | "MedicationDosageOption" | "StockRemoval", _) => Authority::Inventory,
+        ("Person", "create") => Authority::Person(AccessLevel::View),
+        ("Person", _) => Authority::Person(people::WRITE_LEVEL),
+        ("HealthEvent", _) => Authority::Person(health_events::WRITE_LEVEL),
+        ("Schedule" | "PersonMedication", _) => Authority::Person(schedules::WRITE_LEVEL),
+        ("MedicationPausePeriod", _) => Authority::Person(pause_periods::WRITE_LEVEL),
+        ("MedicationTake", _) => Authority::Person(medication_takes::WRITE_LEVEL),
+        (dose_outcomes::RECORD_TYPE, "create") => Authority::Person(dose_outcomes::RECORD_LEVEL),
+        (dose_outcomes::RECORD_TYPE, _) => Authority::Person(dose_outcomes::REOPEN_LEVEL),
+        _ => Authority::Member,
+    }
+}
+
+/// The table holding a person-scoped record type, and its person column.
+fn person_table(record_type: &str) -> Option<(&'static str, &'static str)> {
     Some(match record_type {
-        "HealthEvent" => "health_events",
-        "Schedule" => "schedules",
-        "PersonMedication" => "person_medications",
-        "MedicationPausePeriod" => "medication_pause_periods",
-        "MedicationTake" => "medication_takes",
-        "MedicationDoseOccurrence" => "dose_occurrences",
+        "Person" => ("people", "id"),
+        "HealthEvent" => ("health_events", "person_id"),
+        "Schedule" => ("schedules", "person_id"),
+        "PersonMedication" => ("person_medications", "person_id"),
+        "MedicationPausePeriod" => ("medication_pause_periods", "person_id"),
+        "MedicationTake" => ("medication_takes", "person_id"),
+        "MedicationDoseOccurrence" => ("dose_occurrences", "person_id"),
         _ => return None,
     })
 }
 
-/// Before a saved batch response is replayed: the caller must still be able
-/// to view every person the saved results touch (a person result, or the
-/// person of a person-scoped record that still exists). Revoked access gets
-/// 404, as a direct read would.
+/// Before a saved batch response is replayed, every result's authority is
+/// checked again as it stands now: a member whose grant was lowered or
+/// revoked, or whose inventory or location permission was withdrawn, gets
+/// the error the operation itself would give (404 out of scope, 403 too
+/// little), never the saved results.
 fn recheck_replay(conn: &Connection, actor: &Actor, body: &str) -> Result<()> {
     let saved: Value = serde_json::from_str(body).map_err(ApiError::internal)?;
     let results = saved["data"]["results"]
@@ -165,30 +195,31 @@ fn recheck_replay(conn: &Connection, actor: &Actor, body: &str) -> Result<()> {
         .unwrap_or_default();
     for result in results {
         let record_type = result["record_type"].as_str().unwrap_or_default();
-        let Some(portable_id) = result["record_portable_id"].as_str() else {
-            continue;
-        };
-        let sql = match record_type {
-            "Person" => {
-                "SELECT id FROM people WHERE household_id = ?1 AND portable_id = ?2".to_string()
+        let action = result["action"].as_str().unwrap_or_default();
+        match authority(record_type, action) {
+            Authority::Member => {}
+            Authority::Inventory => medications::require_inventory(actor)?,
+            Authority::Locations => locations::require_location_manager(actor)?,
+            Authority::Person(level) => {
+                let (Some((table, column)), Some(portable_id)) = (
+                    person_table(record_type),
+                    result["record_portable_id"].as_str(),
+                ) else {
+                    continue;
+                };
+                let person: Option<i64> = conn
+                    .prepare_cached(&format!(
+                        "SELECT {column} FROM {table} WHERE household_id = ?1 AND portable_id = ?2"
+                    ))?
+                    .query_row(rusqlite::params![actor.household_id, portable_id], |r| {
+                        r.get(0)
+                    })
+                    .optional()?;
+                // A record gone since names nobody whose access could be
+                // checked, so nothing is replayed.
+                let person = person.ok_or_else(|| ApiError::not_found("record"))?;
+                access::require_person(conn, actor, person, level)?;
             }
-            other => match person_table(other) {
-                Some(table) => format!(
-                    "SELECT person_id FROM {table} WHERE household_id = ?1 AND portable_id = ?2"
-                ),
-                None => continue,
-            },
-        };
-        let person: Option<i64> = conn
-            .prepare_cached(&sql)?
-            .query_row(rusqlite::params![actor.household_id, portable_id], |r| {
-                r.get(0)
-            })
-            .optional()?;
-        if let Some(person) = person
-            && crate::auth::access::person_access(conn, actor, person)?.is_none()
-        {
-            return Err(ApiError::not_found("person"));
         }
     }
     Ok(())

@@ -325,8 +325,15 @@ async fn a_revoked_grant_never_gets_the_saved_result() {
         .await
         .assert_error(404, "not_found");
 
-    // Restored access gets the saved response again, without a second write.
+    // View access is less than recording a health event needed: 403.
     crate::schedules::grant(&app, member, ada_id, "view").await;
+    app.send(Method::POST, &path, Some(&token), Some(body.clone()), &key)
+        .await
+        .assert_error(403, "forbidden");
+
+    // Restored record access gets the saved response again, without a
+    // second write.
+    crate::schedules::grant(&app, member, ada_id, "record").await;
     let replay = app
         .send(Method::POST, &path, Some(&token), Some(body), &key)
         .await;
@@ -428,4 +435,47 @@ async fn schedules_and_pause_periods_go_through_their_rules() {
         deleted.data()["results"][0]["record_portable_id"],
         json!(schedule_portable)
     );
+}
+
+#[tokio::test]
+async fn a_withdrawn_inventory_permission_never_gets_a_saved_stock_removal() {
+    let app = TestApp::new().await;
+    let (medication, _) = medication(&app).await;
+    let (member, token) = app
+        .add_member("stock@example.org", pillbox::auth::Role::Member, None)
+        .await;
+    let set_inventory = |allowed: bool| {
+        app.db.write(move |conn| {
+            conn.execute(
+                "UPDATE memberships SET inventory_management = ?1 WHERE id = ?2",
+                rusqlite::params![allowed, member],
+            )?;
+            Ok(())
+        })
+    };
+    set_inventory(true).await.unwrap();
+    let body = batch(json!([removal(medication, "2")]));
+    let key = [("Idempotency-Key", "stock-batch-1")];
+    let path = app.hh("/sync/batches");
+    let first = app
+        .send(Method::POST, &path, Some(&token), Some(body.clone()), &key)
+        .await;
+    first.assert_status(201);
+    assert_eq!(supply(&app, medication).await, "8.5");
+
+    set_inventory(false).await.unwrap();
+    let refused = app
+        .send(Method::POST, &path, Some(&token), Some(body.clone()), &key)
+        .await;
+    refused.assert_error(403, "forbidden");
+    assert!(!refused.body.to_string().contains("results"));
+
+    set_inventory(true).await.unwrap();
+    let replay = app
+        .send(Method::POST, &path, Some(&token), Some(body), &key)
+        .await;
+    replay.assert_status(201);
+    assert_eq!(replay.body, first.body);
+    assert_eq!(supply(&app, medication).await, "8.5");
+    assert_eq!(counts(&app).await.3, 1);
 }

@@ -32,6 +32,10 @@ use crate::http::extract::{IfMatch, ResourceId};
 use crate::http::respond::{self, Versioned};
 
 pub const RECORD_TYPE: &str = "MedicationDoseOccurrence";
+/// Deciding a dose (not taken) needs this access to the person...
+pub const RECORD_LEVEL: AccessLevel = AccessLevel::Record;
+/// ...and reopening a decided one this.
+pub const REOPEN_LEVEL: AccessLevel = AccessLevel::Manage;
 /// A decision that contradicts the occurrence's saved outcome or take.
 pub const CONFLICT: &str = "dose_outcome_conflict";
 pub const MAX_REASON: usize = 200;
@@ -195,7 +199,7 @@ pub fn record_not_taken(
         .ok_or_else(|| ApiError::not_found(noun))?;
     match access::person_access(conn, actor, source.person_id)? {
         None => return Err(ApiError::not_found(noun)),
-        Some(level) if level < AccessLevel::Record => {
+        Some(level) if level < RECORD_LEVEL => {
             return Err(ApiError::forbidden(
                 "recording a dose outcome needs record access to the person",
             ));
@@ -326,7 +330,7 @@ pub fn reopen(
         .ok_or_else(|| ApiError::not_found("dose occurrence"))?;
     match access::person_access(conn, actor, saved.person_id)? {
         None => return Err(ApiError::not_found("dose occurrence")),
-        Some(level) if level < AccessLevel::Manage => {
+        Some(level) if level < REOPEN_LEVEL => {
             return Err(ApiError::forbidden(
                 "reopening a dose outcome needs manage access to the person",
             ));

@@ -10,6 +10,7 @@
 use rusqlite::Connection;
 
 use super::model::{LocationMembership, LocationMembershipAttributes};
+use super::require_location_manager;
 use super::store::{self, LocationRow, MembershipRow};
 use crate::auth::{AccessLevel, Actor};
 use crate::db::change_feed::{self, Action, Change};
@@ -23,18 +24,6 @@ use crate::http::extract::ResourceId;
 pub struct Assignment {
     pub membership: LocationMembership,
     pub created: bool,
-}
-
-/// 403 unless the actor may assign people to locations.
-fn require_location_manager(actor: &Actor) -> Result<()> {
-    if actor.can_manage_locations() {
-        Ok(())
-    } else {
-        Err(ApiError::forbidden(
-            "only household owners, administrators and members with the location-management \
-             permission may assign people to locations",
-        ))
-    }
 }
 
 fn shape(row: &MembershipRow, location: &LocationRow, person: &PersonRow) -> LocationMembership {

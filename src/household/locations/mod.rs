@@ -42,14 +42,15 @@ impl From<LocationRow> for Location {
     }
 }
 
-/// 403 unless the actor may create, change or delete locations.
-fn require_location_manager(actor: &Actor) -> Result<()> {
+/// 403 unless the actor may create, change or delete locations and assign
+/// people to them.
+pub fn require_location_manager(actor: &Actor) -> Result<()> {
     if actor.can_manage_locations() {
         Ok(())
     } else {
         Err(ApiError::forbidden(
             "only household owners, administrators and members with the location-management \
-             permission may change locations",
+             permission may change locations and who belongs to them",
         ))
     }
 }

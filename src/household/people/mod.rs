@@ -23,6 +23,9 @@ const MAX_NAME: usize = 200;
 const MAX_EMAIL: usize = 254;
 
 /// Age in whole years on `today`.
+/// Changing a person needs this access to them.
+pub const WRITE_LEVEL: AccessLevel = AccessLevel::Manage;
+
 pub fn age_on(date_of_birth: Date, today: Date) -> i64 {
     let mut years = i64::from(today.year() - date_of_birth.year());
     if (today.month(), today.day()) < (date_of_birth.month(), date_of_birth.day()) {
@@ -253,7 +256,7 @@ pub fn update(
     if_match: &IfMatch,
     attrs: PersonAttributes,
 ) -> Result<Person> {
-    let mut row = find_for(conn, actor, id, AccessLevel::Manage)?;
+    let mut row = find_for(conn, actor, id, WRITE_LEVEL)?;
     if_match.check(&etag(&row.portable_id, row.lock_version))?;
     let today = household_store::today(conn, actor.household_id)?;
     validate(&attrs, false, today)?;
