@@ -9,7 +9,9 @@
 //! - The same key with a different request (method, path or body) is a 409
 //!   `idempotency_key_reused`.
 //! - Current authority is checked before anything is replayed: the caller's
-//!   `authorize` runs first, so revoked access never gets the saved result.
+//!   `authorize` sees the saved response (so it can check every record the
+//!   response names) and runs before it is returned, so revoked access never
+//!   gets the saved result.
 //! - Only successes are saved: a failed write leaves nothing (its
 //!   transaction rolls back), so a retry runs it again.
 //!
@@ -96,19 +98,43 @@ pub struct SavedResponse {
 impl SavedResponse {
     /// `{"data": ...}` with the record's ETag.
     pub fn tagged<T: Serialize + Versioned>(status: StatusCode, data: &T) -> Result<SavedResponse> {
-        let body = serde_json::to_string(&json!({ "data": data }))
-            .map_err(|e| ApiError::internal(format!("cannot serialise a response: {e}")))?;
+        let mut saved = SavedResponse::data(status, data)?;
+        saved.etag = Some(data.etag());
+        Ok(saved)
+    }
+
+    /// `{"data": ...}` without an ETag (records that have no version).
+    pub fn data<T: Serialize>(status: StatusCode, data: &T) -> Result<SavedResponse> {
         Ok(SavedResponse {
             status: status.as_u16(),
-            body,
-            etag: Some(data.etag()),
+            body: to_json(&json!({ "data": data }))?,
+            etag: None,
         })
     }
+
+    /// 204 No Content. `about` is kept with the key, never sent: what the
+    /// write touched, so a replay can check the caller's authority over it
+    /// after the record itself is gone.
+    pub fn no_content<T: Serialize>(about: &T) -> Result<SavedResponse> {
+        Ok(SavedResponse {
+            status: StatusCode::NO_CONTENT.as_u16(),
+            body: to_json(about)?,
+            etag: None,
+        })
+    }
+}
+
+fn to_json<T: Serialize + ?Sized>(value: &T) -> Result<String> {
+    serde_json::to_string(value)
+        .map_err(|e| ApiError::internal(format!("cannot serialise a response: {e}")))
 }
 
 impl IntoResponse for SavedResponse {
     fn into_response(self) -> Response {
         let status = StatusCode::from_u16(self.status).unwrap_or(StatusCode::OK);
+        if status == StatusCode::NO_CONTENT {
+            return status.into_response();
+        }
         let mut response = (
             status,
             [(
@@ -137,10 +163,11 @@ fn cutoff() -> String {
 }
 
 /// Runs a write under an optional Idempotency-Key, in the caller's
-/// transaction: `authorize` (the rule's current permission check) always
-/// runs first; then a saved response for the key is replayed (409 when it
-/// was saved for a different request), or else `write` runs and its
-/// response is saved with the key.
+/// transaction. A saved response for the key is replayed (409 when it was
+/// saved for a different request) only after `authorize` (the rule's
+/// current permission check, given the saved response) has passed;
+/// otherwise `authorize` runs with `None` and then `write`, whose response
+/// is saved with the key.
 pub fn run<A, W>(
     conn: &Connection,
     actor: &Actor,
@@ -149,11 +176,11 @@ pub fn run<A, W>(
     write: W,
 ) -> Result<SavedResponse>
 where
-    A: FnOnce(&Connection) -> Result<()>,
+    A: FnOnce(&Connection, Option<&SavedResponse>) -> Result<()>,
     W: FnOnce(&Connection) -> Result<SavedResponse>,
 {
-    authorize(conn)?;
     let Some(key) = replay.key.as_deref() else {
+        authorize(conn, None)?;
         return write(conn);
     };
     let cutoff = cutoff();
@@ -166,8 +193,10 @@ where
                 "this Idempotency-Key was already used for a different request; use a new key for a changed request",
             ));
         }
+        authorize(conn, Some(&saved))?;
         return Ok(saved);
     }
+    authorize(conn, None)?;
     let saved = write(conn)?;
     insert(
         conn,

@@ -104,23 +104,18 @@ async fn create(
     let saved = state
         .db
         .write(move |conn| {
-            let mut wrote = false;
-            let saved = idempotency::run(
+            idempotency::run(
                 conn,
                 &actor,
                 &replay,
-                |_| Ok(()),
-                |conn| {
-                    wrote = true;
-                    apply_all(conn, &actor, &operations)
+                // Each operation's rule checks a fresh batch; a replay is
+                // checked result by result.
+                |conn, saved| match saved {
+                    Some(saved) => recheck_replay(conn, &actor, &saved.body),
+                    None => Ok(()),
                 },
-            )?;
-            if !wrote {
-                // A replay: the saved results go only to a caller who may
-                // still view every person they touch.
-                recheck_replay(conn, &actor, &saved.body)?;
-            }
-            Ok(saved)
+                |conn| apply_all(conn, &actor, &operations),
+            )
         })
         .await?;
     Ok(saved.into_response())

@@ -604,3 +604,123 @@ async fn operations_are_documented() {
         json!(["person_id"])
     );
 }
+
+#[tokio::test]
+async fn idempotency_keys_replay_assignments_and_removals_after_rechecking_access() {
+    let app = TestApp::new().await;
+    let (location_id, _, _) = location(&app, "Kitchen").await;
+    let (ada, _) = person(&app, "Ada").await;
+    let (membership, carer) = app
+        .add_member("carer@example.org", Role::Member, None)
+        .await;
+    grant_location_management(&app, membership).await;
+    grant(&app, membership, ada, "manage").await;
+    let path = memberships_path(&app, location_id);
+    let key = [("Idempotency-Key", "assign-ada-1")];
+
+    let first = app
+        .send(
+            Method::POST,
+            &path,
+            Some(&carer),
+            Some(assign(json!(ada))),
+            &key,
+        )
+        .await;
+    first.assert_status(201);
+    let id = first.id();
+    let feed_after_first = person_feed(&app, ada).await;
+
+    // An identical retry gets the saved 201 (not the 200 of a repeat), and
+    // nothing is written again.
+    let again = app
+        .send(
+            Method::POST,
+            &path,
+            Some(&carer),
+            Some(assign(json!(ada))),
+            &key,
+        )
+        .await;
+    again.assert_status(201);
+    assert_eq!(again.body, first.body);
+    assert_eq!(person_feed(&app, ada).await, feed_after_first);
+    assert_eq!(membership_count(&app).await, 1);
+
+    // The same key with another body.
+    let (bob, _) = person(&app, "Bob").await;
+    grant(&app, membership, bob, "manage").await;
+    app.send(
+        Method::POST,
+        &path,
+        Some(&carer),
+        Some(assign(json!(bob))),
+        &key,
+    )
+    .await
+    .assert_error(409, "idempotency_key_reused");
+    assert_eq!(membership_count(&app).await, 1);
+
+    // Lowered access never gets the saved response.
+    grant(&app, membership, ada, "view").await;
+    app.send(
+        Method::POST,
+        &path,
+        Some(&carer),
+        Some(assign(json!(ada))),
+        &key,
+    )
+    .await
+    .assert_error(403, "forbidden");
+    grant(&app, membership, ada, "manage").await;
+
+    // A keyed removal: the retry gets 204 again instead of 404, once.
+    let member = membership_path(&app, location_id, id);
+    let delete_key = [("Idempotency-Key", "unassign-ada-1")];
+    let removed = app
+        .send(Method::DELETE, &member, Some(&carer), None, &delete_key)
+        .await;
+    removed.assert_status(204);
+    assert_eq!(membership_count(&app).await, 0);
+    let feed_after_delete = person_feed(&app, ada).await;
+    let replayed = app
+        .send(Method::DELETE, &member, Some(&carer), None, &delete_key)
+        .await;
+    replayed.assert_status(204);
+    assert_eq!(replayed.body, Value::Null);
+    assert_eq!(person_feed(&app, ada).await, feed_after_delete);
+    // Without the key, the membership is simply gone.
+    app.delete(&member, &carer, None)
+        .await
+        .assert_error(404, "not_found");
+
+    // Access to the removed membership's person is re-checked on replay:
+    // revoked → 404, and without the location permission → 403.
+    app.db
+        .write(move |conn| {
+            conn.execute(
+                "DELETE FROM person_access_grants WHERE membership_id = ?1 AND person_id = ?2",
+                [membership, ada],
+            )?;
+            Ok(())
+        })
+        .await
+        .unwrap();
+    app.send(Method::DELETE, &member, Some(&carer), None, &delete_key)
+        .await
+        .assert_error(404, "not_found");
+    grant(&app, membership, ada, "manage").await;
+    app.db
+        .write(move |conn| {
+            conn.execute(
+                "UPDATE memberships SET location_management = 0 WHERE id = ?1",
+                [membership],
+            )?;
+            Ok(())
+        })
+        .await
+        .unwrap();
+    app.send(Method::DELETE, &member, Some(&carer), None, &delete_key)
+        .await
+        .assert_error(403, "forbidden");
+}

@@ -973,3 +973,86 @@ async fn concurrent_removals_from_two_clients_lose_no_update() {
     assert_eq!(supply(&app, id).await, "75");
     server.abort();
 }
+
+#[tokio::test]
+async fn an_idempotency_key_replays_the_saved_removal_after_rechecking_the_permission() {
+    let app = TestApp::new().await;
+    let (id, _) = medication(&app).await;
+    let keeper = stock_keeper(&app).await;
+    let path = removals_path(&app, id);
+    let body = removal("1.5", "damaged", &submission());
+    let key = [("Idempotency-Key", "removal-1")];
+
+    let first = app
+        .send(
+            axum::http::Method::POST,
+            &path,
+            Some(&keeper),
+            Some(body.clone()),
+            &key,
+        )
+        .await;
+    first.assert_status(201);
+    assert_eq!(supply(&app, id).await, "9");
+
+    // After a dropped connection: the same answer, one decrement, one audit.
+    let again = app
+        .send(
+            axum::http::Method::POST,
+            &path,
+            Some(&keeper),
+            Some(body.clone()),
+            &key,
+        )
+        .await;
+    again.assert_status(201);
+    assert_eq!(again.body, first.body);
+    assert_eq!(supply(&app, id).await, "9");
+    let audits: i64 = app
+        .db
+        .read(|conn| {
+            Ok(conn.query_row(
+                "SELECT COUNT(*) FROM audit_events WHERE event_type = 'medication.stock_removed'",
+                [],
+                |r| r.get(0),
+            )?)
+        })
+        .await
+        .unwrap();
+    assert_eq!(audits, 1);
+
+    // The key with another body (a new submission) is refused.
+    app.send(
+        axum::http::Method::POST,
+        &path,
+        Some(&keeper),
+        Some(removal("1.5", "damaged", &submission())),
+        &key,
+    )
+    .await
+    .assert_error(409, "idempotency_key_reused");
+
+    // A member who lost the permission never gets the saved removal.
+    app.db
+        .write(|conn| {
+            conn.execute(
+                "UPDATE memberships SET inventory_management = 0 WHERE role = 'member'",
+                [],
+            )?;
+            Ok(())
+        })
+        .await
+        .unwrap();
+    let refused = app
+        .send(
+            axum::http::Method::POST,
+            &path,
+            Some(&keeper),
+            Some(body),
+            &key,
+        )
+        .await;
+    refused.assert_error(403, "forbidden");
+    assert!(!refused.body.to_string().contains("damaged"));
+    assert_eq!(supply(&app, id).await, "9");
+}

@@ -5,7 +5,6 @@ use axum::extract::{RawPathParams, State};
 use axum::http::{StatusCode, Uri};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
-use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
 
 use super::SourceFilter;
@@ -17,7 +16,7 @@ use crate::auth::Actor;
 use crate::db::idempotency::{self, Replay, SavedResponse};
 use crate::error::{ApiError, FieldErrors, Result};
 use crate::http::extract::{
-    ApiJson, IdempotencyKey, IfMatch, OptionalApiJson, QueryParams, parse_json, path_param,
+    ApiJson, IdempotencyKey, IfMatch, OptionalApiJson, QueryParams, path_param, typed,
 };
 use crate::http::openapi::{Api, Op};
 use crate::http::respond;
@@ -26,13 +25,6 @@ use crate::state::AppState;
 const TAG: &str = "Pause periods";
 const COLLECTION: &str = "/households/{household_id}/medication_pause_periods";
 const RESUME: &str = "/households/{household_id}/medication_pause_periods/{portable_id}/resume";
-
-/// Turns an already parsed JSON body into its typed form, with the same
-/// 422s as a body parsed directly.
-pub fn typed<T: DeserializeOwned>(body: Option<&Value>) -> Result<T> {
-    let text = body.map(Value::to_string).unwrap_or_else(|| "{}".into());
-    parse_json(text.as_bytes())
-}
 
 pub fn routes(api: Api) -> Api {
     api.resource_schema("MedicationPausePeriod", pause_period_schema())
@@ -144,7 +136,7 @@ async fn create(
                 conn,
                 &actor,
                 &replay,
-                |conn| super::authorize_create(conn, &actor, &attrs).map(drop),
+                |conn, _| super::authorize_create(conn, &actor, &attrs).map(drop),
                 |conn| {
                     let period = super::create(conn, &actor, &attrs)?;
                     SavedResponse::tagged(StatusCode::CREATED, &period)
@@ -175,7 +167,7 @@ async fn resume(
                 conn,
                 &actor,
                 &replay,
-                |conn| super::authorize_resume(conn, &actor, &portable_id).map(drop),
+                |conn, _| super::authorize_resume(conn, &actor, &portable_id).map(drop),
                 |conn| {
                     let period = super::resume(conn, &actor, &portable_id, &if_match)?;
                     SavedResponse::tagged(StatusCode::OK, &period)

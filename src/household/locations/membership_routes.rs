@@ -2,17 +2,20 @@
 
 use axum::extract::{FromRequestParts, State};
 use axum::http::request::Parts;
-use axum::response::Response;
+use axum::http::{StatusCode, Uri};
+use axum::response::{IntoResponse, Response};
 use axum::routing::{delete, post};
+use serde_json::Value;
 
+use super::memberships;
 use super::model::{
     LocationMembershipBody, location_membership_attributes_schema, location_membership_schema,
 };
 use crate::auth::Actor;
+use crate::db::idempotency::{self, Replay, SavedResponse};
 use crate::error::{ApiError, Result};
-use crate::http::extract::{ApiJson, ResourceId, raw_param};
+use crate::http::extract::{ApiJson, IdempotencyKey, ResourceId, raw_param, typed};
 use crate::http::openapi::{Api, Op};
-use crate::http::respond;
 use crate::state::AppState;
 
 const TAG: &str = "Location memberships";
@@ -30,8 +33,9 @@ pub fn routes(api: Api) -> Api {
         .route(
             Op::post(COLLECTION, "createLocationMembership", TAG)
                 .summary("Assign a person to a location")
-                .description("Adds the location to the person's location_ids. `{location_id}` is the numeric or portable id of a live location of the household. `person_id` names a person of the household by numeric id (number or numeric string) or portable id; one outside your scope is 404, a malformed one 422. Needs the location-management permission (owners and administrators hold it) and manage access to the person (403 when you may only view or record for them). A new assignment returns 201 and gives the person a new version (and ETag); repeating an existing assignment returns that membership with 200 and changes nothing. Online only: not available in sync batches.")
+                .description("Adds the location to the person's location_ids. `{location_id}` is the numeric or portable id of a live location of the household. `person_id` names a person of the household by numeric id (number or numeric string) or portable id; one outside your scope is 404, a malformed one 422. Needs the location-management permission (owners and administrators hold it) and manage access to the person (403 when you may only view or record for them). A new assignment returns 201 and gives the person a new version (and ETag); repeating an existing assignment returns that membership with 200 and changes nothing. With an Idempotency-Key an identical retry gets the saved response (status and body), after the permission and access are checked again. Online only: not available in sync batches.")
                 .body("LocationMembershipCreateRequest")
+                .idempotency_key()
                 .created("LocationMembershipResponse")
                 .also_ok("LocationMembershipResponse"),
             post(create),
@@ -39,8 +43,9 @@ pub fn routes(api: Api) -> Api {
         .route(
             Op::delete(MEMBER, "deleteLocationMembership", TAG)
                 .summary("Remove a person from a location")
-                .description("Removes the location from the person's location_ids. `{membership_id}` is the id returned when the membership was created; it must belong to this location (404 otherwise). Needs the location-management permission and manage access to the membership's person; the person gets a new version (and ETag). Online only: not available in sync batches.")
+                .description("Removes the location from the person's location_ids. `{membership_id}` is the id returned when the membership was created; it must belong to this location (404 otherwise). Needs the location-management permission and manage access to the membership's person; the person gets a new version (and ETag). With an Idempotency-Key an identical retry gets 204 again instead of 404, after the permission and manage access to that person are checked again. Online only: not available in sync batches.")
                 .numeric_path_param("membership_id")
+                .idempotency_key()
                 .no_content(),
             delete(remove),
         )
@@ -79,19 +84,34 @@ async fn create(
     State(state): State<AppState>,
     actor: Actor,
     LocationPathId(location_id): LocationPathId,
-    ApiJson(body): ApiJson<LocationMembershipBody>,
+    IdempotencyKey(key): IdempotencyKey,
+    uri: Uri,
+    ApiJson(body): ApiJson<Value>,
 ) -> Result<Response> {
-    let assignment = state
+    let replay = Replay::new(key, "POST", uri.path(), Some(&body));
+    let attrs = typed::<LocationMembershipBody>(Some(&body))?.location_membership;
+    let person_id = attrs.person_id.clone();
+    let saved = state
         .db
         .write(move |conn| {
-            super::memberships::create(conn, &actor, &location_id, body.location_membership)
+            idempotency::run(
+                conn,
+                &actor,
+                &replay,
+                |conn, _| memberships::authorize(conn, &actor, &location_id, &person_id).map(drop),
+                |conn| {
+                    let assignment = memberships::create(conn, &actor, &location_id, attrs)?;
+                    let status = if assignment.created {
+                        StatusCode::CREATED
+                    } else {
+                        StatusCode::OK
+                    };
+                    SavedResponse::data(status, &assignment.membership)
+                },
+            )
         })
         .await?;
-    Ok(if assignment.created {
-        respond::created(assignment.membership)
-    } else {
-        respond::ok(assignment.membership)
-    })
+    Ok(saved.into_response())
 }
 
 async fn remove(
@@ -99,10 +119,41 @@ async fn remove(
     actor: Actor,
     LocationPathId(location_id): LocationPathId,
     MembershipPathId(membership_id): MembershipPathId,
+    IdempotencyKey(key): IdempotencyKey,
+    uri: Uri,
 ) -> Result<Response> {
-    state
+    let replay = Replay::new(key, "DELETE", uri.path(), None);
+    let saved = state
         .db
-        .write(move |conn| super::memberships::delete(conn, &actor, &location_id, membership_id))
+        .write(move |conn| {
+            idempotency::run(
+                conn,
+                &actor,
+                &replay,
+                |conn, saved| match saved {
+                    // The membership is gone; the saved record names its person.
+                    Some(saved) => {
+                        let removed: Value =
+                            serde_json::from_str(&saved.body).map_err(ApiError::internal)?;
+                        let person_id = removed["person_id"]
+                            .as_i64()
+                            .ok_or_else(|| ApiError::internal("saved membership has no person"))?;
+                        memberships::authorize(
+                            conn,
+                            &actor,
+                            &location_id,
+                            &ResourceId::Numeric(person_id),
+                        )
+                        .map(drop)
+                    }
+                    None => Ok(()),
+                },
+                |conn| {
+                    let removed = memberships::delete(conn, &actor, &location_id, membership_id)?;
+                    SavedResponse::no_content(&removed)
+                },
+            )
+        })
         .await?;
-    Ok(respond::no_content())
+    Ok(saved.into_response())
 }

@@ -56,6 +56,24 @@ fn touch_person(conn: &Connection, actor: &Actor, mut person: PersonRow) -> Resu
     )
 }
 
+/// Assigning and unassigning need this access to the person.
+pub const WRITE_LEVEL: AccessLevel = AccessLevel::Manage;
+
+/// What assigning `person_id` to the location needs: a live location, the
+/// location-management permission and manage access to the person. Checked
+/// before a fresh assignment and before a saved response is replayed.
+pub fn authorize(
+    conn: &Connection,
+    actor: &Actor,
+    location_id: &ResourceId,
+    person_id: &ResourceId,
+) -> Result<(LocationRow, PersonRow)> {
+    let location = super::find(conn, actor, location_id)?;
+    require_location_manager(actor)?;
+    let person = people::find_for(conn, actor, person_id, WRITE_LEVEL)?;
+    Ok((location, person))
+}
+
 /// `createLocationMembership`: assigns a person to a live location of the
 /// household. Repeating an assignment that exists returns it and changes
 /// nothing (permissions are still checked first).
@@ -65,9 +83,7 @@ pub fn create(
     location_id: &ResourceId,
     attrs: LocationMembershipAttributes,
 ) -> Result<Assignment> {
-    let location = super::find(conn, actor, location_id)?;
-    require_location_manager(actor)?;
-    let person = people::find_for(conn, actor, &attrs.person_id, AccessLevel::Manage)?;
+    let (location, person) = authorize(conn, actor, location_id, &attrs.person_id)?;
     if let Some(existing) = store::find_membership_of(conn, location.id, person.id)? {
         return Ok(Assignment {
             membership: shape(&existing, &location, &person),
@@ -90,13 +106,14 @@ pub fn create(
 }
 
 /// `deleteLocationMembership`: unassigns the person of membership
-/// `membership_id`, which must belong to this live location.
+/// `membership_id`, which must belong to this live location. Returns the
+/// membership as it was.
 pub fn delete(
     conn: &Connection,
     actor: &Actor,
     location_id: &ResourceId,
     membership_id: i64,
-) -> Result<()> {
+) -> Result<LocationMembership> {
     let location = super::find(conn, actor, location_id)?;
     require_location_manager(actor)?;
     let not_found = || ApiError::not_found("location membership");
@@ -107,12 +124,14 @@ pub fn delete(
         conn,
         actor,
         &ResourceId::Numeric(row.person_id),
-        AccessLevel::Manage,
+        WRITE_LEVEL,
     )
     .map_err(|e| match e {
         ApiError::NotFound(_) => not_found(),
         other => other,
     })?;
     store::delete_membership(conn, row.id)?;
-    touch_person(conn, actor, person)
+    let removed = shape(&row, &location, &person);
+    touch_person(conn, actor, person)?;
+    Ok(removed)
 }

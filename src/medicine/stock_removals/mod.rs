@@ -63,6 +63,17 @@ fn clean_note(note: Option<String>) -> Option<String> {
     note.map(|n| n.trim().to_string()).filter(|n| !n.is_empty())
 }
 
+/// The permission and the medication a removal needs, checked before a
+/// fresh removal and before a saved response is replayed.
+pub fn authorize(
+    conn: &Connection,
+    actor: &Actor,
+    medication_id: &ResourceId,
+) -> Result<medications::model::MedicationRow> {
+    require_inventory(actor)?;
+    medications::find(conn, actor, medication_id)
+}
+
 /// Records a removal and decrements the stock it came from, all in the
 /// caller's transaction. A repeated submission id with the same facts
 /// returns the saved removal and changes nothing; with other facts it is a
@@ -74,8 +85,7 @@ pub fn create(
     medication_id: &ResourceId,
     input: NewStockRemoval,
 ) -> Result<StockRemoval> {
-    require_inventory(actor)?;
-    let medication = medications::find(conn, actor, medication_id)?;
+    let medication = authorize(conn, actor, medication_id)?;
 
     let mut problems = Problems::default();
     if !input.quantity.is_positive() {

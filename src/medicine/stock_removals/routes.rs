@@ -2,13 +2,16 @@
 
 use axum::extract::{FromRequestParts, State};
 use axum::http::request::Parts;
-use axum::response::Response;
+use axum::http::{StatusCode, Uri};
+use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
+use serde_json::Value;
 
 use super::model::{StockRemovalBody, new_stock_removal_schema, stock_removal_schema};
 use crate::auth::Actor;
+use crate::db::idempotency::{self, Replay, SavedResponse};
 use crate::error::{ApiError, Result};
-use crate::http::extract::{ApiJson, QueryParams, ResourceId, raw_param};
+use crate::http::extract::{ApiJson, IdempotencyKey, QueryParams, ResourceId, raw_param, typed};
 use crate::http::openapi::{Api, Op};
 use crate::http::respond;
 use crate::state::AppState;
@@ -25,8 +28,9 @@ and track its own stock) is decremented instead. A removal that would take the s
 refused with 422 and changes nothing. submission_id is chosen by the client once per intended \
 removal: repeating it for this medication with the same quantity, reason, note and dosage_id \
 returns the saved removal (201, same body) without another decrement; repeating it with different \
-facts is refused with 409 submission_id_reused. Needs the inventory management permission, \
-checked again before a repeated submission is answered. Each new removal writes a \
+facts is refused with 409 submission_id_reused. With an Idempotency-Key, an identical retry gets \
+the saved response as well. Needs the inventory management permission, checked again before a \
+repeated submission or a saved response is answered. Each new removal writes a \
 medication.stock_removed audit event (without the note). Supported reasons: `expired` (past its \
 use-by date), `damaged` (broken, spoiled or contaminated), `lost` (missing or mislaid), \
 `disposed` (thrown away or destroyed for another reason), `returned_to_pharmacy` (handed back for \
@@ -49,6 +53,7 @@ pub fn routes(api: Api) -> Api {
                 .summary("Remove stock that left other than as a dose")
                 .description(CREATE_DESCRIPTION)
                 .body("StockRemovalCreateRequest")
+                .idempotency_key()
                 .created("StockRemovalResponse")
                 .errors(&[409]),
             post(create),
@@ -87,13 +92,28 @@ async fn create(
     State(state): State<AppState>,
     actor: Actor,
     MedicationPathId(medication_id): MedicationPathId,
-    ApiJson(body): ApiJson<StockRemovalBody>,
+    IdempotencyKey(key): IdempotencyKey,
+    uri: Uri,
+    ApiJson(body): ApiJson<Value>,
 ) -> Result<Response> {
-    let removal = state
+    let replay = Replay::new(key, "POST", uri.path(), Some(&body));
+    let removal = typed::<StockRemovalBody>(Some(&body))?.stock_removal;
+    let saved = state
         .db
-        .write(move |conn| super::create(conn, &actor, &medication_id, body.stock_removal))
+        .write(move |conn| {
+            idempotency::run(
+                conn,
+                &actor,
+                &replay,
+                |conn, _| super::authorize(conn, &actor, &medication_id).map(drop),
+                |conn| {
+                    let removal = super::create(conn, &actor, &medication_id, removal)?;
+                    SavedResponse::data(StatusCode::CREATED, &removal)
+                },
+            )
+        })
         .await?;
-    Ok(respond::created(removal))
+    Ok(saved.into_response())
 }
 
 #[cfg(test)]
