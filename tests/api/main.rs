@@ -24,4 +24,5 @@ mod stock_removals;
 mod storage;
 mod sync_batches;
 mod sync_changes;
+mod sync_round_trip;
 mod sync_snapshot;

@@ -17,12 +17,12 @@
 //! Deletes and direct updates to `taken` are not supported: a medication
 //! take records an actual dose.
 
-use rusqlite::{Connection, OptionalExtension, Row, params};
+use rusqlite::Connection;
 use serde::{Deserialize, Serialize};
 
 use crate::auth::Actor;
 use crate::auth::access::{self, AccessLevel};
-use crate::care::dose_occurrences::{PERSON_MEDICATION, SCHEDULE, cycle_window};
+use crate::care::dose_occurrences::{PERSON_MEDICATION, SCHEDULE, cycle_window, store};
 use crate::care::medication_takes::model::SourceType;
 use crate::care::medication_takes::store as takes_store;
 use crate::care::occurrence_key;
@@ -88,68 +88,6 @@ pub struct NotTakenAttrs {
 #[serde(deny_unknown_fields)]
 pub struct ReopenAttrs {
     pub outcome: String,
-}
-
-const COLUMNS: &str = "id, portable_id, person_id, source_type, source_id, window_starts_on,
-    window_ends_on, position, scheduled_at, outcome, reason, note, resolved_at,
-    medication_take_id, lock_version, created_at, updated_at";
-
-fn row(r: &Row<'_>) -> rusqlite::Result<DoseOutcome> {
-    Ok(DoseOutcome {
-        id: r.get(0)?,
-        portable_id: r.get(1)?,
-        person_id: r.get(2)?,
-        source_type: r.get(3)?,
-        source_id: r.get(4)?,
-        window_starts_on: r.get(5)?,
-        window_ends_on: r.get(6)?,
-        position: r.get(7)?,
-        scheduled_at: r.get(8)?,
-        outcome: r.get(9)?,
-        reason: r.get(10)?,
-        note: r.get(11)?,
-        resolved_at: r.get(12)?,
-        medication_take_id: r.get(13)?,
-        lock_version: r.get(14)?,
-        created_at: r.get(15)?,
-        updated_at: r.get(16)?,
-    })
-}
-
-fn by_id(conn: &Connection, id: i64) -> Result<DoseOutcome> {
-    Ok(conn
-        .prepare_cached(&format!(
-            "SELECT {COLUMNS} FROM dose_occurrences WHERE id = ?1"
-        ))?
-        .query_row([id], row)?)
-}
-
-fn by_occurrence(
-    conn: &Connection,
-    source_type: &str,
-    source_id: i64,
-    window: &str,
-    position: i64,
-) -> Result<Option<DoseOutcome>> {
-    Ok(conn
-        .prepare_cached(&format!(
-            "SELECT {COLUMNS} FROM dose_occurrences
-             WHERE source_type = ?1 AND source_id = ?2 AND window_starts_on = ?3 AND position = ?4"
-        ))?
-        .query_row(params![source_type, source_id, window, position], row)
-        .optional()?)
-}
-
-/// The outcome `id` (numeric or portable) of the household.
-pub fn find(conn: &Connection, household_id: i64, id: &ResourceId) -> Result<Option<DoseOutcome>> {
-    let (numeric, portable) = id.sql_parts();
-    Ok(conn
-        .prepare_cached(&format!(
-            "SELECT {COLUMNS} FROM dose_occurrences
-             WHERE household_id = ?1 AND (id = ?2 OR portable_id = ?3)"
-        ))?
-        .query_row(params![household_id, numeric, portable], row)
-        .optional()?)
 }
 
 fn taken_conflict() -> ApiError {
@@ -233,7 +171,7 @@ pub fn record_not_taken(
         SourceType::PersonMedication => PERSON_MEDICATION,
     };
 
-    let existing = by_occurrence(conn, type_text, source.id, &window, position)?;
+    let existing = store::outcome_by_occurrence(conn, type_text, source.id, &window, position)?;
     if takes_store::find_by_occurrence(conn, source_type, source.id, &window, position)?.is_some() {
         return Err(taken_conflict());
     }
@@ -242,20 +180,13 @@ pub fn record_not_taken(
             "not_taken" => Ok(saved),
             // A reopened dose can be decided again.
             "open" => {
-                let now = crate::time::now();
-                conn.prepare_cached(
-                    "UPDATE dose_occurrences
-                     SET outcome = 'not_taken', reason = ?2, note = ?3, resolved_at = ?4,
-                         actor_membership_id = ?5, lock_version = lock_version + 1, updated_at = ?4
-                     WHERE id = ?1",
-                )?
-                .execute(params![
+                store::decide_not_taken(
+                    conn,
                     saved.id,
-                    attrs.reason,
-                    attrs.note,
-                    now,
-                    actor.membership_id
-                ])?;
+                    attrs.reason.as_deref(),
+                    attrs.note.as_deref(),
+                    actor.membership_id,
+                )?;
                 change_feed::append(
                     conn,
                     Change {
@@ -267,37 +198,29 @@ pub fn record_not_taken(
                         person_id: Some(saved.person_id),
                     },
                 )?;
-                by_id(conn, saved.id)
+                store::outcome_by_id(conn, saved.id)
             }
             _ => Err(taken_conflict()),
         };
     }
 
-    let now = crate::time::now();
     let portable_id = crate::db::new_portable_id();
-    conn.prepare_cached(
-        "INSERT INTO dose_occurrences
-           (portable_id, household_id, person_id, source_type, source_id, window_starts_on,
-            window_ends_on, position, scheduled_at, outcome, reason, note, resolved_at,
-            medication_take_id, actor_membership_id, lock_version, created_at, updated_at)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, NULL, 'not_taken', ?9, ?10, ?11, NULL, ?12, 1,
-                 ?11, ?11)",
-    )?
-    .execute(params![
-        portable_id,
-        actor.household_id,
-        source.person_id,
-        type_text,
-        source.id,
-        window,
-        window_end.to_string(),
-        position,
-        attrs.reason,
-        attrs.note,
-        now,
-        actor.membership_id,
-    ])?;
-    let id = conn.last_insert_rowid();
+    let id = store::insert_not_taken(
+        conn,
+        &store::NewNotTaken {
+            portable_id: &portable_id,
+            household_id: actor.household_id,
+            person_id: source.person_id,
+            source_type: type_text,
+            source_id: source.id,
+            window_starts_on: &window,
+            window_ends_on: &window_end.to_string(),
+            position,
+            reason: attrs.reason.as_deref(),
+            note: attrs.note.as_deref(),
+            membership_id: actor.membership_id,
+        },
+    )?;
     change_feed::append(
         conn,
         Change {
@@ -309,7 +232,7 @@ pub fn record_not_taken(
             person_id: Some(source.person_id),
         },
     )?;
-    by_id(conn, id)
+    store::outcome_by_id(conn, id)
 }
 
 /// Batch update reopening a saved outcome (`{outcome: "open"}`).
@@ -326,7 +249,7 @@ pub fn reopen(
             "must be open; a medication take records an actual dose",
         ));
     }
-    let saved = find(conn, actor.household_id, id)?
+    let saved = store::find_outcome(conn, actor.household_id, id)?
         .ok_or_else(|| ApiError::not_found("dose occurrence"))?;
     match access::person_access(conn, actor, saved.person_id)? {
         None => return Err(ApiError::not_found("dose occurrence")),
@@ -354,14 +277,7 @@ pub fn reopen(
     if saved.outcome != "not_taken" || linked_take.is_some() {
         return Err(taken_conflict());
     }
-    let now = crate::time::now();
-    conn.prepare_cached(
-        "UPDATE dose_occurrences
-         SET outcome = 'open', resolved_at = NULL, reason = NULL, note = NULL,
-             actor_membership_id = ?2, lock_version = lock_version + 1, updated_at = ?3
-         WHERE id = ?1",
-    )?
-    .execute(params![saved.id, actor.membership_id, now])?;
+    store::reopen(conn, saved.id, actor.membership_id)?;
     change_feed::append(
         conn,
         Change {
@@ -373,5 +289,5 @@ pub fn reopen(
             person_id: Some(saved.person_id),
         },
     )?;
-    by_id(conn, saved.id)
+    store::outcome_by_id(conn, saved.id)
 }

@@ -1,18 +1,20 @@
-//! SQL for the dose-occurrence projection. Every read here covers all the
-//! people of one request at once (no query per person, source or dose):
-//! people are passed as a JSON array bound once and unpacked with
-//! `json_each`.
+//! SQL for the dose-occurrence projection and for persisted outcomes. Every
+//! projection read covers all the people of one request at once (no query
+//! per person, source or dose): people are passed as a JSON array bound once
+//! and unpacked with `json_each`.
 
 use std::collections::HashMap;
 
 use jiff::civil::Date;
 use rusqlite::types::Type;
-use rusqlite::{Connection, Row, named_params};
+use rusqlite::{Connection, OptionalExtension, Row, named_params, params};
 
+use super::outcomes::DoseOutcome;
 use crate::auth::Actor;
 use crate::auth::store::VISIBLE_PERSON;
 use crate::decimal::Dec;
 use crate::error::Result;
+use crate::http::extract::ResourceId;
 use crate::medicine::vocab::{DoseCycle, DoseUnit, ScheduleType};
 
 /// A person whose doses are listed.
@@ -305,4 +307,147 @@ pub fn saved_outcomes(
         )?
         .collect::<rusqlite::Result<HashMap<_, _>>>()?;
     Ok(rows)
+}
+
+// ---- Persisted outcomes ----------------------------------------------------
+
+const OUTCOME_COLUMNS: &str =
+    "id, portable_id, person_id, source_type, source_id, window_starts_on,
+    window_ends_on, position, scheduled_at, outcome, reason, note, resolved_at,
+    medication_take_id, lock_version, created_at, updated_at";
+
+fn outcome_row(r: &Row<'_>) -> rusqlite::Result<DoseOutcome> {
+    Ok(DoseOutcome {
+        id: r.get(0)?,
+        portable_id: r.get(1)?,
+        person_id: r.get(2)?,
+        source_type: r.get(3)?,
+        source_id: r.get(4)?,
+        window_starts_on: r.get(5)?,
+        window_ends_on: r.get(6)?,
+        position: r.get(7)?,
+        scheduled_at: r.get(8)?,
+        outcome: r.get(9)?,
+        reason: r.get(10)?,
+        note: r.get(11)?,
+        resolved_at: r.get(12)?,
+        medication_take_id: r.get(13)?,
+        lock_version: r.get(14)?,
+        created_at: r.get(15)?,
+        updated_at: r.get(16)?,
+    })
+}
+
+pub fn outcome_by_id(conn: &Connection, id: i64) -> Result<DoseOutcome> {
+    Ok(conn
+        .prepare_cached(&format!(
+            "SELECT {OUTCOME_COLUMNS} FROM dose_occurrences WHERE id = ?1"
+        ))?
+        .query_row([id], outcome_row)?)
+}
+
+pub fn outcome_by_occurrence(
+    conn: &Connection,
+    source_type: &str,
+    source_id: i64,
+    window: &str,
+    position: i64,
+) -> Result<Option<DoseOutcome>> {
+    Ok(conn
+        .prepare_cached(&format!(
+            "SELECT {OUTCOME_COLUMNS} FROM dose_occurrences
+             WHERE source_type = ?1 AND source_id = ?2 AND window_starts_on = ?3 AND position = ?4"
+        ))?
+        .query_row(
+            params![source_type, source_id, window, position],
+            outcome_row,
+        )
+        .optional()?)
+}
+
+/// The outcome `id` (numeric or portable) of the household.
+pub fn find_outcome(
+    conn: &Connection,
+    household_id: i64,
+    id: &ResourceId,
+) -> Result<Option<DoseOutcome>> {
+    let (numeric, portable) = id.sql_parts();
+    Ok(conn
+        .prepare_cached(&format!(
+            "SELECT {OUTCOME_COLUMNS} FROM dose_occurrences
+             WHERE household_id = ?1 AND (id = ?2 OR portable_id = ?3)"
+        ))?
+        .query_row(params![household_id, numeric, portable], outcome_row)
+        .optional()?)
+}
+
+/// A new `not_taken` row (routine outcomes never carry a scheduled time).
+pub struct NewNotTaken<'a> {
+    pub portable_id: &'a str,
+    pub household_id: i64,
+    pub person_id: i64,
+    pub source_type: &'a str,
+    pub source_id: i64,
+    pub window_starts_on: &'a str,
+    pub window_ends_on: &'a str,
+    pub position: i64,
+    pub reason: Option<&'a str>,
+    pub note: Option<&'a str>,
+    pub membership_id: i64,
+}
+
+pub fn insert_not_taken(conn: &Connection, new: &NewNotTaken<'_>) -> Result<i64> {
+    conn.prepare_cached(
+        "INSERT INTO dose_occurrences
+           (portable_id, household_id, person_id, source_type, source_id, window_starts_on,
+            window_ends_on, position, scheduled_at, outcome, reason, note, resolved_at,
+            medication_take_id, actor_membership_id, lock_version, created_at, updated_at)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, NULL, 'not_taken', ?9, ?10, ?11, NULL, ?12, 1,
+                 ?11, ?11)",
+    )?
+    .execute(params![
+        new.portable_id,
+        new.household_id,
+        new.person_id,
+        new.source_type,
+        new.source_id,
+        new.window_starts_on,
+        new.window_ends_on,
+        new.position,
+        new.reason,
+        new.note,
+        crate::time::now(),
+        new.membership_id,
+    ])?;
+    Ok(conn.last_insert_rowid())
+}
+
+/// Decides a reopened row `not_taken` again (a new version).
+pub fn decide_not_taken(
+    conn: &Connection,
+    id: i64,
+    reason: Option<&str>,
+    note: Option<&str>,
+    membership_id: i64,
+) -> Result<()> {
+    conn.prepare_cached(
+        "UPDATE dose_occurrences
+         SET outcome = 'not_taken', reason = ?2, note = ?3, resolved_at = ?4,
+             actor_membership_id = ?5, lock_version = lock_version + 1, updated_at = ?4
+         WHERE id = ?1",
+    )?
+    .execute(params![id, reason, note, crate::time::now(), membership_id])?;
+    Ok(())
+}
+
+/// Reopens a decided row: no resolution, reason or note (a new version).
+pub fn reopen(conn: &Connection, id: i64, membership_id: i64) -> Result<()> {
+    conn.prepare_cached(
+        "UPDATE dose_occurrences
+         SET outcome = 'open', resolved_at = NULL, reason = NULL, note = NULL,
+             actor_membership_id = ?2, lock_version = lock_version + 1, updated_at = ?3
+         WHERE id = ?1",
+    )?
+    .execute(params![id, membership_id, crate::time::now()])?;
+    Ok(())
 }
