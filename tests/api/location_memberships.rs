@@ -607,6 +607,7 @@ async fn operations_are_documented() {
 
 #[tokio::test]
 async fn idempotency_keys_replay_assignments_and_removals_after_rechecking_access() {
+    const KEY: &str = "assign-ada-1";
     let app = TestApp::new().await;
     let (location_id, _, _) = location(&app, "Kitchen").await;
     let (ada, _) = person(&app, "Ada").await;
@@ -616,16 +617,9 @@ async fn idempotency_keys_replay_assignments_and_removals_after_rechecking_acces
     grant_location_management(&app, membership).await;
     grant(&app, membership, ada, "manage").await;
     let path = memberships_path(&app, location_id);
-    let key = [("Idempotency-Key", "assign-ada-1")];
 
     let first = app
-        .send(
-            Method::POST,
-            &path,
-            Some(&carer),
-            Some(assign(json!(ada))),
-            &key,
-        )
+        .post_keyed(&path, &carer, &assign(json!(ada)), KEY)
         .await;
     first.assert_status(201);
     let id = first.id();
@@ -634,13 +628,7 @@ async fn idempotency_keys_replay_assignments_and_removals_after_rechecking_acces
     // An identical retry gets the saved 201 (not the 200 of a repeat), and
     // nothing is written again.
     let again = app
-        .send(
-            Method::POST,
-            &path,
-            Some(&carer),
-            Some(assign(json!(ada))),
-            &key,
-        )
+        .post_keyed(&path, &carer, &assign(json!(ada)), KEY)
         .await;
     again.assert_status(201);
     assert_eq!(again.body, first.body);
@@ -650,28 +638,16 @@ async fn idempotency_keys_replay_assignments_and_removals_after_rechecking_acces
     // The same key with another body.
     let (bob, _) = person(&app, "Bob").await;
     grant(&app, membership, bob, "manage").await;
-    app.send(
-        Method::POST,
-        &path,
-        Some(&carer),
-        Some(assign(json!(bob))),
-        &key,
-    )
-    .await
-    .assert_error(409, "idempotency_key_reused");
+    app.post_keyed(&path, &carer, &assign(json!(bob)), KEY)
+        .await
+        .assert_error(409, "idempotency_key_reused");
     assert_eq!(membership_count(&app).await, 1);
 
     // Lowered access never gets the saved response.
     grant(&app, membership, ada, "view").await;
-    app.send(
-        Method::POST,
-        &path,
-        Some(&carer),
-        Some(assign(json!(ada))),
-        &key,
-    )
-    .await
-    .assert_error(403, "forbidden");
+    app.post_keyed(&path, &carer, &assign(json!(ada)), KEY)
+        .await
+        .assert_error(403, "forbidden");
     grant(&app, membership, ada, "manage").await;
 
     // A keyed removal: the retry gets 204 again instead of 404, once.

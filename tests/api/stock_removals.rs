@@ -981,30 +981,14 @@ async fn an_idempotency_key_replays_the_saved_removal_after_rechecking_the_permi
     let keeper = stock_keeper(&app).await;
     let path = removals_path(&app, id);
     let body = removal("1.5", "damaged", &submission());
-    let key = [("Idempotency-Key", "removal-1")];
+    const KEY: &str = "removal-1";
 
-    let first = app
-        .send(
-            axum::http::Method::POST,
-            &path,
-            Some(&keeper),
-            Some(body.clone()),
-            &key,
-        )
-        .await;
+    let first = app.post_keyed(&path, &keeper, &body, KEY).await;
     first.assert_status(201);
     assert_eq!(supply(&app, id).await, "9");
 
     // After a dropped connection: the same answer, one decrement, one audit.
-    let again = app
-        .send(
-            axum::http::Method::POST,
-            &path,
-            Some(&keeper),
-            Some(body.clone()),
-            &key,
-        )
-        .await;
+    let again = app.post_keyed(&path, &keeper, &body, KEY).await;
     again.assert_status(201);
     assert_eq!(again.body, first.body);
     assert_eq!(supply(&app, id).await, "9");
@@ -1022,12 +1006,11 @@ async fn an_idempotency_key_replays_the_saved_removal_after_rechecking_the_permi
     assert_eq!(audits, 1);
 
     // The key with another body (a new submission) is refused.
-    app.send(
-        axum::http::Method::POST,
+    app.post_keyed(
         &path,
-        Some(&keeper),
-        Some(removal("1.5", "damaged", &submission())),
-        &key,
+        &keeper,
+        &removal("1.5", "damaged", &submission()),
+        KEY,
     )
     .await
     .assert_error(409, "idempotency_key_reused");
@@ -1043,15 +1026,7 @@ async fn an_idempotency_key_replays_the_saved_removal_after_rechecking_the_permi
         })
         .await
         .unwrap();
-    let refused = app
-        .send(
-            axum::http::Method::POST,
-            &path,
-            Some(&keeper),
-            Some(body),
-            &key,
-        )
-        .await;
+    let refused = app.post_keyed(&path, &keeper, &body, KEY).await;
     refused.assert_error(403, "forbidden");
     assert!(!refused.body.to_string().contains("damaged"));
     assert_eq!(supply(&app, id).await, "9");

@@ -213,6 +213,25 @@ impl TestApp {
             .await
     }
 
+    /// A POST carrying an Idempotency-Key.
+    pub async fn post_keyed(
+        &self,
+        path: &str,
+        token: &str,
+        body: &Value,
+        key: &str,
+    ) -> TestResponse {
+        let headers = [("Idempotency-Key", key)];
+        self.send(
+            Method::POST,
+            path,
+            Some(token),
+            Some(body.clone()),
+            &headers,
+        )
+        .await
+    }
+
     pub async fn patch(
         &self,
         path: &str,

@@ -9,6 +9,7 @@ use pillbox::auth::Role;
 use serde_json::{Value, json};
 
 use crate::medications::paracetamol;
+use crate::schedules::new_person;
 use crate::support::{TestApp, TestResponse};
 
 async fn snapshot(app: &TestApp, token: &str) -> Value {
@@ -56,14 +57,9 @@ async fn changes_after(
 }
 
 async fn send_batch(app: &TestApp, token: &str, operations: &Value, key: &str) -> TestResponse {
-    app.send(
-        Method::POST,
-        &app.hh("/sync/batches"),
-        Some(token),
-        Some(json!({"batch": {"operations": operations}})),
-        &[("Idempotency-Key", key)],
-    )
-    .await
+    let body = json!({"batch": {"operations": operations}});
+    app.post_keyed(&app.hh("/sync/batches"), token, &body, key)
+        .await
 }
 
 async fn row_count(app: &TestApp, table: &'static str) -> i64 {
@@ -79,22 +75,8 @@ async fn row_count(app: &TestApp, table: &'static str) -> i64 {
 async fn snapshot_offline_queue_batch_and_changes_from_the_old_cursor() {
     let app = TestApp::new().await;
     // Online set-up: two people, a medication, a schedule for Ada.
-    let ada = app
-        .post(
-            &app.hh("/people"),
-            &app.owner,
-            json!({"person": {"name": "Ada", "date_of_birth": "1950-02-03"}}),
-        )
-        .await;
-    ada.assert_status(201);
-    let bob = app
-        .post(
-            &app.hh("/people"),
-            &app.owner,
-            json!({"person": {"name": "Bob", "date_of_birth": "1948-07-01"}}),
-        )
-        .await;
-    bob.assert_status(201);
+    let ada = new_person(&app, "Ada").await;
+    let bob = new_person(&app, "Bob").await;
     let medication = app
         .post(&app.hh("/medications"), &app.owner, paracetamol())
         .await;
@@ -104,7 +86,7 @@ async fn snapshot_offline_queue_batch_and_changes_from_the_old_cursor() {
         .post(
             &app.hh("/schedules"),
             &app.owner,
-            json!({"schedule": {"person_id": ada.id(), "medication_id": medication_id,
+            json!({"schedule": {"person_id": ada.id, "medication_id": medication_id,
                 "start_date": "2026-01-01", "schedule_type": "daily",
                 "schedule_config": {"times": ["08:00"]}}}),
         )
@@ -115,7 +97,7 @@ async fn snapshot_offline_queue_batch_and_changes_from_the_old_cursor() {
     let (carer_membership, carer) = app
         .add_member("carer@example.org", Role::Member, None)
         .await;
-    crate::schedules::grant(&app, carer_membership, bob.id(), "view").await;
+    crate::schedules::grant(&app, carer_membership, bob.id, "view").await;
 
     // The phone takes a snapshot, then goes offline.
     let snap = snapshot(&app, &app.owner).await;
@@ -125,8 +107,8 @@ async fn snapshot_offline_queue_batch_and_changes_from_the_old_cursor() {
         .as_str()
         .unwrap()
         .to_string();
-    let ada_portable = ada.data()["portable_id"].as_str().unwrap();
-    let bob_portable = bob.data()["portable_id"].as_str().unwrap();
+    let ada_portable = ada.portable.as_str();
+    let bob_portable = bob.portable.as_str();
     let med_record = find(&snap, "medications", "name", "Paracetamol 500mg tablets");
     let med_portable = med_record["portable_id"].as_str().unwrap().to_string();
     assert_eq!(med_record["current_supply"], "10.5");
@@ -292,14 +274,7 @@ async fn snapshot_offline_queue_batch_and_changes_from_the_old_cursor() {
 #[tokio::test]
 async fn a_snapshot_larger_than_one_chunk_arrives_whole() {
     let app = TestApp::new().await;
-    let ada = app
-        .post(
-            &app.hh("/people"),
-            &app.owner,
-            json!({"person": {"name": "Ada", "date_of_birth": "1950-02-03"}}),
-        )
-        .await;
-    ada.assert_status(201);
+    let ada = new_person(&app, "Ada").await;
     let mut body = paracetamol();
     body["medication"]["current_supply"] = json!("100000");
     let medication = app.post(&app.hh("/medications"), &app.owner, body).await;
@@ -308,7 +283,7 @@ async fn a_snapshot_larger_than_one_chunk_arrives_whole() {
         .post(
             &app.hh("/person_medications"),
             &app.owner,
-            json!({"person_medication": {"person_id": ada.id(), "medication_id": medication.id(),
+            json!({"person_medication": {"person_id": ada.id, "medication_id": medication.id(),
                 "administration_kind": "as_needed"}}),
         )
         .await;
