@@ -11,6 +11,7 @@
 
 use std::collections::HashMap;
 
+use rusqlite::types::{FromSql, FromSqlResult, ValueRef};
 use rusqlite::{Connection, Row, ToSql};
 use serde::Serialize;
 use serde_json::Value;
@@ -112,182 +113,216 @@ pub struct Scope {
     pub person_portable_ids: Vec<String>,
 }
 
-#[derive(Debug, Serialize)]
-pub struct PersonRecord {
-    #[serde(flatten)]
-    pub common: Common,
-    pub name: String,
-    pub email: Option<String>,
-    pub date_of_birth: Option<String>,
-    pub person_type: String,
-    pub has_capacity: bool,
-    pub location_portable_ids: Vec<String>,
-    pub notification_preference_portable_id: Option<String>,
+/// A portable record: the common fields (columns 0..=2) and then one field
+/// per column, in the order the query selects them; `filled_later` fields
+/// (lists from a second query) start empty.
+macro_rules! portable_record {
+    ($name:ident { $($field:ident : $ty:ty,)* } $(filled_later { $($later:ident : $later_ty:ty,)* })?) => {
+        #[derive(Debug, Clone, Serialize)]
+        pub struct $name {
+            #[serde(flatten)]
+            pub common: Common,
+            $(pub $field: $ty,)*
+            $($(pub $later: $later_ty,)*)?
+        }
+
+        impl $name {
+            fn from_row(r: &Row<'_>) -> rusqlite::Result<$name> {
+                let mut column = 2;
+                Ok($name {
+                    common: common(r)?,
+                    $($field: {
+                        column += 1;
+                        r.get(column)?
+                    },)*
+                    $($($later: Default::default(),)*)?
+                })
+            }
+        }
+    };
 }
 
-#[derive(Debug, Serialize)]
-pub struct LocationRecord {
-    #[serde(flatten)]
-    pub common: Common,
-    pub name: String,
-    pub description: Option<String>,
-}
-
-#[derive(Debug, Serialize)]
-pub struct MedicationRecord {
-    #[serde(flatten)]
-    pub common: Common,
-    pub location_portable_id: Option<String>,
-    pub name: String,
-    pub friendly_name: Option<String>,
-    pub category: Option<String>,
-    pub description: Option<String>,
-    pub dose_amount: Option<String>,
-    pub dose_unit: Option<String>,
-    pub default_schedule_type: Option<String>,
-    pub current_supply: String,
-    pub reorder_threshold: Option<String>,
-    pub barcode: Option<String>,
-    pub dmd_code: Option<String>,
-    pub dmd_system: Option<String>,
-    pub dmd_concept_class: Option<String>,
-}
-
-#[derive(Debug, Serialize)]
-pub struct DosageOptionRecord {
-    #[serde(flatten)]
-    pub common: Common,
-    pub medication_portable_id: String,
-    pub amount: String,
-    pub unit: String,
-    pub frequency: Option<String>,
-    pub description: Option<String>,
-    pub default_for_adults: bool,
-    pub default_for_children: bool,
-    pub default_max_daily_doses: Option<i64>,
-    pub default_min_hours_between_doses: Option<String>,
-    pub default_dose_cycle: Option<String>,
-    pub current_supply: Option<String>,
-    pub reorder_threshold: Option<String>,
-}
-
-#[derive(Debug, Serialize)]
-pub struct ScheduleRecord {
-    #[serde(flatten)]
-    pub common: Common,
-    pub source_dosage_option_portable_id: Option<String>,
-    pub retired_at: Option<String>,
-    pub person_portable_id: String,
-    pub medication_portable_id: String,
-    pub dose_amount: String,
-    pub dose_unit: String,
-    pub frequency: Option<String>,
-    pub dose_cycle: Option<String>,
-    pub max_daily_doses: Option<i64>,
-    pub min_hours_between_doses: Option<String>,
-    pub schedule_type: String,
-    pub schedule_config: Value,
-    pub start_date: String,
-    pub end_date: Option<String>,
-    pub active: bool,
-    pub notes: Option<String>,
-}
-
-#[derive(Debug, Serialize)]
-pub struct PersonMedicationRecord {
-    #[serde(flatten)]
-    pub common: Common,
-    pub source_dosage_option_portable_id: Option<String>,
-    pub retired_at: Option<String>,
-    pub person_portable_id: String,
-    pub medication_portable_id: String,
-    pub dose_amount: String,
-    pub dose_unit: String,
-    pub dose_cycle: Option<String>,
-    pub max_daily_doses: Option<i64>,
-    pub min_hours_between_doses: Option<String>,
-    pub administration_kind: String,
-    pub active: bool,
-    pub notes: Option<String>,
-    pub position: i64,
-}
-
-#[derive(Debug, Serialize)]
-pub struct MedicationTakeRecord {
-    #[serde(flatten)]
-    pub common: Common,
-    pub client_uuid: Option<String>,
-    pub source_type: String,
-    pub source_portable_id: Option<String>,
-    pub taken_at: String,
-    pub dose_amount: String,
-    pub dose_unit: String,
-    pub taken_from_medication_portable_id: Option<String>,
-    pub taken_from_location_portable_id: Option<String>,
-}
-
-#[derive(Debug, Serialize)]
-pub struct NotificationPreferenceRecord {
-    #[serde(flatten)]
-    pub common: Common,
-    pub person_portable_id: String,
-    pub enabled: bool,
-    pub dose_due_enabled: bool,
-    pub missed_dose_enabled: bool,
-    pub low_stock_enabled: bool,
-    pub private_text_enabled: bool,
-    pub morning_time: Option<String>,
-    pub afternoon_time: Option<String>,
-    pub evening_time: Option<String>,
-    pub night_time: Option<String>,
-}
-
-#[derive(Debug, Serialize)]
-pub struct HealthEventRecord {
-    #[serde(flatten)]
-    pub common: Common,
-    pub person_portable_id: String,
-    pub event_kind: String,
-    pub severity: Option<String>,
-    pub title: String,
-    pub notes: Option<String>,
-    pub started_on: String,
-    pub ended_on: Option<String>,
-    pub medication_portable_ids: Vec<String>,
-}
-
-#[derive(Debug, Serialize)]
-pub struct PausePeriodRecord {
-    #[serde(flatten)]
-    pub common: Common,
-    pub source_type: String,
-    pub source_portable_id: Option<String>,
-    pub reason: String,
-    pub note: Option<String>,
-    pub started_at: Option<String>,
-    pub ended_at: Option<String>,
-    pub created_at: String,
-    pub legacy_context: bool,
-    pub imported_context: bool,
-    pub recorded_by_person_portable_id: Option<String>,
-    pub resumed_by_person_portable_id: Option<String>,
-}
-
+/// A JSON object kept as text (a schedule's config), sent as JSON.
 #[derive(Debug, Clone, Serialize)]
-pub struct DoseOccurrenceRecord {
-    #[serde(flatten)]
-    pub common: Common,
-    pub source_type: String,
-    pub source_portable_id: Option<String>,
-    pub window_starts_on: String,
-    pub window_ends_on: String,
-    pub position: i64,
-    pub scheduled_at: Option<String>,
-    pub outcome: String,
-    pub reason: Option<String>,
-    pub note: Option<String>,
-    pub resolved_at: Option<String>,
-    pub medication_take_portable_id: Option<String>,
+#[serde(transparent)]
+pub struct JsonText(pub Value);
+
+impl FromSql for JsonText {
+    fn column_result(value: ValueRef<'_>) -> FromSqlResult<JsonText> {
+        let text = value.as_str()?;
+        Ok(JsonText(
+            serde_json::from_str(text).unwrap_or_else(|_| Value::Object(Default::default())),
+        ))
+    }
+}
+
+portable_record! {
+    PersonRecord {
+        name: String,
+        email: Option<String>,
+        date_of_birth: Option<String>,
+        person_type: String,
+        has_capacity: bool,
+        notification_preference_portable_id: Option<String>,
+    } filled_later {
+        location_portable_ids: Vec<String>,
+    }
+}
+
+portable_record! {
+    LocationRecord {
+        name: String,
+        description: Option<String>,
+    }
+}
+
+portable_record! {
+    MedicationRecord {
+        location_portable_id: Option<String>,
+        name: String,
+        friendly_name: Option<String>,
+        category: Option<String>,
+        description: Option<String>,
+        dose_amount: Option<String>,
+        dose_unit: Option<String>,
+        default_schedule_type: Option<String>,
+        current_supply: String,
+        reorder_threshold: Option<String>,
+        barcode: Option<String>,
+        dmd_code: Option<String>,
+        dmd_system: Option<String>,
+        dmd_concept_class: Option<String>,
+    }
+}
+
+portable_record! {
+    DosageOptionRecord {
+        medication_portable_id: String,
+        amount: String,
+        unit: String,
+        frequency: Option<String>,
+        description: Option<String>,
+        default_for_adults: bool,
+        default_for_children: bool,
+        default_max_daily_doses: Option<i64>,
+        default_min_hours_between_doses: Option<String>,
+        default_dose_cycle: Option<String>,
+        current_supply: Option<String>,
+        reorder_threshold: Option<String>,
+    }
+}
+
+portable_record! {
+    ScheduleRecord {
+        source_dosage_option_portable_id: Option<String>,
+        retired_at: Option<String>,
+        person_portable_id: String,
+        medication_portable_id: String,
+        dose_amount: String,
+        dose_unit: String,
+        frequency: Option<String>,
+        dose_cycle: Option<String>,
+        max_daily_doses: Option<i64>,
+        min_hours_between_doses: Option<String>,
+        schedule_type: String,
+        schedule_config: JsonText,
+        start_date: String,
+        end_date: Option<String>,
+        active: bool,
+        notes: Option<String>,
+    }
+}
+
+portable_record! {
+    PersonMedicationRecord {
+        source_dosage_option_portable_id: Option<String>,
+        retired_at: Option<String>,
+        person_portable_id: String,
+        medication_portable_id: String,
+        dose_amount: String,
+        dose_unit: String,
+        dose_cycle: Option<String>,
+        max_daily_doses: Option<i64>,
+        min_hours_between_doses: Option<String>,
+        administration_kind: String,
+        active: bool,
+        notes: Option<String>,
+        position: i64,
+    }
+}
+
+portable_record! {
+    MedicationTakeRecord {
+        client_uuid: Option<String>,
+        source_type: String,
+        source_portable_id: Option<String>,
+        taken_at: String,
+        dose_amount: String,
+        dose_unit: String,
+        taken_from_medication_portable_id: Option<String>,
+        taken_from_location_portable_id: Option<String>,
+    }
+}
+
+portable_record! {
+    NotificationPreferenceRecord {
+        person_portable_id: String,
+        enabled: bool,
+        dose_due_enabled: bool,
+        missed_dose_enabled: bool,
+        low_stock_enabled: bool,
+        private_text_enabled: bool,
+        morning_time: Option<String>,
+        afternoon_time: Option<String>,
+        evening_time: Option<String>,
+        night_time: Option<String>,
+    }
+}
+
+portable_record! {
+    HealthEventRecord {
+        person_portable_id: String,
+        event_kind: String,
+        severity: Option<String>,
+        title: String,
+        notes: Option<String>,
+        started_on: String,
+        ended_on: Option<String>,
+    } filled_later {
+        medication_portable_ids: Vec<String>,
+    }
+}
+
+portable_record! {
+    PausePeriodRecord {
+        source_type: String,
+        source_portable_id: Option<String>,
+        reason: String,
+        note: Option<String>,
+        started_at: Option<String>,
+        ended_at: Option<String>,
+        created_at: String,
+        legacy_context: bool,
+        imported_context: bool,
+        recorded_by_person_portable_id: Option<String>,
+        resumed_by_person_portable_id: Option<String>,
+    }
+}
+
+portable_record! {
+    DoseOccurrenceRecord {
+        source_type: String,
+        source_portable_id: Option<String>,
+        window_starts_on: String,
+        window_ends_on: String,
+        position: i64,
+        scheduled_at: Option<String>,
+        outcome: String,
+        reason: Option<String>,
+        note: Option<String>,
+        resolved_at: Option<String>,
+        medication_take_portable_id: Option<String>,
+    }
 }
 
 /// The joins naming the source of a row `x` with `source_type`/`source_id`.
@@ -363,19 +398,11 @@ impl<'a> Reader<'a> {
             ),
             &[],
             |r| {
-                let common = common(r)?;
-                let location_portable_ids =
-                    by_person.remove(&common.portable_id).unwrap_or_default();
-                Ok(PersonRecord {
-                    common,
-                    name: r.get(3)?,
-                    email: r.get(4)?,
-                    date_of_birth: r.get(5)?,
-                    person_type: r.get(6)?,
-                    has_capacity: r.get(7)?,
-                    location_portable_ids,
-                    notification_preference_portable_id: r.get(8)?,
-                })
+                let mut person = PersonRecord::from_row(r)?;
+                person.location_portable_ids = by_person
+                    .remove(&person.common.portable_id)
+                    .unwrap_or_default();
+                Ok(person)
             },
             each,
         )
@@ -387,13 +414,7 @@ impl<'a> Reader<'a> {
                 "SELECT portable_id, updated_at, lock_version, name, description
                  FROM locations WHERE household_id = :household_id AND deleted_at IS NULL ORDER BY id",
             &[(":household_id", &self.vis.household_id)],
-            |r| {
-                Ok(LocationRecord {
-                    common: common(r)?,
-                    name: r.get(3)?,
-                    description: r.get(4)?,
-                })
-            },
+            LocationRecord::from_row,
             each,
         )
     }
@@ -410,25 +431,7 @@ impl<'a> Reader<'a> {
                  WHERE m.household_id = :household_id AND m.deleted_at IS NULL
                  ORDER BY m.id",
             &[(":household_id", &self.vis.household_id)],
-            |r| {
-                Ok(MedicationRecord {
-                    common: common(r)?,
-                    location_portable_id: r.get(3)?,
-                    name: r.get(4)?,
-                    friendly_name: r.get(5)?,
-                    category: r.get(6)?,
-                    description: r.get(7)?,
-                    dose_amount: r.get(8)?,
-                    dose_unit: r.get(9)?,
-                    default_schedule_type: r.get(10)?,
-                    current_supply: r.get(11)?,
-                    reorder_threshold: r.get(12)?,
-                    barcode: r.get(13)?,
-                    dmd_code: r.get(14)?,
-                    dmd_system: r.get(15)?,
-                    dmd_concept_class: r.get(16)?,
-                })
-            },
+            MedicationRecord::from_row,
             each,
         )
     }
@@ -446,23 +449,7 @@ impl<'a> Reader<'a> {
                  WHERE d.household_id = :household_id
                  ORDER BY d.id",
             &[(":household_id", &self.vis.household_id)],
-            |r| {
-                Ok(DosageOptionRecord {
-                    common: common(r)?,
-                    medication_portable_id: r.get(3)?,
-                    amount: r.get(4)?,
-                    unit: r.get(5)?,
-                    frequency: r.get(6)?,
-                    description: r.get(7)?,
-                    default_for_adults: r.get(8)?,
-                    default_for_children: r.get(9)?,
-                    default_max_daily_doses: r.get(10)?,
-                    default_min_hours_between_doses: r.get(11)?,
-                    default_dose_cycle: r.get(12)?,
-                    current_supply: r.get(13)?,
-                    reorder_threshold: r.get(14)?,
-                })
-            },
+            DosageOptionRecord::from_row,
             each,
         )
     }
@@ -486,29 +473,7 @@ impl<'a> Reader<'a> {
                  ORDER BY s.id"
             ),
             &[],
-            |r| {
-                let config: String = r.get(14)?;
-                Ok(ScheduleRecord {
-                    common: common(r)?,
-                    source_dosage_option_portable_id: r.get(3)?,
-                    retired_at: r.get(4)?,
-                    person_portable_id: r.get(5)?,
-                    medication_portable_id: r.get(6)?,
-                    dose_amount: r.get(7)?,
-                    dose_unit: r.get(8)?,
-                    frequency: r.get(9)?,
-                    dose_cycle: r.get(10)?,
-                    max_daily_doses: r.get(11)?,
-                    min_hours_between_doses: r.get(12)?,
-                    schedule_type: r.get(13)?,
-                    schedule_config: serde_json::from_str(&config)
-                        .unwrap_or_else(|_| Value::Object(Default::default())),
-                    start_date: r.get(15)?,
-                    end_date: r.get(16)?,
-                    active: r.get(17)?,
-                    notes: r.get(18)?,
-                })
-            },
+            ScheduleRecord::from_row,
             each,
         )
     }
@@ -534,24 +499,7 @@ impl<'a> Reader<'a> {
                  ORDER BY a.person_id, a.position"
             ),
             &[],
-            |r| {
-                Ok(PersonMedicationRecord {
-                    common: common(r)?,
-                    source_dosage_option_portable_id: r.get(3)?,
-                    retired_at: r.get(4)?,
-                    person_portable_id: r.get(5)?,
-                    medication_portable_id: r.get(6)?,
-                    dose_amount: r.get(7)?,
-                    dose_unit: r.get(8)?,
-                    dose_cycle: r.get(9)?,
-                    max_daily_doses: r.get(10)?,
-                    min_hours_between_doses: r.get(11)?,
-                    administration_kind: r.get(12)?,
-                    active: r.get(13)?,
-                    notes: r.get(14)?,
-                    position: r.get(15)?,
-                })
-            },
+            PersonMedicationRecord::from_row,
             each,
         )
     }
@@ -576,19 +524,7 @@ impl<'a> Reader<'a> {
                  ORDER BY x.taken_at, x.id"
             ),
             &[],
-            |r| {
-                Ok(MedicationTakeRecord {
-                    common: common(r)?,
-                    client_uuid: r.get(3)?,
-                    source_type: r.get(4)?,
-                    source_portable_id: r.get(5)?,
-                    taken_at: r.get(6)?,
-                    dose_amount: r.get(7)?,
-                    dose_unit: r.get(8)?,
-                    taken_from_medication_portable_id: r.get(9)?,
-                    taken_from_location_portable_id: r.get(10)?,
-                })
-            },
+            MedicationTakeRecord::from_row,
             each,
         )
     }
@@ -611,21 +547,7 @@ impl<'a> Reader<'a> {
                  ORDER BY n.id"
             ),
             &[],
-            |r| {
-                Ok(NotificationPreferenceRecord {
-                    common: common(r)?,
-                    person_portable_id: r.get(3)?,
-                    enabled: r.get(4)?,
-                    dose_due_enabled: r.get(5)?,
-                    missed_dose_enabled: r.get(6)?,
-                    low_stock_enabled: r.get(7)?,
-                    private_text_enabled: r.get(8)?,
-                    morning_time: r.get(9)?,
-                    afternoon_time: r.get(10)?,
-                    evening_time: r.get(11)?,
-                    night_time: r.get(12)?,
-                })
-            },
+            NotificationPreferenceRecord::from_row,
             each,
         )
     }
@@ -668,20 +590,11 @@ impl<'a> Reader<'a> {
             ),
             &[],
             |r| {
-                let common = common(r)?;
-                let medication_portable_ids =
-                    by_event.remove(&common.portable_id).unwrap_or_default();
-                Ok(HealthEventRecord {
-                    common,
-                    person_portable_id: r.get(3)?,
-                    event_kind: r.get(4)?,
-                    severity: r.get(5)?,
-                    title: r.get(6)?,
-                    notes: r.get(7)?,
-                    started_on: r.get(8)?,
-                    ended_on: r.get(9)?,
-                    medication_portable_ids,
-                })
+                let mut event = HealthEventRecord::from_row(r)?;
+                event.medication_portable_ids = by_event
+                    .remove(&event.common.portable_id)
+                    .unwrap_or_default();
+                Ok(event)
             },
             each,
         )
@@ -707,22 +620,7 @@ impl<'a> Reader<'a> {
                  ORDER BY x.id"
             ),
             &[],
-            |r| {
-                Ok(PausePeriodRecord {
-                    common: common(r)?,
-                    source_type: r.get(3)?,
-                    source_portable_id: r.get(4)?,
-                    reason: r.get(5)?,
-                    note: r.get(6)?,
-                    started_at: r.get(7)?,
-                    ended_at: r.get(8)?,
-                    created_at: r.get(9)?,
-                    legacy_context: r.get(10)?,
-                    imported_context: r.get(11)?,
-                    recorded_by_person_portable_id: r.get(12)?,
-                    resumed_by_person_portable_id: r.get(13)?,
-                })
-            },
+            PausePeriodRecord::from_row,
             each,
         )
     }
@@ -783,20 +681,7 @@ impl<'a> Reader<'a> {
             ),
             extra,
             |r| {
-                let record = DoseOccurrenceRecord {
-                    common: common(r)?,
-                    source_type: r.get(3)?,
-                    source_portable_id: r.get(4)?,
-                    window_starts_on: r.get(5)?,
-                    window_ends_on: r.get(6)?,
-                    position: r.get(7)?,
-                    scheduled_at: r.get(8)?,
-                    outcome: r.get(9)?,
-                    reason: r.get(10)?,
-                    note: r.get(11)?,
-                    resolved_at: r.get(12)?,
-                    medication_take_portable_id: r.get(13)?,
-                };
+                let record = DoseOccurrenceRecord::from_row(r)?;
                 Ok(map((r.get(14)?, record)))
             },
             each,
