@@ -250,6 +250,18 @@ impl QueryParams {
         self.0.get(name).map(String::as_str)
     }
 
+    /// An optional numeric-or-portable reference filter (`person_id=12`);
+    /// anything else is a 422 naming the parameter.
+    pub fn reference(&self, name: &str) -> Result<Option<ResourceId>> {
+        self.get(name)
+            .map(|text| {
+                ResourceId::parse(text).ok_or_else(|| {
+                    ApiError::invalid(name, "must be a numeric id or a portable id (UUID)")
+                })
+            })
+            .transpose()
+    }
+
     /// `page` and `per_page`, both checked, both reported together.
     pub fn page(&self) -> Result<Page> {
         let mut errors = FieldErrors::new();
@@ -364,6 +376,16 @@ pub enum ResourceId {
 }
 
 impl ResourceId {
+    /// (numeric, portable) SQL parameters of an optional reference filter:
+    /// both NULL when there is no filter.
+    pub fn filter_parts(id: Option<&ResourceId>) -> (Option<i64>, Option<&str>) {
+        match id {
+            None => (None, None),
+            Some(ResourceId::Numeric(n)) => (Some(*n), None),
+            Some(ResourceId::Portable(p)) => (None, Some(p.as_str())),
+        }
+    }
+
     pub fn parse(text: &str) -> Option<ResourceId> {
         // "12.0" is the integer 12 (as JSON Schema counts integers).
         let whole = match text.split_once('.') {

@@ -8,8 +8,8 @@ use serde_json::json;
 
 use super::model::{collection_schema, dose_occurrence_schema};
 use crate::auth::Actor;
-use crate::error::{ApiError, Result};
-use crate::http::extract::{QueryParams, ResourceId};
+use crate::error::Result;
+use crate::http::extract::QueryParams;
 use crate::http::openapi::{Api, Op};
 use crate::state::AppState;
 
@@ -40,12 +40,7 @@ pub fn routes(api: Api) -> Api {
 
 async fn list(State(state): State<AppState>, actor: Actor, query: QueryParams) -> Result<Response> {
     let date = super::parse_date_param(query.get("date"))?;
-    let person_id = match query.get("person_id") {
-        None => None,
-        Some(text) => Some(ResourceId::parse(text).ok_or_else(|| {
-            ApiError::invalid("person_id", "must be a numeric or portable person id")
-        })?),
-    };
+    let person_id = query.reference("person_id")?;
     let (data, meta) = state
         .db
         .read(move |conn| super::list(conn, &actor, date, person_id.as_ref()))

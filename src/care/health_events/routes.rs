@@ -8,8 +8,8 @@ use serde_json::json;
 use super::Filter;
 use super::model::{HealthEventBody, health_event_attributes_schema, health_event_schema};
 use crate::auth::Actor;
-use crate::error::{ApiError, Result};
-use crate::http::extract::{ApiJson, IfMatch, PathId, QueryParams, ResourceId};
+use crate::error::Result;
+use crate::http::extract::{ApiJson, IfMatch, PathId, QueryParams};
 use crate::http::openapi::{Api, Op};
 use crate::http::respond;
 use crate::state::AppState;
@@ -99,14 +99,8 @@ pub fn routes(api: Api) -> Api {
 }
 
 fn filter(query: &QueryParams) -> Result<Filter> {
-    let person_id = match query.get("person_id") {
-        None => None,
-        Some(text) => Some(ResourceId::parse(text).ok_or_else(|| {
-            ApiError::invalid("person_id", "must be a numeric or portable person id")
-        })?),
-    };
     Ok(Filter {
-        person_id,
+        person_id: query.reference("person_id")?,
         updated_since: query.updated_since()?,
     })
 }

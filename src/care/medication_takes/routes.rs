@@ -98,18 +98,6 @@ pub fn routes(api: Api) -> Api {
         )
 }
 
-/// Reads an optional numeric-or-portable reference from the query string.
-fn reference(query: &QueryParams, name: &str) -> Result<Option<ResourceId>> {
-    query
-        .get(name)
-        .map(|text| {
-            ResourceId::parse(text).ok_or_else(|| {
-                ApiError::invalid(name, "must be a numeric id or a portable id (UUID)")
-            })
-        })
-        .transpose()
-}
-
 fn source_filter(query: &QueryParams) -> Result<Option<(SourceType, ResourceId)>> {
     let source_type = query
         .get("source_type")
@@ -119,7 +107,7 @@ fn source_filter(query: &QueryParams) -> Result<Option<(SourceType, ResourceId)>
             })
         })
         .transpose()?;
-    let source_id = reference(query, "source_id")?;
+    let source_id = query.reference("source_id")?;
     match (source_type, source_id) {
         (None, None) => Ok(None),
         (Some(t), Some(id)) => Ok(Some((t, id))),
@@ -137,7 +125,7 @@ fn source_filter(query: &QueryParams) -> Result<Option<(SourceType, ResourceId)>
 async fn list(State(state): State<AppState>, actor: Actor, query: QueryParams) -> Result<Response> {
     let page = query.page()?;
     let filter = Filter {
-        person_id: reference(&query, "person_id")?,
+        person_id: query.reference("person_id")?,
         source: source_filter(&query)?,
         from: query.timestamp("from")?,
         to: query.timestamp("to")?,

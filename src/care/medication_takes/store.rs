@@ -276,15 +276,6 @@ pub struct Filter {
     pub updated_since: Option<String>,
 }
 
-/// (numeric, portable) SQL parameters of an optional reference filter.
-fn reference(id: Option<&ResourceId>) -> (Option<i64>, Option<&str>) {
-    match id {
-        None => (None, None),
-        Some(ResourceId::Numeric(n)) => (Some(*n), None),
-        Some(ResourceId::Portable(p)) => (None, Some(p.as_str())),
-    }
-}
-
 /// One page of the takes of people the actor may view, newest first, and
 /// the total.
 pub fn list_visible(
@@ -293,9 +284,10 @@ pub fn list_visible(
     filter: &Filter,
     page: Page,
 ) -> Result<(Vec<MedicationTake>, i64)> {
-    let (person_numeric, person_portable) = reference(filter.person_id.as_ref());
+    let (person_numeric, person_portable) = ResourceId::filter_parts(filter.person_id.as_ref());
     let source_type = filter.source.as_ref().map(|(t, _)| *t);
-    let (source_numeric, source_portable) = reference(filter.source.as_ref().map(|(_, id)| id));
+    let (source_numeric, source_portable) =
+        ResourceId::filter_parts(filter.source.as_ref().map(|(_, id)| id));
     let condition = format!(
         "t.household_id = :household_id AND {VISIBLE_PERSON}
          AND (:updated_since IS NULL OR t.updated_at >= :updated_since)

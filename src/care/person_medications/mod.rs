@@ -24,6 +24,7 @@ use crate::care::schedules::dose::{self, Dose};
 use crate::care::schedules::{
     WRITE_LEVEL, check_same_person, person_for_plan, require_access, text,
 };
+pub use crate::care::sources::Filter;
 use crate::db::change_feed::{self, Action, Change};
 use crate::error::{ApiError, Problems, Result};
 use crate::http::extract::{IfMatch, Page, ResourceId};
@@ -32,7 +33,6 @@ use model::{
     AdministrationKind, Direction, PersonMedication, PersonMedicationAttributes,
     PersonMedicationRow,
 };
-pub use store::Filter;
 
 pub const RECORD_TYPE: &str = "PersonMedication";
 const MAX_NOTES: usize = 2000;

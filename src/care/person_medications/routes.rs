@@ -12,7 +12,6 @@ use super::model::{
 };
 use crate::auth::Actor;
 use crate::care::pause_periods::model::{EMPTY_REQUEST, EmptyBody};
-use crate::care::schedules::routes::reference;
 use crate::error::Result;
 use crate::http::extract::{ApiJson, IfMatch, OptionalApiJson, PathId, QueryParams};
 use crate::http::openapi::{Api, Op};
@@ -148,11 +147,7 @@ pub fn routes(api: Api) -> Api {
 
 async fn list(State(state): State<AppState>, actor: Actor, query: QueryParams) -> Result<Response> {
     let page = query.page()?;
-    let filter = Filter {
-        person_id: reference(&query, "person_id")?,
-        medication_id: reference(&query, "medication_id")?,
-        updated_since: query.updated_since()?,
-    };
+    let filter = Filter::from_query(&query)?;
     let (items, total) = state
         .db
         .read(move |conn| super::list(conn, &actor, &filter, page))

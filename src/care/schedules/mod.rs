@@ -23,6 +23,7 @@ use rusqlite::Connection;
 use crate::auth::{AccessLevel, Actor, access};
 use crate::care::pause_periods::{self, model::SourceType};
 use crate::care::schedule_config;
+pub use crate::care::sources::Filter;
 use crate::db::change_feed::{self, Action, Change};
 use crate::error::{ApiError, Problems, Result};
 use crate::household::people;
@@ -30,7 +31,6 @@ use crate::http::extract::{IfMatch, Page, ResourceId};
 use crate::http::respond::etag;
 use dose::Dose;
 use model::{Schedule, ScheduleAttributes, ScheduleRow};
-pub use store::Filter;
 
 pub const RECORD_TYPE: &str = "Schedule";
 /// The access to the person that changing the plan needs.

@@ -9,8 +9,8 @@ use super::Filter;
 use super::model::{ScheduleBody, schedule_attributes_schema, schedule_schema};
 use crate::auth::Actor;
 use crate::care::pause_periods::model::{EMPTY_REQUEST, EmptyBody};
-use crate::error::{ApiError, Result};
-use crate::http::extract::{ApiJson, IfMatch, OptionalApiJson, PathId, QueryParams, ResourceId};
+use crate::error::Result;
+use crate::http::extract::{ApiJson, IfMatch, OptionalApiJson, PathId, QueryParams};
 use crate::http::openapi::{Api, Op};
 use crate::http::respond;
 use crate::state::AppState;
@@ -18,18 +18,6 @@ use crate::state::AppState;
 const TAG: &str = "Schedules";
 const COLLECTION: &str = "/households/{household_id}/schedules";
 const MEMBER: &str = "/households/{household_id}/schedules/{id}";
-
-/// Reads an optional numeric-or-portable reference from the query string.
-pub fn reference(query: &QueryParams, name: &str) -> Result<Option<ResourceId>> {
-    query
-        .get(name)
-        .map(|text| {
-            ResourceId::parse(text).ok_or_else(|| {
-                ApiError::invalid(name, "must be a numeric id or a portable id (UUID)")
-            })
-        })
-        .transpose()
-}
 
 pub fn routes(api: Api) -> Api {
     api.resource_schema("Schedule", schedule_schema())
@@ -146,11 +134,7 @@ pub fn routes(api: Api) -> Api {
 
 async fn list(State(state): State<AppState>, actor: Actor, query: QueryParams) -> Result<Response> {
     let page = query.page()?;
-    let filter = Filter {
-        person_id: reference(&query, "person_id")?,
-        medication_id: reference(&query, "medication_id")?,
-        updated_since: query.updated_since()?,
-    };
+    let filter = Filter::from_query(&query)?;
     let (items, total) = state
         .db
         .read(move |conn| super::list(conn, &actor, &filter, page))

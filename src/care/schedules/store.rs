@@ -3,12 +3,12 @@
 
 use jiff::civil::Date;
 use rusqlite::types::Type;
-use rusqlite::{Connection, OptionalExtension, Row, named_params, params};
+use rusqlite::{Connection, OptionalExtension, Row, params};
 
 use super::dose::Dose;
 use super::model::ScheduleRow;
 use crate::auth::Actor;
-use crate::auth::store::VISIBLE_PERSON;
+use crate::care::sources::{self, Filter, ListSql};
 use crate::error::Result;
 use crate::http::extract::{Page, ResourceId};
 
@@ -87,68 +87,21 @@ pub fn find(conn: &Connection, household_id: i64, id: &ResourceId) -> Result<Opt
         .optional()?)
 }
 
-/// Which schedules to list.
-#[derive(Debug, Default, Clone)]
-pub struct Filter {
-    pub person_id: Option<ResourceId>,
-    pub medication_id: Option<ResourceId>,
-    pub updated_since: Option<String>,
-}
+const LIST: ListSql = ListSql {
+    alias: "s",
+    columns: COLUMNS,
+    from: FROM,
+    order_by: "s.id",
+};
 
-/// (numeric, portable) SQL parameters of an optional reference filter.
-fn reference(id: &Option<ResourceId>) -> (Option<i64>, Option<&str>) {
-    match id {
-        None => (None, None),
-        Some(ResourceId::Numeric(n)) => (Some(*n), None),
-        Some(ResourceId::Portable(p)) => (None, Some(p.as_str())),
-    }
-}
-
-/// One page of the live schedules of people the actor may view, in id
-/// order, and the total.
+/// One page of the live schedules of people the actor may view, and the total.
 pub fn list_visible(
     conn: &Connection,
     actor: &Actor,
     filter: &Filter,
     page: Page,
 ) -> Result<(Vec<ScheduleRow>, i64)> {
-    let (person_numeric, person_portable) = reference(&filter.person_id);
-    let (medication_numeric, medication_portable) = reference(&filter.medication_id);
-    let condition = format!(
-        "s.household_id = :household_id AND s.retired_at IS NULL AND {VISIBLE_PERSON}
-         AND (:updated_since IS NULL OR s.updated_at >= :updated_since)
-         AND (:person_numeric IS NULL OR s.person_id = :person_numeric)
-         AND (:person_portable IS NULL OR p.portable_id = :person_portable)
-         AND (:medication_numeric IS NULL OR s.medication_id = :medication_numeric)
-         AND (:medication_portable IS NULL OR m.portable_id = :medication_portable)"
-    );
-    let now = crate::time::now();
-    let params = named_params! {
-        ":household_id": actor.household_id,
-        ":membership_id": actor.membership_id,
-        ":is_manager": actor.is_manager(),
-        ":now": now,
-        ":updated_since": filter.updated_since,
-        ":person_numeric": person_numeric,
-        ":person_portable": person_portable,
-        ":medication_numeric": medication_numeric,
-        ":medication_portable": medication_portable,
-    };
-    let total: i64 = conn
-        .prepare_cached(&format!("SELECT count(*) FROM {FROM} WHERE {condition}"))?
-        .query_row(params, |r| r.get(0))?;
-    let mut paged = params.to_vec();
-    let (limit, offset) = (page.limit(), page.offset());
-    paged.push((":limit", &limit));
-    paged.push((":offset", &offset));
-    let rows = conn
-        .prepare_cached(&format!(
-            "SELECT {COLUMNS} FROM {FROM} WHERE {condition}
-             ORDER BY s.id LIMIT :limit OFFSET :offset"
-        ))?
-        .query_map(paged.as_slice(), from_row)?
-        .collect::<rusqlite::Result<Vec<_>>>()?;
-    Ok((rows, total))
+    sources::list_visible(conn, actor, filter, page, &LIST, from_row)
 }
 
 pub fn insert(conn: &Connection, household_id: i64, s: &ScheduleRow) -> Result<i64> {

@@ -9,7 +9,7 @@ use super::model::{GrantBody, grant_attributes_schema, grant_schema};
 use super::store::Filter;
 use crate::auth::Actor;
 use crate::error::{ApiError, Result};
-use crate::http::extract::{ApiJson, PathNumericId, QueryParams, ResourceId};
+use crate::http::extract::{ApiJson, PathNumericId, QueryParams};
 use crate::http::openapi::{Api, Op};
 use crate::http::respond;
 use crate::state::AppState;
@@ -73,15 +73,9 @@ fn filter(query: &QueryParams) -> Result<Filter> {
             }
         },
     };
-    let person_id = match query.get("person_id") {
-        None => None,
-        Some(text) => Some(ResourceId::parse(text).ok_or_else(|| {
-            ApiError::invalid("person_id", "must be a numeric or portable person id")
-        })?),
-    };
     Ok(Filter {
         membership_id,
-        person_id,
+        person_id: query.reference("person_id")?,
     })
 }
 

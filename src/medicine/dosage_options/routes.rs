@@ -7,8 +7,8 @@ use serde_json::json;
 
 use super::model::{DosageOptionBody, dosage_option_attributes_schema, dosage_option_schema};
 use crate::auth::Actor;
-use crate::error::{ApiError, Result};
-use crate::http::extract::{ApiJson, IfMatch, PathId, QueryParams, ResourceId};
+use crate::error::Result;
+use crate::http::extract::{ApiJson, IfMatch, PathId, QueryParams};
 use crate::http::openapi::{Api, Op};
 use crate::http::respond;
 use crate::state::AppState;
@@ -91,17 +91,7 @@ pub fn routes(api: Api) -> Api {
 async fn list(State(state): State<AppState>, actor: Actor, query: QueryParams) -> Result<Response> {
     let page = query.page()?;
     let since = query.updated_since()?;
-    let medication = query
-        .get("medication_id")
-        .map(|text| {
-            ResourceId::parse(text).ok_or_else(|| {
-                ApiError::invalid(
-                    "medication_id",
-                    "must be a numeric id or a portable id (UUID)",
-                )
-            })
-        })
-        .transpose()?;
+    let medication = query.reference("medication_id")?;
     let (items, total) = state
         .db
         .read(move |conn| super::list(conn, &actor, medication.as_ref(), since.as_deref(), page))
