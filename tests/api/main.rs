@@ -1,5 +1,6 @@
 //! One test binary: every area drives the real Router over a real SQLite file.
 
+mod process;
 mod support;
 
 mod admin;
@@ -9,6 +10,7 @@ mod contract;
 mod dosage_options;
 mod dose_occurrences;
 mod dose_outcomes;
+mod durability;
 mod health_events;
 mod location_memberships;
 mod locations;
