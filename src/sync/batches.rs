@@ -347,6 +347,73 @@ fn result_for<T: Serialize + Versioned>(
     })
 }
 
+/// One operation on its way through its resource's rule: checks the
+/// operation's shape for the kind of action and turns the rule's record
+/// into the batch result.
+struct Step<'a> {
+    index: usize,
+    op: &'a Operation,
+}
+
+impl Step<'_> {
+    fn result<R: Serialize + Versioned>(
+        &self,
+        record_type: &'static str,
+        record: &R,
+        deleted: bool,
+    ) -> Result<OperationResult> {
+        result_for(self.index, self.op, record_type, record, deleted)
+    }
+
+    /// A create: no id, no if_match, the resource's attributes.
+    fn create<A: DeserializeOwned, R: Serialize + Versioned>(
+        &self,
+        record_type: &'static str,
+        rule: impl FnOnce(A) -> Result<R>,
+    ) -> Result<OperationResult> {
+        for_create(self.op)?;
+        let record = rule(attributes(self.op)?)?;
+        self.result(record_type, &record, false)
+    }
+
+    /// An update: id, if_match and the resource's attributes.
+    fn update<A: DeserializeOwned, R: Serialize + Versioned>(
+        &self,
+        record_type: &'static str,
+        rule: impl FnOnce(&ResourceId, &IfMatch, A) -> Result<R>,
+    ) -> Result<OperationResult> {
+        let (id, if_match) = for_change(self.op)?;
+        let record = rule(id, &if_match, attributes(self.op)?)?;
+        self.result(record_type, &record, false)
+    }
+
+    /// A change without attributes (pause, resume): id and if_match.
+    fn transition<R: Serialize + Versioned>(
+        &self,
+        record_type: &'static str,
+        rule: impl FnOnce(&ResourceId, &IfMatch) -> Result<R>,
+    ) -> Result<OperationResult> {
+        let (id, if_match) = for_change(self.op)?;
+        no_attributes(self.op)?;
+        let record = rule(id, &if_match)?;
+        self.result(record_type, &record, false)
+    }
+
+    /// A delete: id and if_match; the result names the record as it was.
+    fn delete<R: Serialize + Versioned>(
+        &self,
+        record_type: &'static str,
+        get: impl FnOnce(&ResourceId) -> Result<R>,
+        rule: impl FnOnce(&ResourceId, &IfMatch) -> Result<()>,
+    ) -> Result<OperationResult> {
+        let (id, if_match) = for_change(self.op)?;
+        no_attributes(self.op)?;
+        let record = get(id)?;
+        rule(id, &if_match)?;
+        self.result(record_type, &record, true)
+    }
+}
+
 /// Applies one operation through its resource's rule.
 fn apply(
     conn: &Connection,
@@ -354,87 +421,41 @@ fn apply(
     index: usize,
     op: &Operation,
 ) -> Result<OperationResult> {
-    let done = |record_type, record: &dyn ErasedRecord, deleted| {
-        record.result(index, op, record_type, deleted)
-    };
+    let step = Step { index, op };
     match (op.resource_type.as_str(), op.action.as_str()) {
-        ("location", "create") => {
-            for_create(op)?;
-            let rec = locations::create(conn, actor, attributes(op)?)?;
-            done("Location", &rec, false)
-        }
-        ("location", "update") => {
-            let (id, if_match) = for_change(op)?;
-            let rec = locations::update(conn, actor, id, &if_match, attributes(op)?)?;
-            done("Location", &rec, false)
-        }
-        ("location", "delete") => {
-            let (id, if_match) = for_change(op)?;
-            no_attributes(op)?;
-            let rec = locations::get(conn, actor, id)?;
-            locations::delete(conn, actor, id, &if_match)?;
-            done("Location", &rec, true)
-        }
-        ("person", "create") => {
-            for_create(op)?;
-            let rec = people::create(conn, actor, attributes(op)?)?;
-            done("Person", &rec, false)
-        }
+        ("location", "create") => step.create("Location", |a| locations::create(conn, actor, a)),
+        ("location", "update") => step.update("Location", |id, m, a| {
+            locations::update(conn, actor, id, m, a)
+        }),
+        ("location", "delete") => step.delete(
+            "Location",
+            |id| locations::get(conn, actor, id),
+            |id, m| locations::delete(conn, actor, id, m),
+        ),
+        ("person", "create") => step.create("Person", |a| people::create(conn, actor, a)),
         ("person", "update") => {
-            let (id, if_match) = for_change(op)?;
-            let rec = people::update(conn, actor, id, &if_match, attributes(op)?)?;
-            done("Person", &rec, false)
+            step.update("Person", |id, m, a| people::update(conn, actor, id, m, a))
         }
         ("medication", "create") => {
-            for_create(op)?;
-            let rec = medications::create(conn, actor, attributes(op)?)?;
-            done("Medication", &rec, false)
+            step.create("Medication", |a| medications::create(conn, actor, a))
         }
-        ("medication", "update") => {
-            let (id, if_match) = for_change(op)?;
-            let rec = medications::update(conn, actor, id, &if_match, attributes(op)?)?;
-            done("Medication", &rec, false)
-        }
-        ("medication", "delete") => {
-            let (id, if_match) = for_change(op)?;
-            no_attributes(op)?;
-            let rec = medications::get(conn, actor, id)?;
-            medications::delete(conn, actor, id, &if_match)?;
-            done("Medication", &rec, true)
-        }
-        ("medication", "adjust_inventory") => {
-            let (id, if_match) = for_change(op)?;
-            let rec = medications::inventory::adjust_inventory(
-                conn,
-                actor,
-                id,
-                &if_match,
-                attributes(op)?,
-            )?;
-            done("Medication", &rec, false)
-        }
-        ("medication", "mark_as_ordered") => {
-            let (id, if_match) = for_change(op)?;
-            let rec = medications::inventory::mark_as_ordered(
-                conn,
-                actor,
-                id,
-                &if_match,
-                attributes(op)?,
-            )?;
-            done("Medication", &rec, false)
-        }
-        ("medication", "mark_as_received") => {
-            let (id, if_match) = for_change(op)?;
-            let rec = medications::inventory::mark_as_received(
-                conn,
-                actor,
-                id,
-                &if_match,
-                attributes(op)?,
-            )?;
-            done("Medication", &rec, false)
-        }
+        ("medication", "update") => step.update("Medication", |id, m, a| {
+            medications::update(conn, actor, id, m, a)
+        }),
+        ("medication", "delete") => step.delete(
+            "Medication",
+            |id| medications::get(conn, actor, id),
+            |id, m| medications::delete(conn, actor, id, m),
+        ),
+        ("medication", "adjust_inventory") => step.update("Medication", |id, m, a| {
+            medications::inventory::adjust_inventory(conn, actor, id, m, a)
+        }),
+        ("medication", "mark_as_ordered") => step.update("Medication", |id, m, a| {
+            medications::inventory::mark_as_ordered(conn, actor, id, m, a)
+        }),
+        ("medication", "mark_as_received") => step.update("Medication", |id, m, a| {
+            medications::inventory::mark_as_received(conn, actor, id, m, a)
+        }),
         ("medication", "remove_stock") => {
             let id = op
                 .id
@@ -457,156 +478,97 @@ fn apply(
                 replayed: None,
             })
         }
-        ("medication_dosage_option", "create") => {
-            for_create(op)?;
-            let rec = dosage_options::create(conn, actor, attributes(op)?)?;
-            done("MedicationDosageOption", &rec, false)
-        }
-        ("medication_dosage_option", "update") => {
-            let (id, if_match) = for_change(op)?;
-            let rec = dosage_options::update(conn, actor, id, &if_match, attributes(op)?)?;
-            done("MedicationDosageOption", &rec, false)
-        }
+        ("medication_dosage_option", "create") => step.create("MedicationDosageOption", |a| {
+            dosage_options::create(conn, actor, a)
+        }),
+        ("medication_dosage_option", "update") => step
+            .update("MedicationDosageOption", |id, m, a| {
+                dosage_options::update(conn, actor, id, m, a)
+            }),
         ("health_event", "create") => {
-            for_create(op)?;
-            let rec = health_events::create(conn, actor, attributes(op)?)?;
-            done("HealthEvent", &rec, false)
+            step.create("HealthEvent", |a| health_events::create(conn, actor, a))
         }
-        ("health_event", "update") => {
-            let (id, if_match) = for_change(op)?;
-            let rec = health_events::update(conn, actor, id, &if_match, attributes(op)?)?;
-            done("HealthEvent", &rec, false)
-        }
-        ("health_event", "delete") => {
-            let (id, if_match) = for_change(op)?;
-            no_attributes(op)?;
-            let rec = health_events::get(conn, actor, id)?;
-            health_events::delete(conn, actor, id, &if_match)?;
-            done("HealthEvent", &rec, true)
-        }
-        ("schedule", "create") => {
-            for_create(op)?;
-            let rec = schedules::create(conn, actor, attributes(op)?)?;
-            done("Schedule", &rec, false)
-        }
-        ("schedule", "update") => {
-            let (id, if_match) = for_change(op)?;
-            let rec = schedules::update(conn, actor, id, &if_match, attributes(op)?)?;
-            done("Schedule", &rec, false)
-        }
-        ("schedule", "delete") => {
-            let (id, if_match) = for_change(op)?;
-            no_attributes(op)?;
-            let rec = schedules::get(conn, actor, id)?;
-            schedules::delete(conn, actor, id, &if_match)?;
-            done("Schedule", &rec, true)
-        }
+        ("health_event", "update") => step.update("HealthEvent", |id, m, a| {
+            health_events::update(conn, actor, id, m, a)
+        }),
+        ("health_event", "delete") => step.delete(
+            "HealthEvent",
+            |id| health_events::get(conn, actor, id),
+            |id, m| health_events::delete(conn, actor, id, m),
+        ),
+        ("schedule", "create") => step.create("Schedule", |a| schedules::create(conn, actor, a)),
+        ("schedule", "update") => step.update("Schedule", |id, m, a| {
+            schedules::update(conn, actor, id, m, a)
+        }),
+        ("schedule", "delete") => step.delete(
+            "Schedule",
+            |id| schedules::get(conn, actor, id),
+            |id, m| schedules::delete(conn, actor, id, m),
+        ),
         ("schedule", "pause") => {
-            let (id, if_match) = for_change(op)?;
-            no_attributes(op)?;
-            let rec = schedules::pause(conn, actor, id, &if_match)?;
-            done("Schedule", &rec, false)
+            step.transition("Schedule", |id, m| schedules::pause(conn, actor, id, m))
         }
         ("schedule", "resume") => {
-            let (id, if_match) = for_change(op)?;
-            no_attributes(op)?;
-            let rec = schedules::resume(conn, actor, id, &if_match)?;
-            done("Schedule", &rec, false)
+            step.transition("Schedule", |id, m| schedules::resume(conn, actor, id, m))
         }
-        ("person_medication", "create") => {
-            for_create(op)?;
-            let rec = person_medications::create(conn, actor, attributes(op)?)?;
-            done("PersonMedication", &rec, false)
-        }
-        ("person_medication", "update") => {
-            let (id, if_match) = for_change(op)?;
-            let rec = person_medications::update(conn, actor, id, &if_match, attributes(op)?)?;
-            done("PersonMedication", &rec, false)
-        }
-        ("person_medication", "delete") => {
-            let (id, if_match) = for_change(op)?;
-            no_attributes(op)?;
-            let rec = person_medications::get(conn, actor, id)?;
-            person_medications::delete(conn, actor, id, &if_match)?;
-            done("PersonMedication", &rec, true)
-        }
-        ("person_medication", "pause") => {
-            let (id, if_match) = for_change(op)?;
-            no_attributes(op)?;
-            let rec = person_medications::pause(conn, actor, id, &if_match)?;
-            done("PersonMedication", &rec, false)
-        }
-        ("person_medication", "resume") => {
-            let (id, if_match) = for_change(op)?;
-            no_attributes(op)?;
-            let rec = person_medications::resume(conn, actor, id, &if_match)?;
-            done("PersonMedication", &rec, false)
-        }
+        ("person_medication", "create") => step.create("PersonMedication", |a| {
+            person_medications::create(conn, actor, a)
+        }),
+        ("person_medication", "update") => step.update("PersonMedication", |id, m, a| {
+            person_medications::update(conn, actor, id, m, a)
+        }),
+        ("person_medication", "delete") => step.delete(
+            "PersonMedication",
+            |id| person_medications::get(conn, actor, id),
+            |id, m| person_medications::delete(conn, actor, id, m),
+        ),
+        ("person_medication", "pause") => step.transition("PersonMedication", |id, m| {
+            person_medications::pause(conn, actor, id, m)
+        }),
+        ("person_medication", "resume") => step.transition("PersonMedication", |id, m| {
+            person_medications::resume(conn, actor, id, m)
+        }),
         ("medication_pause_period", "create") => {
-            for_create(op)?;
-            let attrs = attributes(op)?;
-            let rec = pause_periods::create(conn, actor, &attrs)?;
-            let mut result = result_for(index, op, "MedicationPausePeriod", &rec, false)?;
-            result.record_id = rec.portable_id.clone();
+            let mut result = step.create("MedicationPausePeriod", |a| {
+                pause_periods::create(conn, actor, &a)
+            })?;
+            // A pause period is addressed by its portable id.
+            result.record_id = result.record_portable_id.clone();
             result.replayed = Some(false);
             Ok(result)
         }
         ("medication_pause_period", "close") => {
-            let (id, if_match) = for_change(op)?;
-            no_attributes(op)?;
-            let ResourceId::Portable(portable_id) = id else {
-                return Err(ApiError::invalid(
-                    "id",
-                    "must be the pause period's portable id",
-                ));
-            };
-            let rec = pause_periods::resume(conn, actor, portable_id, &if_match)?;
-            let mut result = result_for(index, op, "MedicationPausePeriod", &rec, false)?;
-            result.record_id = rec.portable_id.clone();
+            let mut result = step.transition("MedicationPausePeriod", |id, m| {
+                let ResourceId::Portable(portable_id) = id else {
+                    return Err(ApiError::invalid(
+                        "id",
+                        "must be the pause period's portable id",
+                    ));
+                };
+                pause_periods::resume(conn, actor, portable_id, m)
+            })?;
+            result.record_id = result.record_portable_id.clone();
             result.replayed = Some(false);
             Ok(result)
         }
         ("medication_take", "create") => {
-            for_create(op)?;
-            let recorded = medication_takes::create(conn, actor, attributes(op)?)?;
-            let mut result = result_for(index, op, "MedicationTake", &recorded.take, false)?;
-            result.replayed = Some(recorded.replayed);
+            let mut replayed = false;
+            let mut result = step.create("MedicationTake", |a| {
+                let recorded = medication_takes::create(conn, actor, a)?;
+                replayed = recorded.replayed;
+                Ok(recorded.take)
+            })?;
+            result.replayed = Some(replayed);
             Ok(result)
         }
-        ("medication_dose_occurrence", "create") => {
-            for_create(op)?;
-            let rec = dose_outcomes::record_not_taken(conn, actor, attributes(op)?)?;
-            done(dose_outcomes::RECORD_TYPE, &rec, false)
-        }
-        ("medication_dose_occurrence", "update") => {
-            let (id, if_match) = for_change(op)?;
-            let rec = dose_outcomes::reopen(conn, actor, id, &if_match, attributes(op)?)?;
-            done(dose_outcomes::RECORD_TYPE, &rec, false)
-        }
+        ("medication_dose_occurrence", "create") => step.create(dose_outcomes::RECORD_TYPE, |a| {
+            dose_outcomes::record_not_taken(conn, actor, a)
+        }),
+        ("medication_dose_occurrence", "update") => step
+            .update(dose_outcomes::RECORD_TYPE, |id, m, a| {
+                dose_outcomes::reopen(conn, actor, id, m, a)
+            }),
         // The pairs were checked before the transaction began.
         _ => Err(ApiError::internal("unchecked sync operation")),
-    }
-}
-
-/// Lets one closure shape results of any record type.
-trait ErasedRecord {
-    fn result(
-        &self,
-        index: usize,
-        op: &Operation,
-        record_type: &'static str,
-        deleted: bool,
-    ) -> Result<OperationResult>;
-}
-
-impl<T: Serialize + Versioned> ErasedRecord for T {
-    fn result(
-        &self,
-        index: usize,
-        op: &Operation,
-        record_type: &'static str,
-        deleted: bool,
-    ) -> Result<OperationResult> {
-        result_for(index, op, record_type, self, deleted)
     }
 }
