@@ -1,13 +1,261 @@
 //! What schedules and direct assignments (the two kinds of dose source)
-//! share in their lists: the query filter, and one paged query of the live
-//! sources of the people the actor may view.
+//! share: access (view to read, manage to change the plan), the person a
+//! source belongs to for life, reading, saving, retiring and the deprecated
+//! pause and resume, the list filter and the paged list query. Each kind
+//! keeps its own attributes and rules (`apply`, create, replace).
+
+use std::collections::HashMap;
 
 use rusqlite::{Connection, Row, named_params};
+use serde::Serialize;
 
-use crate::auth::Actor;
 use crate::auth::store::VISIBLE_PERSON;
-use crate::error::Result;
-use crate::http::extract::{Page, QueryParams, ResourceId};
+use crate::auth::{AccessLevel, Actor, access};
+use crate::care::pause_periods::{
+    self,
+    model::{PausePeriod, SourceType},
+};
+use crate::db::change_feed::{self, Action, Change};
+use crate::error::{ApiError, Problems, Result};
+use crate::household::people;
+use crate::http::extract::{IfMatch, Page, QueryParams, ResourceId};
+use crate::http::respond::{Versioned, etag};
+
+/// The access to the person that changing the plan needs.
+pub const WRITE_LEVEL: AccessLevel = AccessLevel::Manage;
+
+/// A stored schedule or direct assignment.
+pub trait SourceRow: Sized {
+    const KIND: SourceType;
+    const RECORD_TYPE: &'static str;
+    /// How a missing one is named in a 404.
+    const NOUN: &'static str;
+
+    fn id(&self) -> i64;
+    fn portable_id(&self) -> &str;
+    fn person_id(&self) -> i64;
+    fn lock_version(&self) -> i64;
+    /// A new version written at `now`.
+    fn touch(&mut self, now: String);
+
+    /// The live (not retired) row `id` of the household.
+    fn find(conn: &Connection, household_id: i64, id: &ResourceId) -> Result<Option<Self>>;
+    fn update(conn: &Connection, row: &Self) -> Result<()>;
+    fn retire(conn: &Connection, id: i64, now: &str) -> Result<()>;
+}
+
+/// A source as sent: the stored row and its open pause period (null when
+/// none is open).
+#[derive(Debug, Clone, Serialize)]
+pub struct Sourced<R> {
+    #[serde(flatten)]
+    pub record: R,
+    pub current_pause_period: Option<PausePeriod>,
+}
+
+impl<R: SourceRow> Versioned for Sourced<R> {
+    fn etag(&self) -> String {
+        etag(self.record.portable_id(), self.record.lock_version())
+    }
+}
+
+/// The API shape of stored sources, each with its open pause period (one
+/// query for the whole page).
+pub fn shape<R: SourceRow>(conn: &Connection, rows: Vec<R>) -> Result<Vec<Sourced<R>>> {
+    let ids: Vec<i64> = rows.iter().map(SourceRow::id).collect();
+    let mut open: HashMap<i64, PausePeriod> = pause_periods::open_for(conn, R::KIND, &ids)?;
+    Ok(rows
+        .into_iter()
+        .map(|row| Sourced {
+            current_pause_period: open.remove(&row.id()),
+            record: row,
+        })
+        .collect())
+}
+
+/// The API shape of one stored source.
+pub fn to_api<R: SourceRow>(conn: &Connection, row: R) -> Result<Sourced<R>> {
+    shape(conn, vec![row])?
+        .pop()
+        .ok_or_else(|| ApiError::internal("shaping lost a source"))
+}
+
+/// 404 (naming `missing`) when the person is outside the actor's scope, 403
+/// when visible but the access is below `needed`.
+pub fn require_access(
+    conn: &Connection,
+    actor: &Actor,
+    person_id: i64,
+    needed: AccessLevel,
+    missing: &str,
+) -> Result<()> {
+    match access::person_access(conn, actor, person_id)? {
+        None => Err(ApiError::not_found(missing)),
+        Some(level) if level >= needed => Ok(()),
+        Some(_) => Err(ApiError::forbidden(
+            "changing a person's medication plan needs manage access to the person",
+        )),
+    }
+}
+
+/// The person a new source is for: (id, portable id), with manage access
+/// (404 outside scope, 403 below).
+pub fn person_for_plan(
+    conn: &Connection,
+    actor: &Actor,
+    person_id: Option<Option<ResourceId>>,
+) -> Result<(i64, String)> {
+    match person_id {
+        None => Err(ApiError::invalid("person_id", "is required")),
+        Some(None) => Err(ApiError::invalid("person_id", "must not be null")),
+        Some(Some(id)) => {
+            let person = people::store::find(conn, actor.household_id, &id)?
+                .ok_or_else(|| ApiError::not_found("person"))?;
+            require_access(conn, actor, person.id, WRITE_LEVEL, "person")?;
+            Ok((person.id, person.portable_id))
+        }
+    }
+}
+
+/// Checks that a person_id sent on a change names the source's own person.
+pub fn check_same_person(
+    sent: Option<Option<ResourceId>>,
+    person_id: i64,
+    person_portable_id: &str,
+    problems: &mut Problems,
+) {
+    match sent {
+        None => {}
+        Some(Some(ResourceId::Numeric(n))) if n == person_id => {}
+        Some(Some(ResourceId::Portable(p))) if p == person_portable_id => {}
+        Some(None) => problems.add("person_id", "must not be null"),
+        Some(Some(_)) => problems.add(
+            "person_id",
+            "cannot change: create a new one for the other person instead",
+        ),
+    }
+}
+
+/// Trims text; blank becomes `None`; longer than `max` is a problem.
+pub fn text(
+    field: &str,
+    value: Option<String>,
+    max: usize,
+    problems: &mut Problems,
+) -> Option<Option<String>> {
+    let value = value
+        .map(|s| s.trim().to_string())
+        .filter(|s| !s.is_empty());
+    if value.as_ref().is_some_and(|v| v.chars().count() > max) {
+        problems.add(field, format!("must be at most {max} characters"));
+        None
+    } else {
+        Some(value)
+    }
+}
+
+/// The live source `id` whose person the actor may reach at `needed`
+/// (404/403).
+pub fn find<R: SourceRow>(
+    conn: &Connection,
+    actor: &Actor,
+    id: &ResourceId,
+    needed: AccessLevel,
+) -> Result<R> {
+    let row = R::find(conn, actor.household_id, id)?.ok_or_else(|| ApiError::not_found(R::NOUN))?;
+    require_access(conn, actor, row.person_id(), needed, R::NOUN)?;
+    Ok(row)
+}
+
+/// Reading: view access to the person.
+pub fn get<R: SourceRow>(conn: &Connection, actor: &Actor, id: &ResourceId) -> Result<Sourced<R>> {
+    let row = find(conn, actor, id, AccessLevel::View)?;
+    to_api(conn, row)
+}
+
+/// Appends the source's change-feed entry.
+pub fn record<R: SourceRow>(
+    conn: &Connection,
+    actor: &Actor,
+    row: &R,
+    action: Action,
+) -> Result<()> {
+    change_feed::append(
+        conn,
+        Change {
+            household_id: actor.household_id,
+            record_type: R::RECORD_TYPE,
+            record_id: row.id(),
+            record_portable_id: row.portable_id(),
+            action,
+            person_id: Some(row.person_id()),
+        },
+    )
+}
+
+/// The source to change: live and its person in scope (404), manage access
+/// (403), and If-Match, when sent, current (409).
+pub fn find_for_change<R: SourceRow>(
+    conn: &Connection,
+    actor: &Actor,
+    id: &ResourceId,
+    if_match: &IfMatch,
+) -> Result<R> {
+    let row: R = find(conn, actor, id, WRITE_LEVEL)?;
+    if_match.check(&etag(row.portable_id(), row.lock_version()))?;
+    Ok(row)
+}
+
+/// Writes a changed source as a new version.
+pub fn save<R: SourceRow>(conn: &Connection, actor: &Actor, mut row: R) -> Result<Sourced<R>> {
+    row.touch(crate::time::now());
+    R::update(conn, &row)?;
+    record(conn, actor, &row, Action::Update)?;
+    to_api(conn, row)
+}
+
+/// Deleting retires: the row stays for the history that points at it, the
+/// source leaves every list and read, and the change feed records the
+/// retirement (an update) and a deletion marker.
+pub fn delete<R: SourceRow>(
+    conn: &Connection,
+    actor: &Actor,
+    id: &ResourceId,
+    if_match: &IfMatch,
+) -> Result<()> {
+    let row: R = find_for_change(conn, actor, id, if_match)?;
+    R::retire(conn, row.id(), &crate::time::now())?;
+    record(conn, actor, &row, Action::Update)?;
+    record(conn, actor, &row, Action::Delete)
+}
+
+/// The deprecated pause: opens a pause period with the reason
+/// `reason_not_recorded` through the pause-period rule (409
+/// `pause_period_open` when one is open). Needs manage access; a retired
+/// source is not found. If-Match, when sent, must be current.
+pub fn pause<R: SourceRow>(
+    conn: &Connection,
+    actor: &Actor,
+    id: &ResourceId,
+    if_match: &IfMatch,
+) -> Result<Sourced<R>> {
+    let row: R = find_for_change(conn, actor, id, if_match)?;
+    pause_periods::pause_without_reason(conn, actor, R::KIND, row.portable_id())?;
+    get(conn, actor, &ResourceId::Numeric(row.id()))
+}
+
+/// The deprecated resume: closes the source's open pause period through
+/// the pause-period rule (409 when none is open).
+pub fn resume<R: SourceRow>(
+    conn: &Connection,
+    actor: &Actor,
+    id: &ResourceId,
+    if_match: &IfMatch,
+) -> Result<Sourced<R>> {
+    let row: R = find_for_change(conn, actor, id, if_match)?;
+    pause_periods::resume_source(conn, actor, R::KIND, row.id())?;
+    get(conn, actor, &ResourceId::Numeric(row.id()))
+}
 
 /// Which sources to list.
 #[derive(Debug, Default, Clone)]

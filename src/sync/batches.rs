@@ -36,7 +36,9 @@ use super::batches_model::{
 use crate::auth::Actor;
 use crate::auth::access::{self, AccessLevel};
 use crate::care::dose_occurrences::outcomes as dose_outcomes;
-use crate::care::{health_events, medication_takes, pause_periods, person_medications, schedules};
+use crate::care::{
+    health_events, medication_takes, pause_periods, person_medications, schedules, sources,
+};
 use crate::db::idempotency::{self, Replay, SavedResponse};
 use crate::error::{ApiError, FieldErrors, Result};
 use crate::household::{locations, people};
@@ -154,7 +156,7 @@ fn authority(record_type: &str, action: &str) -> Authority {
         ("Person", "create") => Authority::Person(AccessLevel::View),
         ("Person", _) => Authority::Person(people::WRITE_LEVEL),
         ("HealthEvent", _) => Authority::Person(health_events::WRITE_LEVEL),
-        ("Schedule" | "PersonMedication", _) => Authority::Person(schedules::WRITE_LEVEL),
+        ("Schedule" | "PersonMedication", _) => Authority::Person(sources::WRITE_LEVEL),
         ("MedicationPausePeriod", _) => Authority::Person(pause_periods::WRITE_LEVEL),
         ("MedicationTake", _) => Authority::Person(medication_takes::WRITE_LEVEL),
         (dose_outcomes::RECORD_TYPE, "create") => Authority::Person(dose_outcomes::RECORD_LEVEL),

@@ -21,7 +21,7 @@ use std::collections::HashMap;
 use rusqlite::Connection;
 
 use crate::auth::{AccessLevel, Actor, access};
-use crate::care::{person_medications, schedules};
+use crate::care::{person_medications, schedules, sources};
 use crate::db::change_feed::{self, Action, Change};
 use crate::error::{ApiError, Problems, Result};
 use crate::http::extract::{IfMatch, Page, ResourceId};
@@ -174,7 +174,7 @@ pub fn create(
 ) -> Result<PausePeriod> {
     let source = authorize_create(conn, actor, attrs)?;
     let mut problems = Problems::default();
-    let note = schedules::text("note", attrs.note.clone(), MAX_NOTE, &mut problems);
+    let note = sources::text("note", attrs.note.clone(), MAX_NOTE, &mut problems);
     problems.check("the pause period's attributes are invalid")?;
     let note = note.flatten();
     if !store::open_for(conn, source.source_type, &[source.id])?.is_empty() {

@@ -18,17 +18,14 @@ pub mod store;
 
 use rusqlite::Connection;
 
-use crate::auth::{AccessLevel, Actor};
-use crate::care::pause_periods::{self, model::SourceType};
+use crate::auth::Actor;
+use crate::care::pause_periods::model::SourceType;
 use crate::care::schedules::dose::{self, Dose};
-use crate::care::schedules::{
-    WRITE_LEVEL, check_same_person, person_for_plan, require_access, text,
-};
 pub use crate::care::sources::Filter;
-use crate::db::change_feed::{self, Action, Change};
-use crate::error::{ApiError, Problems, Result};
+use crate::care::sources::{self, SourceRow, check_same_person, person_for_plan, text};
+use crate::db::change_feed::Action;
+use crate::error::{Problems, Result};
 use crate::http::extract::{IfMatch, Page, ResourceId};
-use crate::http::respond::etag;
 use model::{
     AdministrationKind, Direction, PersonMedication, PersonMedicationAttributes,
     PersonMedicationRow,
@@ -37,44 +34,41 @@ use model::{
 pub const RECORD_TYPE: &str = "PersonMedication";
 const MAX_NOTES: usize = 2000;
 
-/// The API shape of stored assignments, each with its open pause period
-/// (one query for the whole page).
-fn shape(conn: &Connection, rows: Vec<PersonMedicationRow>) -> Result<Vec<PersonMedication>> {
-    let ids: Vec<i64> = rows.iter().map(|r| r.id).collect();
-    let mut open = pause_periods::open_for(conn, SourceType::PersonMedication, &ids)?;
-    Ok(rows
-        .into_iter()
-        .map(|row| PersonMedication {
-            current_pause_period: open.remove(&row.id),
-            record: row,
-        })
-        .collect())
-}
+impl SourceRow for PersonMedicationRow {
+    const KIND: SourceType = SourceType::PersonMedication;
+    const RECORD_TYPE: &'static str = RECORD_TYPE;
+    const NOUN: &'static str = "person medication";
 
-/// The API shape of one stored assignment.
-fn to_api(conn: &Connection, row: PersonMedicationRow) -> Result<PersonMedication> {
-    shape(conn, vec![row])?
-        .pop()
-        .ok_or_else(|| ApiError::internal("shaping lost a person medication"))
-}
-
-/// The live assignment `id` whose person the actor may reach at `needed` (404/403).
-fn find(
-    conn: &Connection,
-    actor: &Actor,
-    id: &ResourceId,
-    needed: AccessLevel,
-) -> Result<PersonMedicationRow> {
-    let row = store::find(conn, actor.household_id, id)?
-        .ok_or_else(|| ApiError::not_found("person medication"))?;
-    require_access(conn, actor, row.person_id, needed, "person medication")?;
-    Ok(row)
+    fn id(&self) -> i64 {
+        self.id
+    }
+    fn portable_id(&self) -> &str {
+        &self.portable_id
+    }
+    fn person_id(&self) -> i64 {
+        self.person_id
+    }
+    fn lock_version(&self) -> i64 {
+        self.lock_version
+    }
+    fn touch(&mut self, now: String) {
+        self.lock_version += 1;
+        self.updated_at = now;
+    }
+    fn find(conn: &Connection, household_id: i64, id: &ResourceId) -> Result<Option<Self>> {
+        store::find(conn, household_id, id)
+    }
+    fn update(conn: &Connection, row: &Self) -> Result<()> {
+        store::update(conn, row)
+    }
+    fn retire(conn: &Connection, id: i64, now: &str) -> Result<()> {
+        store::retire(conn, id, now)
+    }
 }
 
 /// `getPersonMedication`: view access to the person.
 pub fn get(conn: &Connection, actor: &Actor, id: &ResourceId) -> Result<PersonMedication> {
-    let row = find(conn, actor, id, AccessLevel::View)?;
-    to_api(conn, row)
+    sources::get(conn, actor, id)
 }
 
 /// `listPersonMedications`: live assignments of the people the actor may
@@ -86,7 +80,7 @@ pub fn list(
     page: Page,
 ) -> Result<(Vec<PersonMedication>, i64)> {
     let (rows, total) = store::list_visible(conn, actor, filter, page)?;
-    Ok((shape(conn, rows)?, total))
+    Ok((sources::shape(conn, rows)?, total))
 }
 
 /// Applies attributes to an assignment, collecting every problem before
@@ -139,25 +133,6 @@ fn apply(
     problems.check("the person medication's attributes are invalid")
 }
 
-fn record(
-    conn: &Connection,
-    actor: &Actor,
-    row: &PersonMedicationRow,
-    action: Action,
-) -> Result<()> {
-    change_feed::append(
-        conn,
-        Change {
-            household_id: actor.household_id,
-            record_type: RECORD_TYPE,
-            record_id: row.id,
-            record_portable_id: &row.portable_id,
-            action,
-            person_id: Some(row.person_id),
-        },
-    )
-}
-
 /// An assignment with no attributes applied yet (placeholders for the
 /// required ones, which `apply` insists on).
 fn blank(person_id: i64, person_portable_id: String) -> PersonMedicationRow {
@@ -203,33 +178,8 @@ pub fn create(
     apply(conn, actor, &mut row, None, attrs, true)?;
     row.position = store::next_position(conn, person_id)?;
     row.id = store::insert(conn, actor.household_id, &row)?;
-    record(conn, actor, &row, Action::Create)?;
-    to_api(conn, row)
-}
-
-/// The assignment to change: live and its person in scope (404), manage
-/// access (403), and If-Match, when sent, current (409).
-fn find_for_change(
-    conn: &Connection,
-    actor: &Actor,
-    id: &ResourceId,
-    if_match: &IfMatch,
-) -> Result<PersonMedicationRow> {
-    let row = find(conn, actor, id, WRITE_LEVEL)?;
-    if_match.check(&etag(&row.portable_id, row.lock_version))?;
-    Ok(row)
-}
-
-fn save(
-    conn: &Connection,
-    actor: &Actor,
-    mut row: PersonMedicationRow,
-) -> Result<PersonMedication> {
-    row.lock_version += 1;
-    row.updated_at = crate::time::now();
-    store::update(conn, &row)?;
-    record(conn, actor, &row, Action::Update)?;
-    to_api(conn, row)
+    sources::record(conn, actor, &row, Action::Create)?;
+    sources::to_api(conn, row)
 }
 
 /// `updatePersonMedication` (PATCH): any subset of the attributes;
@@ -241,10 +191,10 @@ pub fn update(
     if_match: &IfMatch,
     attrs: PersonMedicationAttributes,
 ) -> Result<PersonMedication> {
-    let mut row = find_for_change(conn, actor, id, if_match)?;
+    let mut row: PersonMedicationRow = sources::find_for_change(conn, actor, id, if_match)?;
     let current = row.dose.clone();
     apply(conn, actor, &mut row, Some(&current), attrs, false)?;
-    save(conn, actor, row)
+    sources::save(conn, actor, row)
 }
 
 /// `replacePersonMedication` (PUT): the whole assignment as on create (an
@@ -257,7 +207,7 @@ pub fn replace(
     if_match: &IfMatch,
     attrs: PersonMedicationAttributes,
 ) -> Result<PersonMedication> {
-    let current = find_for_change(conn, actor, id, if_match)?;
+    let current: PersonMedicationRow = sources::find_for_change(conn, actor, id, if_match)?;
     let mut row = PersonMedicationRow {
         id: current.id,
         portable_id: current.portable_id.clone(),
@@ -268,7 +218,7 @@ pub fn replace(
         ..blank(current.person_id, current.person_portable_id.clone())
     };
     apply(conn, actor, &mut row, Some(&current.dose), attrs, true)?;
-    save(conn, actor, row)
+    sources::save(conn, actor, row)
 }
 
 /// `reorderPersonMedication`: swaps the assignment's position with the
@@ -282,9 +232,9 @@ pub fn reorder(
     if_match: &IfMatch,
     direction: Direction,
 ) -> Result<PersonMedication> {
-    let mut row = find_for_change(conn, actor, id, if_match)?;
+    let mut row: PersonMedicationRow = sources::find_for_change(conn, actor, id, if_match)?;
     let Some(mut other) = store::neighbour(conn, row.person_id, row.position, direction)? else {
-        return to_api(conn, row);
+        return sources::to_api(conn, row);
     };
     let now = crate::time::now();
     std::mem::swap(&mut row.position, &mut other.position);
@@ -293,49 +243,32 @@ pub fn reorder(
         moved.updated_at = now.clone();
     }
     store::save_swapped(conn, &row, &other)?;
-    record(conn, actor, &row, Action::Update)?;
-    record(conn, actor, &other, Action::Update)?;
-    to_api(conn, row)
+    sources::record(conn, actor, &row, Action::Update)?;
+    sources::record(conn, actor, &other, Action::Update)?;
+    sources::to_api(conn, row)
 }
 
-/// `deletePersonMedication`: retires the assignment, recording the
-/// retirement (an update) and a deletion marker in the change feed.
+/// `deletePersonMedication`: retires the assignment (see `sources::delete`).
 pub fn delete(conn: &Connection, actor: &Actor, id: &ResourceId, if_match: &IfMatch) -> Result<()> {
-    let row = find_for_change(conn, actor, id, if_match)?;
-    store::retire(conn, row.id, &crate::time::now())?;
-    record(conn, actor, &row, Action::Update)?;
-    record(conn, actor, &row, Action::Delete)
+    sources::delete::<PersonMedicationRow>(conn, actor, id, if_match)
 }
 
-/// `pausePersonMedication` (deprecated): opens a pause period with the
-/// reason `reason_not_recorded` through the pause-period rule (409
-/// `pause_period_open` when one is open). Needs manage access; a retired
-/// assignment is not found. If-Match, when sent, must be current.
+/// `pausePersonMedication` (deprecated; see `sources::pause`).
 pub fn pause(
     conn: &Connection,
     actor: &Actor,
     id: &ResourceId,
     if_match: &IfMatch,
 ) -> Result<PersonMedication> {
-    let row = find_for_change(conn, actor, id, if_match)?;
-    pause_periods::pause_without_reason(
-        conn,
-        actor,
-        SourceType::PersonMedication,
-        &row.portable_id,
-    )?;
-    get(conn, actor, &ResourceId::Numeric(row.id))
+    sources::pause(conn, actor, id, if_match)
 }
 
-/// `resumePersonMedication` (deprecated): closes the assignment's open
-/// pause period through the pause-period rule (409 when none is open).
+/// `resumePersonMedication` (deprecated; see `sources::resume`).
 pub fn resume(
     conn: &Connection,
     actor: &Actor,
     id: &ResourceId,
     if_match: &IfMatch,
 ) -> Result<PersonMedication> {
-    let row = find_for_change(conn, actor, id, if_match)?;
-    pause_periods::resume_source(conn, actor, SourceType::PersonMedication, row.id)?;
-    get(conn, actor, &ResourceId::Numeric(row.id))
+    sources::resume(conn, actor, id, if_match)
 }

@@ -3,12 +3,11 @@
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
-use crate::care::pause_periods::model::PausePeriod;
 use crate::care::schedules::dose::{Dose, DoseAttributes};
 use crate::care::schedules::model::nullable;
+use crate::care::sources::Sourced;
 use crate::decimal::{self, Dec};
 use crate::http::extract::{ResourceId, present, resource_ref_schema};
-use crate::http::respond::{Versioned, etag};
 use crate::medicine::vocab::{DoseCycle, DoseUnit};
 
 /// Whether an assignment is taken on a routine or only when needed. As-needed
@@ -82,20 +81,8 @@ pub struct PersonMedicationRow {
     pub lock_version: i64,
 }
 
-/// A direct assignment as sent.
-#[derive(Debug, Clone, Serialize)]
-pub struct PersonMedication {
-    #[serde(flatten)]
-    pub record: PersonMedicationRow,
-    /// The assignment's open pause period, or null when none is open.
-    pub current_pause_period: Option<PausePeriod>,
-}
-
-impl Versioned for PersonMedication {
-    fn etag(&self) -> String {
-        etag(&self.record.portable_id, self.record.lock_version)
-    }
-}
+/// A direct assignment as sent, with its open pause period.
+pub type PersonMedication = Sourced<PersonMedicationRow>;
 
 /// Assignment attributes; absent fields are left alone (PATCH) or take
 /// their defaults (POST, PUT); null clears where null is allowed.

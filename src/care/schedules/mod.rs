@@ -20,136 +20,56 @@ pub mod store;
 
 use rusqlite::Connection;
 
-use crate::auth::{AccessLevel, Actor, access};
-use crate::care::pause_periods::{self, model::SourceType};
+use crate::auth::Actor;
+use crate::care::pause_periods::model::SourceType;
 use crate::care::schedule_config;
 pub use crate::care::sources::Filter;
-use crate::db::change_feed::{self, Action, Change};
-use crate::error::{ApiError, Problems, Result};
-use crate::household::people;
+use crate::care::sources::{self, SourceRow, check_same_person, person_for_plan, text};
+use crate::db::change_feed::Action;
+use crate::error::{Problems, Result};
 use crate::http::extract::{IfMatch, Page, ResourceId};
-use crate::http::respond::etag;
 use dose::Dose;
 use model::{Schedule, ScheduleAttributes, ScheduleRow};
 
 pub const RECORD_TYPE: &str = "Schedule";
-/// The access to the person that changing the plan needs.
-pub const WRITE_LEVEL: AccessLevel = AccessLevel::Manage;
 const MAX_FREQUENCY: usize = 200;
 const MAX_NOTES: usize = 2000;
 
-/// The API shape of stored schedules, each with its open pause period
-/// (one query for the whole page).
-fn shape(conn: &Connection, rows: Vec<ScheduleRow>) -> Result<Vec<Schedule>> {
-    let ids: Vec<i64> = rows.iter().map(|r| r.id).collect();
-    let mut open = pause_periods::open_for(conn, SourceType::Schedule, &ids)?;
-    Ok(rows
-        .into_iter()
-        .map(|row| Schedule {
-            current_pause_period: open.remove(&row.id),
-            record: row,
-        })
-        .collect())
-}
+impl SourceRow for ScheduleRow {
+    const KIND: SourceType = SourceType::Schedule;
+    const RECORD_TYPE: &'static str = RECORD_TYPE;
+    const NOUN: &'static str = "schedule";
 
-/// The API shape of one stored schedule.
-fn to_api(conn: &Connection, row: ScheduleRow) -> Result<Schedule> {
-    shape(conn, vec![row])?
-        .pop()
-        .ok_or_else(|| ApiError::internal("shaping lost a schedule"))
-}
-
-/// 404 (naming `missing`) when the person is outside the actor's scope, 403
-/// when visible but the access is below `needed`.
-pub fn require_access(
-    conn: &Connection,
-    actor: &Actor,
-    person_id: i64,
-    needed: AccessLevel,
-    missing: &str,
-) -> Result<()> {
-    match access::person_access(conn, actor, person_id)? {
-        None => Err(ApiError::not_found(missing)),
-        Some(level) if level >= needed => Ok(()),
-        Some(_) => Err(ApiError::forbidden(
-            "changing a person's medication plan needs manage access to the person",
-        )),
+    fn id(&self) -> i64 {
+        self.id
     }
-}
-
-/// The person a new schedule or assignment is for: (id, portable id), with
-/// manage access (404 outside scope, 403 below).
-pub fn person_for_plan(
-    conn: &Connection,
-    actor: &Actor,
-    person_id: Option<Option<ResourceId>>,
-) -> Result<(i64, String)> {
-    match person_id {
-        None => Err(ApiError::invalid("person_id", "is required")),
-        Some(None) => Err(ApiError::invalid("person_id", "must not be null")),
-        Some(Some(id)) => {
-            let person = people::store::find(conn, actor.household_id, &id)?
-                .ok_or_else(|| ApiError::not_found("person"))?;
-            require_access(conn, actor, person.id, WRITE_LEVEL, "person")?;
-            Ok((person.id, person.portable_id))
-        }
+    fn portable_id(&self) -> &str {
+        &self.portable_id
     }
-}
-
-/// Checks that a person_id sent on a change names the record's own person.
-pub fn check_same_person(
-    sent: Option<Option<ResourceId>>,
-    person_id: i64,
-    person_portable_id: &str,
-    problems: &mut Problems,
-) {
-    match sent {
-        None => {}
-        Some(Some(ResourceId::Numeric(n))) if n == person_id => {}
-        Some(Some(ResourceId::Portable(p))) if p == person_portable_id => {}
-        Some(None) => problems.add("person_id", "must not be null"),
-        Some(Some(_)) => problems.add(
-            "person_id",
-            "cannot change: create a new one for the other person instead",
-        ),
+    fn person_id(&self) -> i64 {
+        self.person_id
     }
-}
-
-/// Trims text; blank becomes `None`; longer than `max` is a problem.
-pub fn text(
-    field: &str,
-    value: Option<String>,
-    max: usize,
-    problems: &mut Problems,
-) -> Option<Option<String>> {
-    let value = value
-        .map(|s| s.trim().to_string())
-        .filter(|s| !s.is_empty());
-    if value.as_ref().is_some_and(|v| v.chars().count() > max) {
-        problems.add(field, format!("must be at most {max} characters"));
-        None
-    } else {
-        Some(value)
+    fn lock_version(&self) -> i64 {
+        self.lock_version
     }
-}
-
-/// The live schedule `id` whose person the actor may reach at `needed` (404/403).
-fn find(
-    conn: &Connection,
-    actor: &Actor,
-    id: &ResourceId,
-    needed: AccessLevel,
-) -> Result<ScheduleRow> {
-    let row = store::find(conn, actor.household_id, id)?
-        .ok_or_else(|| ApiError::not_found("schedule"))?;
-    require_access(conn, actor, row.person_id, needed, "schedule")?;
-    Ok(row)
+    fn touch(&mut self, now: String) {
+        self.lock_version += 1;
+        self.updated_at = now;
+    }
+    fn find(conn: &Connection, household_id: i64, id: &ResourceId) -> Result<Option<Self>> {
+        store::find(conn, household_id, id)
+    }
+    fn update(conn: &Connection, row: &Self) -> Result<()> {
+        store::update(conn, row)
+    }
+    fn retire(conn: &Connection, id: i64, now: &str) -> Result<()> {
+        store::retire(conn, id, now)
+    }
 }
 
 /// `getSchedule`: view access to the person.
 pub fn get(conn: &Connection, actor: &Actor, id: &ResourceId) -> Result<Schedule> {
-    let row = find(conn, actor, id, AccessLevel::View)?;
-    to_api(conn, row)
+    sources::get(conn, actor, id)
 }
 
 /// `listSchedules`: live schedules of the people the actor may view.
@@ -160,7 +80,7 @@ pub fn list(
     page: Page,
 ) -> Result<(Vec<Schedule>, i64)> {
     let (rows, total) = store::list_visible(conn, actor, filter, page)?;
-    Ok((shape(conn, rows)?, total))
+    Ok((sources::shape(conn, rows)?, total))
 }
 
 /// Applies attributes to a schedule, collecting every problem before
@@ -279,20 +199,6 @@ fn apply(
     problems.check("the schedule's attributes are invalid")
 }
 
-fn record(conn: &Connection, actor: &Actor, row: &ScheduleRow, action: Action) -> Result<()> {
-    change_feed::append(
-        conn,
-        Change {
-            household_id: actor.household_id,
-            record_type: RECORD_TYPE,
-            record_id: row.id,
-            record_portable_id: &row.portable_id,
-            action,
-            person_id: Some(row.person_id),
-        },
-    )
-}
-
 /// A schedule with no attributes applied yet (placeholders for the
 /// required ones, which `apply` insists on).
 fn blank(person_id: i64, person_portable_id: String) -> ScheduleRow {
@@ -335,29 +241,8 @@ pub fn create(conn: &Connection, actor: &Actor, mut attrs: ScheduleAttributes) -
     let mut row = blank(person_id, person_portable_id);
     apply(conn, actor, &mut row, None, attrs, true)?;
     row.id = store::insert(conn, actor.household_id, &row)?;
-    record(conn, actor, &row, Action::Create)?;
-    to_api(conn, row)
-}
-
-/// The schedule to change: live and its person in scope (404), manage
-/// access (403), and If-Match, when sent, current (409).
-fn find_for_change(
-    conn: &Connection,
-    actor: &Actor,
-    id: &ResourceId,
-    if_match: &IfMatch,
-) -> Result<ScheduleRow> {
-    let row = find(conn, actor, id, WRITE_LEVEL)?;
-    if_match.check(&etag(&row.portable_id, row.lock_version))?;
-    Ok(row)
-}
-
-fn save(conn: &Connection, actor: &Actor, mut row: ScheduleRow) -> Result<Schedule> {
-    row.lock_version += 1;
-    row.updated_at = crate::time::now();
-    store::update(conn, &row)?;
-    record(conn, actor, &row, Action::Update)?;
-    to_api(conn, row)
+    sources::record(conn, actor, &row, Action::Create)?;
+    sources::to_api(conn, row)
 }
 
 /// `updateSchedule` (PATCH): any subset of the attributes; person_id, when
@@ -369,10 +254,10 @@ pub fn update(
     if_match: &IfMatch,
     attrs: ScheduleAttributes,
 ) -> Result<Schedule> {
-    let mut row = find_for_change(conn, actor, id, if_match)?;
+    let mut row: ScheduleRow = sources::find_for_change(conn, actor, id, if_match)?;
     let current = row.dose.clone();
     apply(conn, actor, &mut row, Some(&current), attrs, false)?;
-    save(conn, actor, row)
+    sources::save(conn, actor, row)
 }
 
 /// `replaceSchedule` (PUT): the whole schedule as on create (an omitted
@@ -385,7 +270,7 @@ pub fn replace(
     if_match: &IfMatch,
     attrs: ScheduleAttributes,
 ) -> Result<Schedule> {
-    let current = find_for_change(conn, actor, id, if_match)?;
+    let current: ScheduleRow = sources::find_for_change(conn, actor, id, if_match)?;
     let mut row = ScheduleRow {
         id: current.id,
         portable_id: current.portable_id.clone(),
@@ -395,42 +280,30 @@ pub fn replace(
         ..blank(current.person_id, current.person_portable_id.clone())
     };
     apply(conn, actor, &mut row, Some(&current.dose), attrs, true)?;
-    save(conn, actor, row)
+    sources::save(conn, actor, row)
 }
 
-/// `deleteSchedule`: retires the schedule, recording the retirement (an
-/// update) and a deletion marker in the change feed.
+/// `deleteSchedule`: retires the schedule (see `sources::delete`).
 pub fn delete(conn: &Connection, actor: &Actor, id: &ResourceId, if_match: &IfMatch) -> Result<()> {
-    let row = find_for_change(conn, actor, id, if_match)?;
-    store::retire(conn, row.id, &crate::time::now())?;
-    record(conn, actor, &row, Action::Update)?;
-    record(conn, actor, &row, Action::Delete)
+    sources::delete::<ScheduleRow>(conn, actor, id, if_match)
 }
 
-/// `pauseSchedule` (deprecated): opens a pause period with the reason
-/// `reason_not_recorded` through the pause-period rule (409
-/// `pause_period_open` when one is open). Needs manage access; a retired
-/// schedule is not found. If-Match, when sent, must be current.
+/// `pauseSchedule` (deprecated; see `sources::pause`).
 pub fn pause(
     conn: &Connection,
     actor: &Actor,
     id: &ResourceId,
     if_match: &IfMatch,
 ) -> Result<Schedule> {
-    let row = find_for_change(conn, actor, id, if_match)?;
-    pause_periods::pause_without_reason(conn, actor, SourceType::Schedule, &row.portable_id)?;
-    get(conn, actor, &ResourceId::Numeric(row.id))
+    sources::pause(conn, actor, id, if_match)
 }
 
-/// `resumeSchedule` (deprecated): closes the schedule's open pause period
-/// through the pause-period rule (409 when none is open).
+/// `resumeSchedule` (deprecated; see `sources::resume`).
 pub fn resume(
     conn: &Connection,
     actor: &Actor,
     id: &ResourceId,
     if_match: &IfMatch,
 ) -> Result<Schedule> {
-    let row = find_for_change(conn, actor, id, if_match)?;
-    pause_periods::resume_source(conn, actor, SourceType::Schedule, row.id)?;
-    get(conn, actor, &ResourceId::Numeric(row.id))
+    sources::resume(conn, actor, id, if_match)
 }

@@ -5,11 +5,10 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
 use super::dose::{Dose, DoseAttributes};
-use crate::care::pause_periods::model::PausePeriod;
 use crate::care::schedule_config;
+use crate::care::sources::Sourced;
 use crate::decimal::{self, Dec};
 use crate::http::extract::{ResourceId, present, resource_ref_schema};
-use crate::http::respond::{Versioned, etag};
 use crate::medicine::vocab::{DoseCycle, DoseUnit, ScheduleType};
 
 /// A schedule as stored. `schedule_config` is the normalised JSON of a
@@ -38,20 +37,8 @@ pub struct ScheduleRow {
     pub lock_version: i64,
 }
 
-/// A schedule as sent.
-#[derive(Debug, Clone, Serialize)]
-pub struct Schedule {
-    #[serde(flatten)]
-    pub record: ScheduleRow,
-    /// The schedule's open pause period, or null when none is open.
-    pub current_pause_period: Option<PausePeriod>,
-}
-
-impl Versioned for Schedule {
-    fn etag(&self) -> String {
-        etag(&self.record.portable_id, self.record.lock_version)
-    }
-}
+/// A schedule as sent, with its open pause period.
+pub type Schedule = Sourced<ScheduleRow>;
 
 /// Schedule attributes; absent fields are left alone (PATCH) or take their
 /// defaults (POST, PUT); null clears where null is allowed.
