@@ -142,6 +142,16 @@ pub fn operation_schema() -> Value {
             "if_match": {"type": "string", "minLength": 1},
             "attributes": {"type": "object", "description": "The resource's attributes, as in its REST create or update request body (without the wrapping key)."},
         },
+        // Only the supported pairs: one alternative per resource type.
+        "anyOf": SUPPORTED
+            .iter()
+            .map(|(resource_type, actions)| json!({
+                "properties": {
+                    "resource_type": {"const": resource_type},
+                    "action": {"enum": actions},
+                },
+            }))
+            .collect::<Vec<_>>(),
     })
 }
 

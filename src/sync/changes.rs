@@ -191,10 +191,7 @@ async fn handler(
     query: QueryParams,
 ) -> Result<Response> {
     let limit = parse_limit(&query)?;
-    let cursor = query
-        .get("cursor")
-        .filter(|c| !c.is_empty())
-        .map(str::to_string);
+    let cursor = query.get("cursor").map(str::to_string);
     let page = state
         .db
         .read(move |conn| changes(conn, &actor, cursor.as_deref(), limit))
