@@ -349,8 +349,11 @@ CREATE INDEX person_medications_by_medication ON person_medications (medication_
 -- Saved responses of writes sent with an Idempotency-Key (src/db/idempotency.rs):
 -- an identical replay within 24 hours gets the saved status, body and ETag
 -- without the write running again. fingerprint is the SHA-256 (hex) of the
--- method, path and body; credential names the credential, e.g. 'app_token:7'.
--- Rows older than the window are ignored and purged.
+-- method, path and body. credential names whose key it is: the acting member
+-- ('membership:7'), not the token, so that a client that re-authenticates
+-- (a new token) and replays its saved batch with the original key gets the
+-- saved response instead of a second write. Rows older than the window are
+-- ignored and purged.
 CREATE TABLE idempotency_keys (
     id           INTEGER PRIMARY KEY,
     household_id INTEGER NOT NULL REFERENCES households (id),

@@ -4,7 +4,8 @@
 //! running again.
 //!
 //! Rules (the spec's "Limits", idempotency rules 1–5):
-//! - A key belongs to one credential in one household; it is remembered for
+//! - A key belongs to one member in one household (whatever credential the
+//!   member uses, so a replay after re-authentication works); it is remembered for
 //!   [`WINDOW_HOURS`] and then ignored and purged.
 //! - The same key with a different request (method, path or body) is a 409
 //!   `idempotency_key_reused`.
@@ -26,7 +27,7 @@ use serde::Serialize;
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 
-use crate::auth::{Actor, Credential};
+use crate::auth::Actor;
 use crate::error::{ApiError, Result};
 use crate::http::respond::Versioned;
 
@@ -151,11 +152,12 @@ impl IntoResponse for SavedResponse {
     }
 }
 
-/// How a credential is named in the table.
-pub fn credential_label(actor: &Actor) -> String {
-    match actor.credential {
-        Credential::AppToken { id, .. } => format!("app_token:{id}"),
-    }
+/// Whose keys these are: the acting member, not the credential. A client
+/// that gets a 401, re-authenticates (a new token) and replays its saved
+/// batch with the original key must get the saved response, not a second
+/// write (the spec's authentication rule 9). Members never share keys.
+pub fn key_owner(actor: &Actor) -> String {
+    format!("membership:{}", actor.membership_id)
 }
 
 fn cutoff() -> String {
@@ -185,7 +187,7 @@ where
     };
     let cutoff = cutoff();
     purge_expired(conn, &cutoff)?;
-    let credential = credential_label(actor);
+    let credential = key_owner(actor);
     if let Some((fingerprint, saved)) = find(conn, actor.household_id, &credential, key, &cutoff)? {
         if fingerprint != replay.fingerprint {
             return Err(ApiError::conflict(

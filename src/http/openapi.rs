@@ -292,7 +292,7 @@ impl Op {
         use crate::db::idempotency::{HEADER, MAX_KEY_LENGTH, WINDOW_HOURS};
         self.params.push(json!({
             "name": HEADER, "in": "header", "required": false,
-            "description": format!("Makes a retry safe: an identical request (method, path and body) sent again with the same key by the same credential within {WINDOW_HOURS} hours gets the saved response (same status, body and ETag) without the write happening again. Current access is checked before a saved response is replayed. The same key with a different request is refused with 409 idempotency_key_reused. Only successful responses are saved."),
+            "description": format!("Makes a retry safe: an identical request (method, path and body) sent again with the same key by the same member (with any of their credentials, so a replay after re-authenticating works) within {WINDOW_HOURS} hours gets the saved response (same status, body and ETag) without the write happening again. Current access is checked before a saved response is replayed. The same key with a different request is refused with 409 idempotency_key_reused. Only successful responses are saved."),
             "schema": {"type": "string", "minLength": 1, "maxLength": MAX_KEY_LENGTH, "pattern": "^[!-~]+$"},
         }));
         self.errors.extend([409, 422]);

@@ -479,3 +479,49 @@ async fn a_withdrawn_inventory_permission_never_gets_a_saved_stock_removal() {
     assert_eq!(supply(&app, medication).await, "8.5");
     assert_eq!(counts(&app).await.3, 1);
 }
+
+#[tokio::test]
+async fn a_replay_after_re_authenticating_gets_the_saved_response_and_keys_are_per_member() {
+    let app = TestApp::new().await;
+    let (med, _) = medication(&app).await;
+    let body = batch(json!([removal(med, "1")]));
+    let path = app.hh("/sync/batches");
+    let first = app.post_keyed(&path, &app.owner, &body, "queue-7").await;
+    first.assert_status(201);
+    assert_eq!(supply(&app, med).await, "9.5");
+
+    // The phone got a 401, signed in again (a new token for the same member)
+    // and replays its saved batch with the original key.
+    let owner_membership: i64 = app
+        .db
+        .read(|conn| {
+            Ok(
+                conn.query_row("SELECT id FROM memberships WHERE role = 'owner'", [], |r| {
+                    r.get(0)
+                })?,
+            )
+        })
+        .await
+        .unwrap();
+    let new_token = app.token_for(app.household_id, owner_membership).await;
+    assert_ne!(new_token, app.owner);
+    let replayed = app.post_keyed(&path, &new_token, &body, "queue-7").await;
+    replayed.assert_status(201);
+    assert_eq!(replayed.body, first.body);
+    assert_eq!(supply(&app, med).await, "9.5");
+    assert_eq!(counts(&app).await.3, 1);
+
+    // Another member's identical key is theirs alone: their batch runs.
+    let (_, admin) = app
+        .add_member(
+            "admin@example.org",
+            pillbox::auth::Role::Administrator,
+            None,
+        )
+        .await;
+    let own = batch(json!([removal(med, "2")]));
+    let theirs = app.post_keyed(&path, &admin, &own, "queue-7").await;
+    theirs.assert_status(201);
+    assert_ne!(theirs.body, first.body);
+    assert_eq!(supply(&app, med).await, "7.5");
+}
