@@ -5,16 +5,21 @@
 //!
 //! Nothing is sent until the first 64 KiB are ready or the read finishes: a
 //! read that fails before that answers with the ordinary error envelope. A
-//! failure later can only abort the body; the client sees a truncated
-//! chunked response, never a complete-looking one.
+//! failure later (or a client that stops reading for `STALL_LIMIT`) can only
+//! abort the body: the connection is cut before the final chunk, so the
+//! client never sees a complete-looking response.
 
 use std::io::{self, Write};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
 
 use axum::body::{Body, Bytes};
 use axum::http::{HeaderValue, header};
 use axum::response::Response;
 use rusqlite::Connection;
 use serde::Serialize;
+use tokio::runtime::Handle;
 use tokio::sync::mpsc;
 
 use crate::db::Db;
@@ -24,14 +29,17 @@ use crate::error::{ApiError, Result};
 const CHUNK: usize = 64 * 1024;
 /// Chunks waiting for a slow client before the reader pauses.
 const CHUNKS_IN_FLIGHT: usize = 4;
-
-type Chunk = std::result::Result<Bytes, io::Error>;
+/// A client that takes no chunk for this long is given up on: a stalled
+/// download must not hold one of the few read connections for ever.
+const STALL_LIMIT: Duration = Duration::from_secs(60);
 
 /// An `io::Write` that sends full chunks down the response channel; it
-/// blocks (on the blocking-pool thread) while the client is behind.
+/// blocks (on the blocking-pool thread) while the client is behind, for at
+/// most `STALL_LIMIT` per chunk.
 struct ChunkWriter {
     buf: Vec<u8>,
-    tx: mpsc::Sender<Chunk>,
+    tx: mpsc::Sender<Bytes>,
+    runtime: Handle,
     sent_any: bool,
 }
 
@@ -42,9 +50,20 @@ impl ChunkWriter {
         }
         let chunk = Bytes::from(std::mem::replace(&mut self.buf, Vec::with_capacity(CHUNK)));
         self.sent_any = true;
-        self.tx
-            .blocking_send(Ok(chunk))
-            .map_err(|_| io::Error::new(io::ErrorKind::BrokenPipe, "client went away"))
+        match self
+            .runtime
+            .block_on(tokio::time::timeout(STALL_LIMIT, self.tx.send(chunk)))
+        {
+            Ok(Ok(())) => Ok(()),
+            Ok(Err(_)) => Err(io::Error::new(
+                io::ErrorKind::BrokenPipe,
+                "client went away",
+            )),
+            Err(_) => Err(io::Error::new(
+                io::ErrorKind::TimedOut,
+                "client stopped reading",
+            )),
+        }
     }
 }
 
@@ -67,27 +86,31 @@ pub async fn json<F>(db: &Db, write: F) -> Result<Response>
 where
     F: FnOnce(&Connection, &mut dyn Write) -> Result<()> + Send + 'static,
 {
-    let (tx, mut rx) = mpsc::channel::<Chunk>(CHUNKS_IN_FLIGHT);
+    let (tx, mut rx) = mpsc::channel::<Bytes>(CHUNKS_IN_FLIGHT);
+    // Set only once the last byte has been handed over: a stream that ends
+    // without it is aborted, never finished as if it were complete.
+    let complete = Arc::new(AtomicBool::new(false));
+    let runtime = Handle::current();
     let db = db.clone();
+    let finished = complete.clone();
     let task = tokio::spawn(async move {
         db.read(move |conn| {
             let mut out = ChunkWriter {
                 buf: Vec::with_capacity(CHUNK),
                 tx,
+                runtime,
                 sent_any: false,
             };
             let result = write(conn, &mut out).and_then(|()| out.send().map_err(write_error));
-            if let Err(err) = &result
-                && out.sent_any
-            {
-                if out.tx.is_closed() {
+            match &result {
+                Ok(()) => finished.store(true, Ordering::Release),
+                Err(_) if out.tx.is_closed() => {
                     tracing::debug!("streamed response abandoned by the client");
-                } else {
-                    tracing::error!(error = %err, "streamed response failed after it started");
-                    let _ = out
-                        .tx
-                        .blocking_send(Err(io::Error::other("response failed")));
                 }
+                Err(err) if out.sent_any => {
+                    tracing::error!(error = %err, "streamed response failed after it started");
+                }
+                Err(_) => {}
             }
             result
         })
@@ -99,13 +122,22 @@ where
         None => {
             task.await
                 .map_err(|e| ApiError::internal(format!("read task: {e}")))??;
-            Ok(Bytes::new())
+            Bytes::new()
         }
     };
-    let rest = futures_util::stream::unfold(rx, |mut rx| async move {
-        rx.recv().await.map(|chunk| (chunk, rx))
+    let rest = futures_util::stream::unfold(Some(rx), move |rx| {
+        let complete = complete.clone();
+        async move {
+            let mut rx = rx?;
+            match rx.recv().await {
+                Some(chunk) => Some((Ok(chunk), Some(rx))),
+                None if complete.load(Ordering::Acquire) => None,
+                None => Some((Err(io::Error::other("response ended early")), None)),
+            }
+        }
     });
-    let body = futures_util::StreamExt::chain(futures_util::stream::once(async { first }), rest);
+    let first = futures_util::stream::once(async { Ok::<_, io::Error>(first) });
+    let body = futures_util::StreamExt::chain(first, rest);
     let mut response = Response::new(Body::from_stream(body));
     response.headers_mut().insert(
         header::CONTENT_TYPE,
@@ -183,6 +215,48 @@ impl<'w> JsonObject<'w> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use http_body_util::BodyExt;
+
+    async fn body_of(response: Response) -> std::result::Result<Vec<u8>, axum::Error> {
+        Ok(response.into_body().collect().await?.to_bytes().to_vec())
+    }
+
+    #[tokio::test]
+    async fn large_bodies_arrive_whole_and_early_failures_are_errors() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = Db::open(dir.path()).unwrap();
+
+        // Several chunks, complete.
+        let response = json(&db, |_, out| {
+            let mut top = JsonObject::begin(out)?;
+            top.array("xs", |sink| (0..50_000).try_for_each(&mut *sink))?;
+            top.end()
+        })
+        .await
+        .unwrap();
+        let body = body_of(response).await.unwrap();
+        assert!(body.len() > 3 * CHUNK);
+        let value: serde_json::Value = serde_json::from_slice(&body).unwrap();
+        assert_eq!(value["xs"].as_array().unwrap().len(), 50_000);
+
+        // A failure before the first chunk is the ordinary error.
+        let failed = json(&db, |_, out| {
+            out.write_all(b"{").map_err(write_error)?;
+            Err(ApiError::not_found("person"))
+        })
+        .await;
+        assert!(matches!(failed, Err(ApiError::NotFound(_))));
+
+        // A failure after chunks went out aborts the body instead of ending it.
+        let response = json(&db, |_, out| {
+            out.write_all(&vec![b' '; 3 * CHUNK]).map_err(write_error)?;
+            Err(ApiError::internal("disk went away"))
+        })
+        .await
+        .unwrap();
+        assert!(body_of(response).await.is_err());
+        db.close().await;
+    }
 
     #[test]
     fn objects_nest_and_arrays_stream() {
