@@ -3,7 +3,7 @@
 //! (a snapshot of years of takes) is sent while it is read and never held
 //! in memory whole.
 //!
-//! Nothing is sent until the first 64 KiB are ready or the read finishes: a
+//! Nothing is sent until the first 128 KiB are ready or the read finishes: a
 //! read that fails before that answers with the ordinary error envelope. A
 //! failure later (or a client that stops reading for `STALL_LIMIT`) can only
 //! abort the body: the connection is cut before the final chunk, so the
@@ -26,7 +26,7 @@ use crate::db::Db;
 use crate::error::{ApiError, Result};
 
 /// Bytes gathered before a chunk is handed to the connection.
-const CHUNK: usize = 64 * 1024;
+const CHUNK: usize = 128 * 1024;
 /// Chunks waiting for a slow client before the reader pauses.
 const CHUNKS_IN_FLIGHT: usize = 4;
 /// A client that takes no chunk for this long is given up on: a stalled
@@ -74,6 +74,10 @@ impl Write for ChunkWriter {
             self.send()?;
         }
         Ok(bytes.len())
+    }
+
+    fn write_all(&mut self, bytes: &[u8]) -> io::Result<()> {
+        self.write(bytes).map(drop)
     }
 
     fn flush(&mut self) -> io::Result<()> {
@@ -196,13 +200,16 @@ impl<'w> JsonObject<'w> {
         self.key(name)?;
         self.out.write_all(b"[").map_err(write_error)?;
         let out = &mut *self.out;
-        let mut first = true;
+        // Each element is serialised into a local buffer and handed over in
+        // one write: serde_json's many small writes stay cheap.
+        let mut element = Vec::with_capacity(1024);
         fill(&mut |item: T| {
-            if !first {
-                out.write_all(b",").map_err(write_error)?;
+            if !element.is_empty() {
+                element.clear();
+                element.push(b',');
             }
-            first = false;
-            serde_json::to_writer(&mut *out, &item).map_err(json_error)
+            serde_json::to_writer(&mut element, &item).map_err(json_error)?;
+            out.write_all(&element).map_err(write_error)
         })?;
         self.out.write_all(b"]").map_err(write_error)
     }
@@ -229,7 +236,7 @@ mod tests {
         // Several chunks, complete.
         let response = json(&db, |_, out| {
             let mut top = JsonObject::begin(out)?;
-            top.array("xs", |sink| (0..50_000).try_for_each(&mut *sink))?;
+            top.array("xs", |sink| (0..200_000).try_for_each(&mut *sink))?;
             top.end()
         })
         .await
@@ -237,7 +244,7 @@ mod tests {
         let body = body_of(response).await.unwrap();
         assert!(body.len() > 3 * CHUNK);
         let value: serde_json::Value = serde_json::from_slice(&body).unwrap();
-        assert_eq!(value["xs"].as_array().unwrap().len(), 50_000);
+        assert_eq!(value["xs"].as_array().unwrap().len(), 200_000);
 
         // A failure before the first chunk is the ordinary error.
         let failed = json(&db, |_, out| {

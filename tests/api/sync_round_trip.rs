@@ -289,8 +289,8 @@ async fn a_snapshot_larger_than_one_chunk_arrives_whole() {
         .await;
     assignment.assert_status(201);
     let source = assignment.data()["portable_id"].clone();
-    // 400 takes: a few hundred bytes each, well past one 64 KiB chunk.
-    for batch in 0..2 {
+    // 1,000 takes: a few hundred bytes each, past two 128 KiB chunks.
+    for batch in 0..5 {
         let operations: Vec<Value> = (0..200)
             .map(|i| {
                 let minute = batch * 200 + i;
@@ -318,8 +318,8 @@ async fn a_snapshot_larger_than_one_chunk_arrives_whole() {
     let takes = got.data()["records"]["medication_takes"]
         .as_array()
         .unwrap();
-    assert_eq!(takes.len(), 400);
-    assert!(got.body.to_string().len() > 128 * 1024);
+    assert_eq!(takes.len(), 1000);
+    assert!(got.body.to_string().len() > 2 * 128 * 1024);
     let mobile = app.get(&app.hh("/mobile_snapshot"), &app.owner).await;
     mobile.assert_status(200);
     assert_eq!(
@@ -327,6 +327,6 @@ async fn a_snapshot_larger_than_one_chunk_arrives_whole() {
             .as_array()
             .unwrap()
             .len(),
-        400
+        1000
     );
 }
