@@ -60,6 +60,24 @@ pub fn person_access(
     store::granted_level(conn, actor.membership_id, person_id, &crate::time::now())
 }
 
+/// A rule's person check: 404 naming `missing` (the record the caller
+/// asked for) when the person is outside the actor's scope, 403 saying
+/// `why` when visible but the access is below `needed`.
+pub fn require_level(
+    conn: &Connection,
+    actor: &Actor,
+    person_id: i64,
+    needed: AccessLevel,
+    missing: &str,
+    why: &str,
+) -> Result<()> {
+    match person_access(conn, actor, person_id)? {
+        None => Err(ApiError::not_found(missing)),
+        Some(level) if level >= needed => Ok(()),
+        Some(_) => Err(ApiError::forbidden(why)),
+    }
+}
+
 /// 404 when the person is out of scope, 403 when visible but the level is too low.
 pub fn require_person(
     conn: &Connection,

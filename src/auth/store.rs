@@ -145,6 +145,46 @@ pub fn granted_level(
     Ok(levels.iter().filter_map(|l| AccessLevel::parse(l)).max())
 }
 
+/// The named parameters `VISIBLE_PERSON` (and a `:household_id` condition)
+/// bind, for one actor at one moment.
+pub struct Visibility {
+    household_id: i64,
+    membership_id: i64,
+    is_manager: bool,
+    now: String,
+}
+
+impl Visibility {
+    pub fn of(actor: &Actor) -> Visibility {
+        Visibility {
+            household_id: actor.household_id,
+            membership_id: actor.membership_id,
+            is_manager: actor.is_manager(),
+            now: crate::time::now(),
+        }
+    }
+
+    /// `:household_id`, `:membership_id`, `:is_manager` and `:now`.
+    pub fn params(&self) -> [(&'static str, &dyn rusqlite::ToSql); 4] {
+        [
+            (":household_id", &self.household_id),
+            (":membership_id", &self.membership_id),
+            (":is_manager", &self.is_manager),
+            (":now", &self.now),
+        ]
+    }
+
+    /// These parameters followed by `extra`.
+    pub fn with<'a>(
+        &'a self,
+        extra: &[(&'a str, &'a dyn rusqlite::ToSql)],
+    ) -> Vec<(&'a str, &'a dyn rusqlite::ToSql)> {
+        let mut all = self.params().to_vec();
+        all.extend_from_slice(extra);
+        all
+    }
+}
+
 /// SQL condition (on a `people` alias `p`) true for the people an actor may
 /// view. Binds: `:membership_id`, `:is_manager`, `:now`.
 pub const VISIBLE_PERSON: &str = "(:is_manager = 1 OR EXISTS (

@@ -9,13 +9,14 @@ use std::collections::HashMap;
 use rusqlite::{Connection, Row, named_params};
 use serde::Serialize;
 
-use crate::auth::store::VISIBLE_PERSON;
+use crate::auth::store::{VISIBLE_PERSON, Visibility};
 use crate::auth::{AccessLevel, Actor, access};
 use crate::care::pause_periods::{
     self,
     model::{PausePeriod, SourceType},
 };
 use crate::db::change_feed::{self, Action, Change};
+use crate::db::page::{self, PageQuery};
 use crate::error::{ApiError, Problems, Result};
 use crate::household::people;
 use crate::http::extract::{IfMatch, Page, QueryParams, ResourceId};
@@ -43,6 +44,54 @@ pub trait SourceRow: Sized {
     fn update(conn: &Connection, row: &Self) -> Result<()>;
     fn retire(conn: &Connection, id: i64, now: &str) -> Result<()>;
 }
+
+/// Implements `SourceRow` for a row with `id`, `portable_id`, `person_id`,
+/// `lock_version` and `updated_at` fields, stored through the calling
+/// module's `store` (`find`, `update`, `retire`).
+macro_rules! source_row {
+    ($row:ty, $kind:expr, $record_type:expr, $noun:literal) => {
+        impl $crate::care::sources::SourceRow for $row {
+            const KIND: $crate::care::pause_periods::model::SourceType = $kind;
+            const RECORD_TYPE: &'static str = $record_type;
+            const NOUN: &'static str = $noun;
+
+            fn id(&self) -> i64 {
+                self.id
+            }
+            fn portable_id(&self) -> &str {
+                &self.portable_id
+            }
+            fn person_id(&self) -> i64 {
+                self.person_id
+            }
+            fn lock_version(&self) -> i64 {
+                self.lock_version
+            }
+            fn touch(&mut self, now: String) {
+                self.lock_version += 1;
+                self.updated_at = now;
+            }
+            fn find(
+                conn: &rusqlite::Connection,
+                household_id: i64,
+                id: &$crate::http::extract::ResourceId,
+            ) -> $crate::error::Result<Option<Self>> {
+                store::find(conn, household_id, id)
+            }
+            fn update(conn: &rusqlite::Connection, row: &Self) -> $crate::error::Result<()> {
+                store::update(conn, row)
+            }
+            fn retire(
+                conn: &rusqlite::Connection,
+                id: i64,
+                now: &str,
+            ) -> $crate::error::Result<()> {
+                store::retire(conn, id, now)
+            }
+        }
+    };
+}
+pub(crate) use source_row;
 
 /// A source as sent: the stored row and its open pause period (null when
 /// none is open).
@@ -89,13 +138,14 @@ pub fn require_access(
     needed: AccessLevel,
     missing: &str,
 ) -> Result<()> {
-    match access::person_access(conn, actor, person_id)? {
-        None => Err(ApiError::not_found(missing)),
-        Some(level) if level >= needed => Ok(()),
-        Some(_) => Err(ApiError::forbidden(
-            "changing a person's medication plan needs manage access to the person",
-        )),
-    }
+    access::require_level(
+        conn,
+        actor,
+        person_id,
+        needed,
+        missing,
+        "changing a person's medication plan needs manage access to the person",
+    )
 }
 
 /// The person a new source is for: (id, portable id), with manage access
@@ -312,32 +362,20 @@ pub fn list_visible<T>(
          AND (:medication_numeric IS NULL OR {x}.medication_id = :medication_numeric)
          AND (:medication_portable IS NULL OR m.portable_id = :medication_portable)"
     );
-    let now = crate::time::now();
-    let is_manager = actor.is_manager();
-    let params = named_params! {
-        ":household_id": actor.household_id,
-        ":membership_id": actor.membership_id,
-        ":is_manager": is_manager,
-        ":now": now,
+    let visibility = Visibility::of(actor);
+    let params = visibility.with(named_params! {
         ":updated_since": filter.updated_since,
         ":person_numeric": person_numeric,
         ":person_portable": person_portable,
         ":medication_numeric": medication_numeric,
         ":medication_portable": medication_portable,
+    });
+    let query = PageQuery {
+        columns,
+        from,
+        count_from: from,
+        condition: &condition,
+        order_by,
     };
-    let total: i64 = conn
-        .prepare_cached(&format!("SELECT count(*) FROM {from} WHERE {condition}"))?
-        .query_row(params, |r| r.get(0))?;
-    let (limit, offset) = (page.limit(), page.offset());
-    let mut paged = params.to_vec();
-    paged.push((":limit", &limit));
-    paged.push((":offset", &offset));
-    let rows = conn
-        .prepare_cached(&format!(
-            "SELECT {columns} FROM {from} WHERE {condition}
-             ORDER BY {order_by} LIMIT :limit OFFSET :offset"
-        ))?
-        .query_map(paged.as_slice(), from_row)?
-        .collect::<rusqlite::Result<Vec<_>>>()?;
-    Ok((rows, total))
+    page::read(conn, &query, &params, page, from_row)
 }

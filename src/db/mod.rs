@@ -5,6 +5,7 @@ pub mod change_feed;
 pub mod idempotency;
 pub mod instance;
 mod migrate;
+pub mod page;
 mod writer;
 
 use std::path::{Path, PathBuf};

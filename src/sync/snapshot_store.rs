@@ -17,28 +17,9 @@ use serde::Serialize;
 use serde_json::Value;
 
 use crate::auth::Actor;
-use crate::auth::store::VISIBLE_PERSON;
+use crate::auth::store::{VISIBLE_PERSON, Visibility};
 use crate::error::Result;
 use crate::http::respond::etag;
-
-/// The named parameters every person-scoped query binds.
-struct Visibility {
-    household_id: i64,
-    membership_id: i64,
-    is_manager: bool,
-    now: String,
-}
-
-impl Visibility {
-    fn of(actor: &Actor) -> Visibility {
-        Visibility {
-            household_id: actor.household_id,
-            membership_id: actor.membership_id,
-            is_manager: actor.is_manager(),
-            now: crate::time::now(),
-        }
-    }
-}
 
 /// Runs a prepared query and hands each mapped row to `each`.
 fn each_row<T>(
@@ -66,14 +47,7 @@ fn visible<T>(
     map: impl FnMut(&Row<'_>) -> rusqlite::Result<T>,
     each: impl FnMut(T) -> Result<()>,
 ) -> Result<()> {
-    let mut params: Vec<(&str, &dyn ToSql)> = vec![
-        (":household_id", &vis.household_id),
-        (":membership_id", &vis.membership_id),
-        (":is_manager", &vis.is_manager),
-        (":now", &vis.now),
-    ];
-    params.extend_from_slice(extra);
-    each_row(conn, sql, &params, map, each)
+    each_row(conn, sql, &vis.with(extra), map, each)
 }
 
 /// Collects a streamed collection (for the few callers that need a list).
@@ -335,6 +309,7 @@ const SOURCE_PORTABLE_ID: &str = "COALESCE(src_s.portable_id, src_pm.portable_id
 /// Reads every collection. `v2` adds pause periods and dose outcomes.
 pub struct Reader<'a> {
     conn: &'a Connection,
+    household_id: i64,
     vis: Visibility,
 }
 
@@ -342,6 +317,7 @@ impl<'a> Reader<'a> {
     pub fn new(conn: &'a Connection, actor: &Actor) -> Reader<'a> {
         Reader {
             conn,
+            household_id: actor.household_id,
             vis: Visibility::of(actor),
         }
     }
@@ -350,7 +326,7 @@ impl<'a> Reader<'a> {
         Ok(self
             .conn
             .prepare_cached("SELECT portable_id FROM households WHERE id = ?1")?
-            .query_row([self.vis.household_id], |r| r.get(0))?)
+            .query_row([self.household_id], |r| r.get(0))?)
     }
 
     /// The change-feed position now: the household's highest seq (0 if none).
@@ -360,7 +336,7 @@ impl<'a> Reader<'a> {
             .prepare_cached(
                 "SELECT COALESCE(MAX(seq), 0) FROM change_feed WHERE household_id = ?1",
             )?
-            .query_row([self.vis.household_id], |r| r.get(0))?)
+            .query_row([self.household_id], |r| r.get(0))?)
     }
 
     pub fn people(&self, each: impl FnMut(PersonRecord) -> Result<()>) -> Result<()> {
@@ -413,7 +389,7 @@ impl<'a> Reader<'a> {
             self.conn,
                 "SELECT portable_id, updated_at, lock_version, name, description
                  FROM locations WHERE household_id = :household_id AND deleted_at IS NULL ORDER BY id",
-            &[(":household_id", &self.vis.household_id)],
+            &[(":household_id", &self.household_id)],
             LocationRecord::from_row,
             each,
         )
@@ -430,7 +406,7 @@ impl<'a> Reader<'a> {
                  LEFT JOIN locations l ON l.id = m.location_id AND l.deleted_at IS NULL
                  WHERE m.household_id = :household_id AND m.deleted_at IS NULL
                  ORDER BY m.id",
-            &[(":household_id", &self.vis.household_id)],
+            &[(":household_id", &self.household_id)],
             MedicationRecord::from_row,
             each,
         )
@@ -448,7 +424,7 @@ impl<'a> Reader<'a> {
                  JOIN medications m ON m.id = d.medication_id AND m.deleted_at IS NULL
                  WHERE d.household_id = :household_id
                  ORDER BY d.id",
-            &[(":household_id", &self.vis.household_id)],
+            &[(":household_id", &self.household_id)],
             DosageOptionRecord::from_row,
             each,
         )

@@ -135,15 +135,14 @@ pub fn record_not_taken(
     let source = takes_store::find_source(conn, actor.household_id, source_type, &attrs.source_id)?
         .filter(|s| !s.retired)
         .ok_or_else(|| ApiError::not_found(noun))?;
-    match access::person_access(conn, actor, source.person_id)? {
-        None => return Err(ApiError::not_found(noun)),
-        Some(level) if level < RECORD_LEVEL => {
-            return Err(ApiError::forbidden(
-                "recording a dose outcome needs record access to the person",
-            ));
-        }
-        Some(_) => {}
-    }
+    access::require_level(
+        conn,
+        actor,
+        source.person_id,
+        RECORD_LEVEL,
+        noun,
+        "recording a dose outcome needs record access to the person",
+    )?;
     if occurrence.source_type != source_type.as_str()
         || occurrence.source_portable_id != source.portable_id
     {
@@ -251,15 +250,14 @@ pub fn reopen(
     }
     let saved = store::find_outcome(conn, actor.household_id, id)?
         .ok_or_else(|| ApiError::not_found("dose occurrence"))?;
-    match access::person_access(conn, actor, saved.person_id)? {
-        None => return Err(ApiError::not_found("dose occurrence")),
-        Some(level) if level < REOPEN_LEVEL => {
-            return Err(ApiError::forbidden(
-                "reopening a dose outcome needs manage access to the person",
-            ));
-        }
-        Some(_) => {}
-    }
+    access::require_level(
+        conn,
+        actor,
+        saved.person_id,
+        REOPEN_LEVEL,
+        "dose occurrence",
+        "reopening a dose outcome needs manage access to the person",
+    )?;
     if_match.require(&saved.etag())?;
     if saved.outcome == "open" {
         return Ok(saved);

@@ -91,14 +91,15 @@ fn require_access(
     needed: AccessLevel,
     missing: &str,
 ) -> Result<()> {
-    match access::person_access(conn, actor, person_id)? {
-        None => Err(ApiError::not_found(missing)),
-        Some(level) if level >= needed => Ok(()),
-        Some(_) => Err(ApiError::forbidden(
-            "recording, changing or deleting a health event needs record or manage access to \
-             the person",
-        )),
-    }
+    access::require_level(
+        conn,
+        actor,
+        person_id,
+        needed,
+        missing,
+        "recording, changing or deleting a health event needs record or manage access to the \
+         person",
+    )
 }
 
 /// The live event `id` whose person the actor may reach at `needed` (404/403).

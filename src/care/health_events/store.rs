@@ -7,7 +7,8 @@ use rusqlite::{Connection, OptionalExtension, Row, named_params, params};
 
 use super::model::HealthEventRow;
 use crate::auth::Actor;
-use crate::auth::store::VISIBLE_PERSON;
+use crate::auth::store::{VISIBLE_PERSON, Visibility};
+use crate::db::page::{self, PageQuery};
 use crate::error::{ApiError, Result};
 use crate::http::extract::{Page, ResourceId};
 
@@ -67,53 +68,27 @@ pub fn list_visible(
     filter: &Filter,
     page: Page,
 ) -> Result<(Vec<HealthEventRow>, i64)> {
-    let (person_numeric, person_portable) = match &filter.person_id {
-        None => (None, None),
-        Some(ResourceId::Numeric(n)) => (Some(*n), None),
-        Some(ResourceId::Portable(p)) => (None, Some(p.as_str())),
-    };
+    let (person_numeric, person_portable) = ResourceId::filter_parts(filter.person_id.as_ref());
     let condition = format!(
         "e.household_id = :household_id AND e.deleted_at IS NULL AND {VISIBLE_PERSON}
          AND (:updated_since IS NULL OR e.updated_at >= :updated_since)
          AND (:person_numeric IS NULL OR e.person_id = :person_numeric)
          AND (:person_portable IS NULL OR p.portable_id = :person_portable)"
     );
-    let now = crate::time::now();
-    let total: i64 = conn
-        .prepare_cached(&format!("SELECT count(*) FROM {FROM} WHERE {condition}"))?
-        .query_row(
-            named_params! {
-                ":household_id": actor.household_id,
-                ":membership_id": actor.membership_id,
-                ":is_manager": actor.is_manager(),
-                ":now": now,
-                ":updated_since": filter.updated_since,
-                ":person_numeric": person_numeric,
-                ":person_portable": person_portable,
-            },
-            |r| r.get(0),
-        )?;
-    let rows = conn
-        .prepare_cached(&format!(
-            "SELECT {COLUMNS} FROM {FROM} WHERE {condition}
-             ORDER BY e.started_on DESC, e.id DESC LIMIT :limit OFFSET :offset"
-        ))?
-        .query_map(
-            named_params! {
-                ":household_id": actor.household_id,
-                ":membership_id": actor.membership_id,
-                ":is_manager": actor.is_manager(),
-                ":now": now,
-                ":updated_since": filter.updated_since,
-                ":person_numeric": person_numeric,
-                ":person_portable": person_portable,
-                ":limit": page.limit(),
-                ":offset": page.offset(),
-            },
-            from_row,
-        )?
-        .collect::<rusqlite::Result<Vec<_>>>()?;
-    Ok((rows, total))
+    let visibility = Visibility::of(actor);
+    let params = visibility.with(named_params! {
+        ":updated_since": filter.updated_since,
+        ":person_numeric": person_numeric,
+        ":person_portable": person_portable,
+    });
+    let query = PageQuery {
+        columns: COLUMNS,
+        from: FROM,
+        count_from: FROM,
+        condition: &condition,
+        order_by: "e.started_on DESC, e.id DESC",
+    };
+    page::read(conn, &query, &params, page, from_row)
 }
 
 pub fn insert(conn: &Connection, household_id: i64, row: &HealthEventRow) -> Result<i64> {

@@ -56,13 +56,14 @@ pub const WRITE_LEVEL: AccessLevel = AccessLevel::Record;
 /// 404 (naming `missing`) when the person is outside the actor's scope, 403
 /// when visible but the access is below record.
 fn require_record(conn: &Connection, actor: &Actor, person_id: i64, missing: &str) -> Result<()> {
-    match access::person_access(conn, actor, person_id)? {
-        None => Err(ApiError::not_found(missing)),
-        Some(level) if level >= WRITE_LEVEL => Ok(()),
-        Some(_) => Err(ApiError::forbidden(
-            "recording a dose needs record access to the person",
-        )),
-    }
+    access::require_level(
+        conn,
+        actor,
+        person_id,
+        WRITE_LEVEL,
+        missing,
+        "recording a dose needs record access to the person",
+    )
 }
 
 /// `listMedicationTakes`: takes of the people the actor may view, newest

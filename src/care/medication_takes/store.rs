@@ -4,7 +4,8 @@ use rusqlite::{Connection, OptionalExtension, Row, named_params, params};
 
 use super::model::{MedicationTake, SourceType};
 use crate::auth::Actor;
-use crate::auth::store::VISIBLE_PERSON;
+use crate::auth::store::{VISIBLE_PERSON, Visibility};
+use crate::db::page::{self, PageQuery};
 use crate::decimal::Dec;
 use crate::error::Result;
 use crate::http::extract::{Page, ResourceId};
@@ -300,13 +301,8 @@ pub fn list_visible(
          AND (:source_portable IS NULL
               OR coalesce(s.portable_id, a.portable_id) = :source_portable)"
     );
-    let now = crate::time::now();
-    let is_manager = actor.is_manager();
-    let params = named_params! {
-        ":household_id": actor.household_id,
-        ":membership_id": actor.membership_id,
-        ":is_manager": is_manager,
-        ":now": now,
+    let visibility = Visibility::of(actor);
+    let params = visibility.with(named_params! {
         ":updated_since": filter.updated_since,
         ":from": filter.from,
         ":to": filter.to,
@@ -315,20 +311,13 @@ pub fn list_visible(
         ":source_type": source_type,
         ":source_numeric": source_numeric,
         ":source_portable": source_portable,
+    });
+    let query = PageQuery {
+        columns: COLUMNS,
+        from: FROM,
+        count_from: FROM,
+        condition: &condition,
+        order_by: "t.taken_at DESC, t.id DESC",
     };
-    let total: i64 = conn
-        .prepare_cached(&format!("SELECT count(*) FROM {FROM} WHERE {condition}"))?
-        .query_row(params, |r| r.get(0))?;
-    let (limit, offset) = (page.limit(), page.offset());
-    let mut paged = params.to_vec();
-    paged.push((":limit", &limit));
-    paged.push((":offset", &offset));
-    let rows = conn
-        .prepare_cached(&format!(
-            "SELECT {COLUMNS} FROM {FROM} WHERE {condition}
-             ORDER BY t.taken_at DESC, t.id DESC LIMIT :limit OFFSET :offset"
-        ))?
-        .query_map(paged.as_slice(), from_row)?
-        .collect::<rusqlite::Result<Vec<_>>>()?;
-    Ok((rows, total))
+    page::read(conn, &query, &params, page, from_row)
 }

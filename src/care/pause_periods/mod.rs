@@ -76,13 +76,14 @@ fn live_source(
 /// 404 (naming `missing`) when the person is outside the actor's scope, 403
 /// when visible but the access is below manage.
 fn require_manage(conn: &Connection, actor: &Actor, person_id: i64, missing: &str) -> Result<()> {
-    match access::person_access(conn, actor, person_id)? {
-        None => Err(ApiError::not_found(missing)),
-        Some(level) if level >= WRITE_LEVEL => Ok(()),
-        Some(_) => Err(ApiError::forbidden(
-            "pausing and resuming a medicine needs manage access to the person",
-        )),
-    }
+    access::require_level(
+        conn,
+        actor,
+        person_id,
+        WRITE_LEVEL,
+        missing,
+        "pausing and resuming a medicine needs manage access to the person",
+    )
 }
 
 /// A portable id (UUID) in its canonical form.

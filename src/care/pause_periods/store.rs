@@ -8,7 +8,8 @@ use rusqlite::{Connection, OptionalExtension, Row, named_params, params};
 
 use super::model::{PausePeriod, PauseReason, SourceType};
 use crate::auth::Actor;
-use crate::auth::store::VISIBLE_PERSON;
+use crate::auth::store::{VISIBLE_PERSON, Visibility};
+use crate::db::page::{self, PageQuery};
 use crate::error::Result;
 use crate::http::extract::Page;
 
@@ -136,33 +137,21 @@ pub fn list_visible(
                    WHERE portable_id = :source_portable AND household_id = :household_id)
              END)))"
     );
-    let now = crate::time::now();
     let source_type = filter.map(|f| f.source_type);
     let source_portable = filter.map(|f| f.source_portable_id.as_str());
-    let params = named_params! {
-        ":household_id": actor.household_id,
-        ":membership_id": actor.membership_id,
-        ":is_manager": actor.is_manager(),
-        ":now": now,
+    let visibility = Visibility::of(actor);
+    let params = visibility.with(named_params! {
         ":source_type": source_type,
         ":source_portable": source_portable,
+    });
+    let query = PageQuery {
+        columns: COLUMNS,
+        from: FROM,
+        count_from: FROM,
+        condition: &condition,
+        order_by: "COALESCE(pp.started_at, pp.created_at) DESC, pp.id DESC",
     };
-    let total: i64 = conn
-        .prepare_cached(&format!("SELECT count(*) FROM {FROM} WHERE {condition}"))?
-        .query_row(params, |r| r.get(0))?;
-    let mut paged = params.to_vec();
-    let (limit, offset) = (page.limit(), page.offset());
-    paged.push((":limit", &limit));
-    paged.push((":offset", &offset));
-    let rows = conn
-        .prepare_cached(&format!(
-            "SELECT {COLUMNS} FROM {FROM} WHERE {condition}
-             ORDER BY COALESCE(pp.started_at, pp.created_at) DESC, pp.id DESC
-             LIMIT :limit OFFSET :offset"
-        ))?
-        .query_map(paged.as_slice(), from_row)?
-        .collect::<rusqlite::Result<Vec<_>>>()?;
-    Ok((rows, total))
+    page::read(conn, &query, &params, page, from_row)
 }
 
 /// A new open period, started now by the actor.

@@ -22,7 +22,7 @@ use crate::auth::Actor;
 use crate::care::pause_periods::model::SourceType;
 use crate::care::schedules::dose::{self, Dose};
 pub use crate::care::sources::Filter;
-use crate::care::sources::{self, SourceRow, check_same_person, person_for_plan, text};
+use crate::care::sources::{self, check_same_person, person_for_plan, text};
 use crate::db::change_feed::Action;
 use crate::error::{Problems, Result};
 use crate::http::extract::{IfMatch, Page, ResourceId};
@@ -34,37 +34,12 @@ use model::{
 pub const RECORD_TYPE: &str = "PersonMedication";
 const MAX_NOTES: usize = 2000;
 
-impl SourceRow for PersonMedicationRow {
-    const KIND: SourceType = SourceType::PersonMedication;
-    const RECORD_TYPE: &'static str = RECORD_TYPE;
-    const NOUN: &'static str = "person medication";
-
-    fn id(&self) -> i64 {
-        self.id
-    }
-    fn portable_id(&self) -> &str {
-        &self.portable_id
-    }
-    fn person_id(&self) -> i64 {
-        self.person_id
-    }
-    fn lock_version(&self) -> i64 {
-        self.lock_version
-    }
-    fn touch(&mut self, now: String) {
-        self.lock_version += 1;
-        self.updated_at = now;
-    }
-    fn find(conn: &Connection, household_id: i64, id: &ResourceId) -> Result<Option<Self>> {
-        store::find(conn, household_id, id)
-    }
-    fn update(conn: &Connection, row: &Self) -> Result<()> {
-        store::update(conn, row)
-    }
-    fn retire(conn: &Connection, id: i64, now: &str) -> Result<()> {
-        store::retire(conn, id, now)
-    }
-}
+sources::source_row!(
+    PersonMedicationRow,
+    SourceType::PersonMedication,
+    RECORD_TYPE,
+    "person medication"
+);
 
 /// `getPersonMedication`: view access to the person.
 pub fn get(conn: &Connection, actor: &Actor, id: &ResourceId) -> Result<PersonMedication> {

@@ -24,7 +24,7 @@ use crate::auth::Actor;
 use crate::care::pause_periods::model::SourceType;
 use crate::care::schedule_config;
 pub use crate::care::sources::Filter;
-use crate::care::sources::{self, SourceRow, check_same_person, person_for_plan, text};
+use crate::care::sources::{self, check_same_person, person_for_plan, text};
 use crate::db::change_feed::Action;
 use crate::error::{Problems, Result};
 use crate::http::extract::{IfMatch, Page, ResourceId};
@@ -35,37 +35,7 @@ pub const RECORD_TYPE: &str = "Schedule";
 const MAX_FREQUENCY: usize = 200;
 const MAX_NOTES: usize = 2000;
 
-impl SourceRow for ScheduleRow {
-    const KIND: SourceType = SourceType::Schedule;
-    const RECORD_TYPE: &'static str = RECORD_TYPE;
-    const NOUN: &'static str = "schedule";
-
-    fn id(&self) -> i64 {
-        self.id
-    }
-    fn portable_id(&self) -> &str {
-        &self.portable_id
-    }
-    fn person_id(&self) -> i64 {
-        self.person_id
-    }
-    fn lock_version(&self) -> i64 {
-        self.lock_version
-    }
-    fn touch(&mut self, now: String) {
-        self.lock_version += 1;
-        self.updated_at = now;
-    }
-    fn find(conn: &Connection, household_id: i64, id: &ResourceId) -> Result<Option<Self>> {
-        store::find(conn, household_id, id)
-    }
-    fn update(conn: &Connection, row: &Self) -> Result<()> {
-        store::update(conn, row)
-    }
-    fn retire(conn: &Connection, id: i64, now: &str) -> Result<()> {
-        store::retire(conn, id, now)
-    }
-}
+sources::source_row!(ScheduleRow, SourceType::Schedule, RECORD_TYPE, "schedule");
 
 /// `getSchedule`: view access to the person.
 pub fn get(conn: &Connection, actor: &Actor, id: &ResourceId) -> Result<Schedule> {

@@ -6,6 +6,7 @@ use rusqlite::{Connection, OptionalExtension, Row, named_params, params};
 use super::Relationship;
 use super::model::PersonAccessGrant;
 use crate::auth::AccessLevel;
+use crate::db::page::{self, PageQuery};
 use crate::error::Result;
 use crate::http::extract::{Page, ResourceId};
 
@@ -117,44 +118,24 @@ pub fn list_live(
     filter: &Filter,
     page: Page,
 ) -> Result<(Vec<PersonAccessGrant>, i64)> {
-    let (person_numeric, person_portable) = match &filter.person_id {
-        None => (None, None),
-        Some(ResourceId::Numeric(n)) => (Some(*n), None),
-        Some(ResourceId::Portable(p)) => (None, Some(p.as_str())),
-    };
-    let from = "person_access_grants g JOIN people p ON p.id = g.person_id
-        WHERE g.household_id = :household_id AND g.revoked_at IS NULL
+    let (person_numeric, person_portable) = ResourceId::filter_parts(filter.person_id.as_ref());
+    let query = PageQuery {
+        columns: COLUMNS,
+        from: "person_access_grants g JOIN people p ON p.id = g.person_id",
+        count_from: "person_access_grants g JOIN people p ON p.id = g.person_id",
+        condition: "g.household_id = :household_id AND g.revoked_at IS NULL
           AND (:membership_id IS NULL OR g.membership_id = :membership_id)
           AND (:person_numeric IS NULL OR g.person_id = :person_numeric)
-          AND (:person_portable IS NULL OR p.portable_id = :person_portable)";
-    let total = conn
-        .prepare_cached(&format!("SELECT count(*) FROM {from}"))?
-        .query_row(
-            named_params! {
-                ":household_id": household_id,
-                ":membership_id": filter.membership_id,
-                ":person_numeric": person_numeric,
-                ":person_portable": person_portable,
-            },
-            |r| r.get(0),
-        )?;
-    let rows = conn
-        .prepare_cached(&format!(
-            "SELECT {COLUMNS} FROM {from} ORDER BY g.id LIMIT :limit OFFSET :offset"
-        ))?
-        .query_map(
-            named_params! {
-                ":household_id": household_id,
-                ":membership_id": filter.membership_id,
-                ":person_numeric": person_numeric,
-                ":person_portable": person_portable,
-                ":limit": page.limit(),
-                ":offset": page.offset(),
-            },
-            from_row,
-        )?
-        .collect::<rusqlite::Result<Vec<_>>>()?;
-    Ok((rows, total))
+          AND (:person_portable IS NULL OR p.portable_id = :person_portable)",
+        order_by: "g.id",
+    };
+    let params = named_params! {
+        ":household_id": household_id,
+        ":membership_id": filter.membership_id,
+        ":person_numeric": person_numeric,
+        ":person_portable": person_portable,
+    };
+    page::read(conn, &query, params, page, from_row)
 }
 
 pub fn revoke(conn: &Connection, id: i64) -> Result<()> {

@@ -3,6 +3,7 @@
 
 use rusqlite::{Connection, OptionalExtension, Row, named_params, params};
 
+use crate::db::page::{self, PageQuery};
 use crate::error::Result;
 use crate::http::extract::{Page, ResourceId};
 
@@ -98,31 +99,15 @@ pub fn list(
 ) -> Result<(Vec<LocationRow>, i64)> {
     let filter = "l.household_id = :household_id AND l.deleted_at IS NULL
          AND (:updated_since IS NULL OR l.updated_at >= :updated_since)";
-    let total: i64 = conn
-        .prepare_cached(&format!("SELECT count(*) FROM locations l WHERE {filter}"))?
-        .query_row(
-            named_params! {
-                ":household_id": household_id,
-                ":updated_since": updated_since,
-            },
-            |r| r.get(0),
-        )?;
-    let rows = conn
-        .prepare_cached(&format!(
-            "SELECT {COLUMNS} FROM locations l WHERE {filter}
-             ORDER BY l.id LIMIT :limit OFFSET :offset"
-        ))?
-        .query_map(
-            named_params! {
-                ":household_id": household_id,
-                ":updated_since": updated_since,
-                ":limit": page.limit(),
-                ":offset": page.offset(),
-            },
-            from_row,
-        )?
-        .collect::<rusqlite::Result<Vec<_>>>()?;
-    Ok((rows, total))
+    let query = PageQuery {
+        columns: COLUMNS,
+        from: "locations l",
+        count_from: "locations l",
+        condition: filter,
+        order_by: "l.id",
+    };
+    let params = named_params! {":household_id": household_id, ":updated_since": updated_since};
+    page::read(conn, &query, params, page, from_row)
 }
 
 /// A row of `location_memberships`: a person assigned to a location.

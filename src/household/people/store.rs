@@ -5,7 +5,8 @@ use std::collections::HashMap;
 use rusqlite::{Connection, OptionalExtension, Row, named_params, params};
 
 use crate::auth::Actor;
-use crate::auth::store::VISIBLE_PERSON;
+use crate::auth::store::{VISIBLE_PERSON, Visibility};
+use crate::db::page::{self, PageQuery};
 use crate::error::Result;
 use crate::http::extract::{Page, ResourceId};
 
@@ -101,37 +102,16 @@ pub fn list_visible(
         "p.household_id = :household_id AND {VISIBLE_PERSON}
          AND (:updated_since IS NULL OR p.updated_at >= :updated_since)"
     );
-    let now = crate::time::now();
-    let total: i64 = conn
-        .prepare_cached(&format!("SELECT count(*) FROM people p WHERE {filter}"))?
-        .query_row(
-            named_params! {
-                ":household_id": actor.household_id,
-                ":membership_id": actor.membership_id,
-                ":is_manager": actor.is_manager(),
-                ":now": now,
-                ":updated_since": updated_since,
-            },
-            |r| r.get(0),
-        )?;
-    let rows = conn
-        .prepare_cached(&format!(
-            "SELECT {COLUMNS} FROM people p WHERE {filter} ORDER BY p.id LIMIT :limit OFFSET :offset"
-        ))?
-        .query_map(
-            named_params! {
-                ":household_id": actor.household_id,
-                ":membership_id": actor.membership_id,
-                ":is_manager": actor.is_manager(),
-                ":now": now,
-                ":updated_since": updated_since,
-                ":limit": page.limit(),
-                ":offset": page.offset(),
-            },
-            from_row,
-        )?
-        .collect::<rusqlite::Result<Vec<_>>>()?;
-    Ok((rows, total))
+    let visibility = Visibility::of(actor);
+    let params = visibility.with(named_params! {":updated_since": updated_since});
+    let query = PageQuery {
+        columns: COLUMNS,
+        from: "people p",
+        count_from: "people p",
+        condition: &filter,
+        order_by: "p.id",
+    };
+    page::read(conn, &query, &params, page, from_row)
 }
 
 /// The live locations of each of `person_ids`, in one query.

@@ -4,6 +4,7 @@
 use rusqlite::{Connection, OptionalExtension, Row, named_params, params};
 
 use super::model::DosageOption;
+use crate::db::page::{self, PageQuery};
 use crate::error::Result;
 use crate::http::extract::{Page, ResourceId};
 
@@ -63,32 +64,19 @@ pub fn list(
     let filter = "d.household_id = :household_id AND m.deleted_at IS NULL
         AND (:medication_id IS NULL OR d.medication_id = :medication_id)
         AND (:updated_since IS NULL OR d.updated_at >= :updated_since)";
-    let total = conn
-        .prepare_cached(&format!("SELECT count(*) FROM {FROM} WHERE {filter}"))?
-        .query_row(
-            named_params! {
-                ":household_id": household_id,
-                ":medication_id": medication_id,
-                ":updated_since": updated_since,
-            },
-            |r| r.get(0),
-        )?;
-    let rows = conn
-        .prepare_cached(&format!(
-            "SELECT {COLUMNS} FROM {FROM} WHERE {filter} ORDER BY d.id LIMIT :limit OFFSET :offset"
-        ))?
-        .query_map(
-            named_params! {
-                ":household_id": household_id,
-                ":medication_id": medication_id,
-                ":updated_since": updated_since,
-                ":limit": page.limit(),
-                ":offset": page.offset(),
-            },
-            from_row,
-        )?
-        .collect::<rusqlite::Result<Vec<_>>>()?;
-    Ok((rows, total))
+    let query = PageQuery {
+        columns: COLUMNS,
+        from: FROM,
+        count_from: FROM,
+        condition: filter,
+        order_by: "d.id",
+    };
+    let params = named_params! {
+        ":household_id": household_id,
+        ":medication_id": medication_id,
+        ":updated_since": updated_since,
+    };
+    page::read(conn, &query, params, page, from_row)
 }
 
 pub fn insert(conn: &Connection, household_id: i64, d: &DosageOption) -> Result<i64> {

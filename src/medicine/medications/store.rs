@@ -3,6 +3,7 @@
 use rusqlite::{Connection, OptionalExtension, Row, named_params, params};
 
 use super::model::{MedicationRow, Reorder};
+use crate::db::page::{self, PageQuery};
 use crate::error::Result;
 use crate::http::extract::{Page, ResourceId};
 
@@ -72,29 +73,15 @@ pub fn list(
 ) -> Result<(Vec<MedicationRow>, i64)> {
     let filter = "m.household_id = :household_id AND m.deleted_at IS NULL
         AND (:updated_since IS NULL OR m.updated_at >= :updated_since)";
-    let total = conn
-        .prepare_cached(&format!(
-            "SELECT count(*) FROM medications m WHERE {filter}"
-        ))?
-        .query_row(
-            named_params! {":household_id": household_id, ":updated_since": updated_since},
-            |r| r.get(0),
-        )?;
-    let rows = conn
-        .prepare_cached(&format!(
-            "SELECT {COLUMNS} FROM {FROM} WHERE {filter} ORDER BY m.id LIMIT :limit OFFSET :offset"
-        ))?
-        .query_map(
-            named_params! {
-                ":household_id": household_id,
-                ":updated_since": updated_since,
-                ":limit": page.limit(),
-                ":offset": page.offset(),
-            },
-            from_row,
-        )?
-        .collect::<rusqlite::Result<Vec<_>>>()?;
-    Ok((rows, total))
+    let query = PageQuery {
+        columns: COLUMNS,
+        from: FROM,
+        count_from: "medications m",
+        condition: filter,
+        order_by: "m.id",
+    };
+    let params = named_params! {":household_id": household_id, ":updated_since": updated_since};
+    page::read(conn, &query, params, page, from_row)
 }
 
 pub fn insert(conn: &Connection, household_id: i64, m: &MedicationRow) -> Result<i64> {
