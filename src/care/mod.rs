@@ -10,6 +10,7 @@ pub mod pause_periods;
 pub mod person_medications;
 pub mod schedule_config;
 pub mod schedules;
+pub mod source_routes;
 pub mod sources;
 
 use crate::http::openapi::Api;

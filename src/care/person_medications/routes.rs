@@ -7,13 +7,14 @@ use serde_json::json;
 
 use super::Filter;
 use super::model::{
-    PersonMedicationBody, ReorderBody, person_medication_attributes_schema,
+    PersonMedicationBody, PersonMedicationRow, ReorderBody, person_medication_attributes_schema,
     person_medication_schema, reorder_request_schema,
 };
 use crate::auth::Actor;
-use crate::care::pause_periods::model::{EMPTY_REQUEST, EmptyBody};
+use crate::care::pause_periods::model::EMPTY_REQUEST;
+use crate::care::source_routes;
 use crate::error::Result;
-use crate::http::extract::{ApiJson, IfMatch, OptionalApiJson, PathId, QueryParams};
+use crate::http::extract::{ApiJson, IfMatch, PathId, QueryParams};
 use crate::http::openapi::{Api, Op};
 use crate::http::respond;
 use crate::state::AppState;
@@ -69,7 +70,7 @@ pub fn routes(api: Api) -> Api {
                 .description("Needs view access to the assignment's person (404 otherwise). `{id}` is its numeric or portable id; a deleted assignment is not found.")
                 .ok("PersonMedicationResponse")
                 .etag(),
-            get(show),
+            get(source_routes::show::<PersonMedicationRow>),
         )
         .route(
             Op::patch(MEMBER, "updatePersonMedication", TAG)
@@ -97,7 +98,7 @@ pub fn routes(api: Api) -> Api {
                 .description("The assignment stops and leaves every list; later requests for it return 404. Past takes, outcomes and pause history are kept, and the change feed records the retirement and a deletion marker. Needs manage access to the assignment's person. If-Match is optional; a stale one returns 409.")
                 .if_match()
                 .no_content(),
-            delete(remove),
+            delete(source_routes::remove::<PersonMedicationRow>),
         )
         .route(
             Op::patch(
@@ -126,7 +127,7 @@ pub fn routes(api: Api) -> Api {
             .if_match()
             .ok("PersonMedicationResponse")
             .etag(),
-            patch(pause),
+            patch(source_routes::pause::<PersonMedicationRow>),
         )
         .route(
             Op::patch(
@@ -141,7 +142,7 @@ pub fn routes(api: Api) -> Api {
             .if_match()
             .ok("PersonMedicationResponse")
             .etag(),
-            patch(resume),
+            patch(source_routes::resume::<PersonMedicationRow>),
         )
 }
 
@@ -165,14 +166,6 @@ async fn create(
         .write(move |conn| super::create(conn, &actor, body.person_medication))
         .await?;
     Ok(respond::created_tagged(assignment))
-}
-
-async fn show(State(state): State<AppState>, actor: Actor, PathId(id): PathId) -> Result<Response> {
-    let assignment = state
-        .db
-        .read(move |conn| super::get(conn, &actor, &id))
-        .await?;
-    Ok(respond::ok_tagged(assignment))
 }
 
 async fn update(
@@ -203,19 +196,6 @@ async fn replace(
     Ok(respond::ok_tagged(assignment))
 }
 
-async fn remove(
-    State(state): State<AppState>,
-    actor: Actor,
-    PathId(id): PathId,
-    if_match: IfMatch,
-) -> Result<Response> {
-    state
-        .db
-        .write(move |conn| super::delete(conn, &actor, &id, &if_match))
-        .await?;
-    Ok(respond::no_content())
-}
-
 async fn reorder(
     State(state): State<AppState>,
     actor: Actor,
@@ -228,32 +208,4 @@ async fn reorder(
         .write(move |conn| super::reorder(conn, &actor, &id, &if_match, body.direction))
         .await?;
     Ok(respond::ok_tagged(assignment))
-}
-
-async fn pause(
-    State(state): State<AppState>,
-    actor: Actor,
-    PathId(id): PathId,
-    if_match: IfMatch,
-    OptionalApiJson(_): OptionalApiJson<EmptyBody>,
-) -> Result<Response> {
-    let source = state
-        .db
-        .write(move |conn| super::pause(conn, &actor, &id, &if_match))
-        .await?;
-    Ok(respond::ok_tagged(source))
-}
-
-async fn resume(
-    State(state): State<AppState>,
-    actor: Actor,
-    PathId(id): PathId,
-    if_match: IfMatch,
-    OptionalApiJson(_): OptionalApiJson<EmptyBody>,
-) -> Result<Response> {
-    let source = state
-        .db
-        .write(move |conn| super::resume(conn, &actor, &id, &if_match))
-        .await?;
-    Ok(respond::ok_tagged(source))
 }

@@ -6,11 +6,12 @@ use axum::routing::{delete, get, patch, post, put};
 use serde_json::json;
 
 use super::Filter;
-use super::model::{ScheduleBody, schedule_attributes_schema, schedule_schema};
+use super::model::{ScheduleBody, ScheduleRow, schedule_attributes_schema, schedule_schema};
 use crate::auth::Actor;
-use crate::care::pause_periods::model::{EMPTY_REQUEST, EmptyBody};
+use crate::care::pause_periods::model::EMPTY_REQUEST;
+use crate::care::source_routes;
 use crate::error::Result;
-use crate::http::extract::{ApiJson, IfMatch, OptionalApiJson, PathId, QueryParams};
+use crate::http::extract::{ApiJson, IfMatch, PathId, QueryParams};
 use crate::http::openapi::{Api, Op};
 use crate::http::respond;
 use crate::state::AppState;
@@ -70,7 +71,7 @@ pub fn routes(api: Api) -> Api {
                 .description("Needs view access to the schedule's person (404 otherwise). `{id}` is its numeric or portable id; a deleted schedule is not found.")
                 .ok("ScheduleResponse")
                 .etag(),
-            get(show),
+            get(source_routes::show::<ScheduleRow>),
         )
         .route(
             Op::patch(MEMBER, "updateSchedule", TAG)
@@ -98,7 +99,7 @@ pub fn routes(api: Api) -> Api {
                 .description("The schedule stops and leaves every list; later requests for it return 404. Past takes, outcomes and pause history are kept, and the change feed records the retirement and a deletion marker. Needs manage access to the schedule's person. If-Match is optional; a stale one returns 409.")
                 .if_match()
                 .no_content(),
-            delete(remove),
+            delete(source_routes::remove::<ScheduleRow>),
         )
         .route(
             Op::patch(
@@ -113,7 +114,7 @@ pub fn routes(api: Api) -> Api {
             .if_match()
             .ok("ScheduleResponse")
             .etag(),
-            patch(pause),
+            patch(source_routes::pause::<ScheduleRow>),
         )
         .route(
             Op::patch(
@@ -128,7 +129,7 @@ pub fn routes(api: Api) -> Api {
             .if_match()
             .ok("ScheduleResponse")
             .etag(),
-            patch(resume),
+            patch(source_routes::resume::<ScheduleRow>),
         )
 }
 
@@ -152,14 +153,6 @@ async fn create(
         .write(move |conn| super::create(conn, &actor, body.schedule))
         .await?;
     Ok(respond::created_tagged(schedule))
-}
-
-async fn show(State(state): State<AppState>, actor: Actor, PathId(id): PathId) -> Result<Response> {
-    let schedule = state
-        .db
-        .read(move |conn| super::get(conn, &actor, &id))
-        .await?;
-    Ok(respond::ok_tagged(schedule))
 }
 
 async fn update(
@@ -188,45 +181,4 @@ async fn replace(
         .write(move |conn| super::replace(conn, &actor, &id, &if_match, body.schedule))
         .await?;
     Ok(respond::ok_tagged(schedule))
-}
-
-async fn remove(
-    State(state): State<AppState>,
-    actor: Actor,
-    PathId(id): PathId,
-    if_match: IfMatch,
-) -> Result<Response> {
-    state
-        .db
-        .write(move |conn| super::delete(conn, &actor, &id, &if_match))
-        .await?;
-    Ok(respond::no_content())
-}
-
-async fn pause(
-    State(state): State<AppState>,
-    actor: Actor,
-    PathId(id): PathId,
-    if_match: IfMatch,
-    OptionalApiJson(_): OptionalApiJson<EmptyBody>,
-) -> Result<Response> {
-    let source = state
-        .db
-        .write(move |conn| super::pause(conn, &actor, &id, &if_match))
-        .await?;
-    Ok(respond::ok_tagged(source))
-}
-
-async fn resume(
-    State(state): State<AppState>,
-    actor: Actor,
-    PathId(id): PathId,
-    if_match: IfMatch,
-    OptionalApiJson(_): OptionalApiJson<EmptyBody>,
-) -> Result<Response> {
-    let source = state
-        .db
-        .write(move |conn| super::resume(conn, &actor, &id, &if_match))
-        .await?;
-    Ok(respond::ok_tagged(source))
 }
