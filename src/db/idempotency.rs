@@ -10,9 +10,10 @@
 //! - The same key with a different request (method, path or body) is a 409
 //!   `idempotency_key_reused`.
 //! - Current authority is checked before anything is replayed: the caller's
-//!   `authorize` sees the saved response (so it can check every record the
+//!   `recheck` sees the saved response (so it can check every record the
 //!   response names) and runs before it is returned, so revoked access never
-//!   gets the saved result.
+//!   gets the saved result. A write that runs checks its own authority in its
+//!   rule, as it does without a key.
 //! - Only successes are saved: a failed write leaves nothing (its
 //!   transaction rolls back), so a retry runs it again.
 //!
@@ -166,23 +167,22 @@ fn cutoff() -> String {
 
 /// Runs a write under an optional Idempotency-Key, in the caller's
 /// transaction. A saved response for the key is replayed (409 when it was
-/// saved for a different request) only after `authorize` (the rule's
+/// saved for a different request) only after `recheck` (the operation's
 /// current permission check, given the saved response) has passed;
-/// otherwise `authorize` runs with `None` and then `write`, whose response
-/// is saved with the key.
+/// otherwise `write` runs (its rule checks authority) and its response is
+/// saved with the key.
 pub fn run<A, W>(
     conn: &Connection,
     actor: &Actor,
     replay: &Replay,
-    authorize: A,
+    recheck: A,
     write: W,
 ) -> Result<SavedResponse>
 where
-    A: FnOnce(&Connection, Option<&SavedResponse>) -> Result<()>,
+    A: FnOnce(&Connection, &SavedResponse) -> Result<()>,
     W: FnOnce(&Connection) -> Result<SavedResponse>,
 {
     let Some(key) = replay.key.as_deref() else {
-        authorize(conn, None)?;
         return write(conn);
     };
     let cutoff = cutoff();
@@ -195,10 +195,9 @@ where
                 "this Idempotency-Key was already used for a different request; use a new key for a changed request",
             ));
         }
-        authorize(conn, Some(&saved))?;
+        recheck(conn, &saved)?;
         return Ok(saved);
     }
-    authorize(conn, None)?;
     let saved = write(conn)?;
     insert(
         conn,

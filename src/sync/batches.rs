@@ -112,10 +112,7 @@ async fn create(
                 &replay,
                 // Each operation's rule checks a fresh batch; a replay is
                 // checked result by result.
-                |conn, saved| match saved {
-                    Some(saved) => recheck_replay(conn, &actor, &saved.body),
-                    None => Ok(()),
-                },
+                |conn, saved| recheck_replay(conn, &actor, &saved.body),
                 |conn| apply_all(conn, &actor, &operations),
             )
         })

@@ -130,24 +130,7 @@ async fn remove(
                 conn,
                 &actor,
                 &replay,
-                |conn, saved| match saved {
-                    // The membership is gone; the saved record names its person.
-                    Some(saved) => {
-                        let removed: Value =
-                            serde_json::from_str(&saved.body).map_err(ApiError::internal)?;
-                        let person_id = removed["person_id"]
-                            .as_i64()
-                            .ok_or_else(|| ApiError::internal("saved membership has no person"))?;
-                        memberships::authorize(
-                            conn,
-                            &actor,
-                            &location_id,
-                            &ResourceId::Numeric(person_id),
-                        )
-                        .map(drop)
-                    }
-                    None => Ok(()),
-                },
+                |conn, saved| memberships::recheck_removal(conn, &actor, &location_id, saved),
                 |conn| {
                     let removed = memberships::delete(conn, &actor, &location_id, membership_id)?;
                     SavedResponse::no_content(&removed)

@@ -14,6 +14,7 @@ use super::require_location_manager;
 use super::store::{self, LocationRow, MembershipRow};
 use crate::auth::{AccessLevel, Actor};
 use crate::db::change_feed::{self, Action, Change};
+use crate::db::idempotency::SavedResponse;
 use crate::error::{ApiError, Result};
 use crate::household::people::{self, store::PersonRow};
 use crate::http::extract::ResourceId;
@@ -103,6 +104,26 @@ pub fn create(
         membership,
         created: true,
     })
+}
+
+/// Before a saved removal is replayed: the membership is gone, so the
+/// person it named (kept with the saved response) must still be one the
+/// actor may manage, with the location permission, at a live location.
+pub fn recheck_removal(
+    conn: &Connection,
+    actor: &Actor,
+    location_id: &ResourceId,
+    saved: &SavedResponse,
+) -> Result<()> {
+    let removed: LocationMembership =
+        serde_json::from_str(&saved.body).map_err(ApiError::internal)?;
+    authorize(
+        conn,
+        actor,
+        location_id,
+        &ResourceId::Numeric(removed.person_id),
+    )
+    .map(drop)
 }
 
 /// `deleteLocationMembership`: unassigns the person of membership

@@ -72,7 +72,7 @@ pub fn location_attributes_schema(required: &[&str]) -> Value {
 }
 
 /// A person assigned to a location (`location_ids` of the person).
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct LocationMembership {
     pub id: i64,
     pub location_id: i64,
