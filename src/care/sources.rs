@@ -19,7 +19,7 @@ use crate::db::change_feed::{self, Action, Change};
 use crate::db::page::{self, PageQuery};
 use crate::error::{ApiError, Problems, Result};
 use crate::household::people;
-use crate::http::extract::{IfMatch, Page, QueryParams, ResourceId};
+use crate::http::extract::{IfMatch, Page, QueryParams, ResourceId, trimmed};
 use crate::http::respond::{Versioned, etag};
 
 /// The access to the person that changing the plan needs.
@@ -193,9 +193,7 @@ pub fn text(
     max: usize,
     problems: &mut Problems,
 ) -> Option<Option<String>> {
-    let value = value
-        .map(|s| s.trim().to_string())
-        .filter(|s| !s.is_empty());
+    let value = trimmed(value);
     if value.as_ref().is_some_and(|v| v.chars().count() > max) {
         problems.add(field, format!("must be at most {max} characters"));
         None

@@ -186,6 +186,13 @@ impl<S: Send + Sync> FromRequestParts<S> for QueryParams {
     }
 }
 
+/// Submitted text as kept: trimmed, and blank text is no text.
+pub fn trimmed(value: Option<String>) -> Option<String> {
+    value
+        .map(|s| s.trim().to_string())
+        .filter(|s| !s.is_empty())
+}
+
 fn form_decode(raw: &str) -> Vec<(String, String)> {
     raw.split('&')
         .filter(|s| !s.is_empty())

@@ -25,7 +25,7 @@ use crate::auth::{AccessLevel, Actor, access};
 use crate::db::change_feed::{self, Action, Change};
 use crate::error::{ApiError, Problems, Result};
 use crate::household::people;
-use crate::http::extract::{IfMatch, Page, ResourceId};
+use crate::http::extract::{IfMatch, Page, ResourceId, trimmed};
 use crate::http::respond::etag;
 
 use model::{HealthEvent, HealthEventAttributes, HealthEventRow};
@@ -131,12 +131,6 @@ pub fn list(
 ) -> Result<(Vec<HealthEvent>, i64)> {
     let (rows, total) = store::list_visible(conn, actor, filter, page)?;
     Ok((shape(conn, rows)?, total))
-}
-
-fn trimmed(value: Option<String>) -> Option<String> {
-    value
-        .map(|s| s.trim().to_string())
-        .filter(|s| !s.is_empty())
 }
 
 /// Whether a submitted person reference names the event's person.

@@ -13,7 +13,7 @@ use crate::auth::Actor;
 use crate::db::change_feed::{self, Action, Change};
 use crate::decimal::Dec;
 use crate::error::{ApiError, Problems, Result};
-use crate::http::extract::{IfMatch, Page, ResourceId};
+use crate::http::extract::{IfMatch, Page, ResourceId, trimmed};
 use crate::http::respond::etag;
 use crate::medicine::medications::require_inventory;
 use model::{DosageOption, DosageOptionAttributes};
@@ -57,12 +57,6 @@ pub fn list(
         ),
     };
     store::list(conn, actor.household_id, medication_id, updated_since, page)
-}
-
-fn trimmed(value: Option<String>) -> Option<String> {
-    value
-        .map(|s| s.trim().to_string())
-        .filter(|s| !s.is_empty())
 }
 
 /// Whether a body reference names the option's own medication.

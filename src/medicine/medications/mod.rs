@@ -18,7 +18,7 @@ use crate::db::change_feed::{self, Action, Change};
 use crate::decimal::Dec;
 use crate::error::{ApiError, Problems, Result};
 use crate::household::locations;
-use crate::http::extract::{IfMatch, Page, ResourceId};
+use crate::http::extract::{IfMatch, Page, ResourceId, trimmed};
 use crate::http::respond::etag;
 use model::{Medication, MedicationAttributes, MedicationRow};
 
@@ -229,12 +229,6 @@ pub fn list(
         })
         .collect();
     Ok((items, total))
-}
-
-fn trimmed(value: Option<String>) -> Option<String> {
-    value
-        .map(|s| s.trim().to_string())
-        .filter(|s| !s.is_empty())
 }
 
 /// Applies attributes to a row, collecting every problem.

@@ -15,7 +15,7 @@ use crate::db::change_feed::{self, Action, Change};
 use crate::decimal::Dec;
 use crate::error::{ApiError, Problems, Result};
 use crate::household::audit;
-use crate::http::extract::{Page, ResourceId};
+use crate::http::extract::{Page, ResourceId, trimmed};
 use crate::medicine::medications::{self, require_inventory};
 use model::{NewStockRemoval, StockRemoval};
 
@@ -58,11 +58,6 @@ impl StockRemoval {
     }
 }
 
-/// A note as kept: trimmed, and a blank one is no note.
-fn clean_note(note: Option<String>) -> Option<String> {
-    note.map(|n| n.trim().to_string()).filter(|n| !n.is_empty())
-}
-
 /// The permission and the medication a removal needs, checked before a
 /// fresh removal and before a saved response is replayed.
 pub fn authorize(
@@ -91,7 +86,7 @@ pub fn create(
     if !input.quantity.is_positive() {
         problems.add("quantity", "must be greater than zero");
     }
-    let note = clean_note(input.note);
+    let note = trimmed(input.note);
     if note.as_ref().is_some_and(|n| n.chars().count() > MAX_NOTE) {
         problems.add("note", format!("must be at most {MAX_NOTE} characters"));
     }
