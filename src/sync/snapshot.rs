@@ -21,6 +21,7 @@ use axum::routing::get;
 use rusqlite::Connection;
 use serde_json::{Map, Value, json};
 
+use super::changes_store;
 use super::snapshot_store::{self, Reader, Scope};
 use crate::auth::Actor;
 use crate::db::instance;
@@ -36,11 +37,8 @@ const MOBILE_PATH: &str = "/households/{household_id}/mobile_snapshot";
 pub const FORMAT_V1: &str = "service.portable.v1";
 pub const FORMAT_V2: &str = "service.portable.v2";
 
-/// The cursor of the change-feed position `seq`: the same encoding the
-/// change feed reads (`v1:<household_id>:<seq>`, base64url, no padding).
-pub fn encode_cursor(household_id: i64, seq: i64) -> String {
-    super::changes::encode_cursor(household_id, seq)
-}
+/// The cursor a snapshot carries: the change feed's own cursor encoding.
+pub use super::changes::encode_cursor;
 
 /// Writes `{"data": <snapshot>}` inside one read transaction, each
 /// collection row by row as it is read. `v2` adds pause periods, dose
@@ -56,7 +54,10 @@ pub fn write_snapshot(
     let tx = conn.unchecked_transaction()?;
     let read = Reader::new(&tx, actor);
     let cursor = if v2 {
-        Some(encode_cursor(actor.household_id, read.max_seq()?))
+        Some(encode_cursor(
+            actor.household_id,
+            changes_store::max_seq(&tx, actor.household_id)?,
+        ))
     } else {
         None
     };

@@ -329,16 +329,6 @@ impl<'a> Reader<'a> {
             .query_row([self.household_id], |r| r.get(0))?)
     }
 
-    /// The change-feed position now: the household's highest seq (0 if none).
-    pub fn max_seq(&self) -> Result<i64> {
-        Ok(self
-            .conn
-            .prepare_cached(
-                "SELECT COALESCE(MAX(seq), 0) FROM change_feed WHERE household_id = ?1",
-            )?
-            .query_row([self.household_id], |r| r.get(0))?)
-    }
-
     pub fn people(&self, each: impl FnMut(PersonRecord) -> Result<()>) -> Result<()> {
         let links = collect(|sink| {
             visible(
