@@ -24,7 +24,7 @@ use axum::extract::State;
 use axum::http::{StatusCode, Uri};
 use axum::response::{IntoResponse, Response};
 use axum::routing::post;
-use rusqlite::{Connection, OptionalExtension};
+use rusqlite::Connection;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
@@ -33,6 +33,7 @@ use super::batches_model::{
     BatchBody, MAX_OPERATIONS, Operation, OperationResult, batch_request_schema,
     batch_result_schema, operation_schema, supported,
 };
+use super::batches_store;
 use crate::auth::Actor;
 use crate::auth::access::{self, AccessLevel};
 use crate::care::dose_occurrences::outcomes as dose_outcomes;
@@ -138,42 +139,50 @@ fn apply_all(conn: &Connection, actor: &Actor, operations: &[Operation]) -> Resu
 /// What a caller must still hold for a saved result to be replayed: the
 /// authority its operation's rule checked when it ran.
 enum Authority {
-    /// Any member (creating a person; its result also needs view access).
+    /// Nothing beyond membership (no record type of the table below).
     Member,
     Inventory,
     Locations,
-    /// This access to the person the record belongs to.
-    Person(AccessLevel),
+    /// This access to the person of the record, found in `table` (whose
+    /// person is in `column`).
+    Person {
+        level: AccessLevel,
+        table: &'static str,
+        column: &'static str,
+    },
 }
 
 fn authority(record_type: &str, action: &str) -> Authority {
+    let person = |level, table| Authority::Person {
+        level,
+        table,
+        column: "person_id",
+    };
     match (record_type, action) {
         ("Location", _) => Authority::Locations,
         ("Medication" | "MedicationDosageOption" | "StockRemoval", _) => Authority::Inventory,
-        ("Person", "create") => Authority::Person(AccessLevel::View),
-        ("Person", _) => Authority::Person(people::WRITE_LEVEL),
-        ("HealthEvent", _) => Authority::Person(health_events::WRITE_LEVEL),
-        ("Schedule" | "PersonMedication", _) => Authority::Person(sources::WRITE_LEVEL),
-        ("MedicationPausePeriod", _) => Authority::Person(pause_periods::WRITE_LEVEL),
-        ("MedicationTake", _) => Authority::Person(medication_takes::WRITE_LEVEL),
-        (dose_outcomes::RECORD_TYPE, "create") => Authority::Person(dose_outcomes::RECORD_LEVEL),
-        (dose_outcomes::RECORD_TYPE, _) => Authority::Person(dose_outcomes::REOPEN_LEVEL),
+        ("Person", action) => Authority::Person {
+            level: if action == "create" {
+                AccessLevel::View
+            } else {
+                people::WRITE_LEVEL
+            },
+            table: "people",
+            column: "id",
+        },
+        ("HealthEvent", _) => person(health_events::WRITE_LEVEL, "health_events"),
+        ("Schedule", _) => person(sources::WRITE_LEVEL, "schedules"),
+        ("PersonMedication", _) => person(sources::WRITE_LEVEL, "person_medications"),
+        ("MedicationPausePeriod", _) => {
+            person(pause_periods::WRITE_LEVEL, "medication_pause_periods")
+        }
+        ("MedicationTake", _) => person(medication_takes::WRITE_LEVEL, "medication_takes"),
+        (dose_outcomes::RECORD_TYPE, "create") => {
+            person(dose_outcomes::RECORD_LEVEL, "dose_occurrences")
+        }
+        (dose_outcomes::RECORD_TYPE, _) => person(dose_outcomes::REOPEN_LEVEL, "dose_occurrences"),
         _ => Authority::Member,
     }
-}
-
-/// The table holding a person-scoped record type, and its person column.
-fn person_table(record_type: &str) -> Option<(&'static str, &'static str)> {
-    Some(match record_type {
-        "Person" => ("people", "id"),
-        "HealthEvent" => ("health_events", "person_id"),
-        "Schedule" => ("schedules", "person_id"),
-        "PersonMedication" => ("person_medications", "person_id"),
-        "MedicationPausePeriod" => ("medication_pause_periods", "person_id"),
-        "MedicationTake" => ("medication_takes", "person_id"),
-        "MedicationDoseOccurrence" => ("dose_occurrences", "person_id"),
-        _ => return None,
-    })
 }
 
 /// Before a saved batch response is replayed, every result's authority is
@@ -194,24 +203,17 @@ fn recheck_replay(conn: &Connection, actor: &Actor, body: &str) -> Result<()> {
             Authority::Member => {}
             Authority::Inventory => medications::require_inventory(actor)?,
             Authority::Locations => locations::require_location_manager(actor)?,
-            Authority::Person(level) => {
-                let (Some((table, column)), Some(portable_id)) = (
-                    person_table(record_type),
-                    result["record_portable_id"].as_str(),
-                ) else {
-                    continue;
-                };
-                let person: Option<i64> = conn
-                    .prepare_cached(&format!(
-                        "SELECT {column} FROM {table} WHERE household_id = ?1 AND portable_id = ?2"
-                    ))?
-                    .query_row(rusqlite::params![actor.household_id, portable_id], |r| {
-                        r.get(0)
-                    })
-                    .optional()?;
+            Authority::Person {
+                level,
+                table,
+                column,
+            } => {
+                let portable_id = result["record_portable_id"].as_str().unwrap_or_default();
                 // A record gone since names nobody whose access could be
                 // checked, so nothing is replayed.
-                let person = person.ok_or_else(|| ApiError::not_found("record"))?;
+                let person =
+                    batches_store::person_of(conn, actor.household_id, table, column, portable_id)?
+                        .ok_or_else(|| ApiError::not_found("record"))?;
                 access::require_person(conn, actor, person, level)?;
             }
         }

@@ -1,9 +1,10 @@
-//! Offline sync: the change feed (and the snapshot).
+//! Offline sync: snapshots, the change feed and sync batches.
 
 use crate::http::openapi::Api;
 
 pub mod batches;
 pub mod batches_model;
+pub mod batches_store;
 pub mod changes;
 pub mod changes_model;
 pub mod changes_store;
