@@ -43,7 +43,7 @@ use crate::care::{
 use crate::db::idempotency::{self, Replay, SavedResponse};
 use crate::error::{ApiError, FieldErrors, Result};
 use crate::household::{locations, people};
-use crate::http::extract::{ApiJson, IdempotencyKey, IfMatch, ResourceId, parse_json};
+use crate::http::extract::{ApiJson, IdempotencyKey, IfMatch, ResourceId, typed};
 use crate::http::openapi::{Api, Op};
 use crate::http::respond::Versioned;
 use crate::medicine::{dosage_options, medications, stock_removals};
@@ -90,7 +90,7 @@ async fn create(
     ApiJson(body): ApiJson<Value>,
 ) -> Result<Response> {
     let replay = Replay::new(key, "POST", uri.path(), Some(&body));
-    let batch: BatchBody = parse_json(body.to_string().as_bytes())?;
+    let batch: BatchBody = typed(Some(&body))?;
     let operations = batch.batch.operations;
     if operations.is_empty() || operations.len() > MAX_OPERATIONS {
         return Err(ApiError::invalid(
@@ -262,12 +262,7 @@ fn at_operation(index: usize, err: ApiError) -> ApiError {
 /// The operation's attributes as the resource's attribute struct, with the
 /// same 422s as a REST body (absent attributes are `{}`).
 fn attributes<T: DeserializeOwned>(op: &Operation) -> Result<T> {
-    let text = op
-        .attributes
-        .as_ref()
-        .map(Value::to_string)
-        .unwrap_or_else(|| "{}".into());
-    parse_json(text.as_bytes()).map_err(|e| match e {
+    typed(op.attributes.as_ref()).map_err(|e| match e {
         ApiError::Validation { message, errors } => ApiError::Validation {
             message: format!("attributes: {message}"),
             errors: errors
