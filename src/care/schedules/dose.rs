@@ -38,6 +38,24 @@ pub struct Dose {
     pub min_hours_between_doses: Option<Dec>,
 }
 
+impl Dose {
+    /// A dose before any attributes are applied; `settle` requires the
+    /// medication, amount and unit, so these values never reach storage.
+    pub fn placeholder() -> Dose {
+        Dose {
+            medication_id: 0,
+            medication_portable_id: String::new(),
+            source_dosage_option_id: None,
+            source_dosage_option_portable_id: None,
+            dose_amount: Dec::ZERO,
+            dose_unit: DoseUnit::Tablet,
+            dose_cycle: None,
+            max_daily_doses: None,
+            min_hours_between_doses: None,
+        }
+    }
+}
+
 /// The submitted dose attributes: absent (`None`), null (`Some(None)`) or a value.
 #[derive(Debug, Default)]
 pub struct DoseAttributes {
