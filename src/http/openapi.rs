@@ -567,6 +567,7 @@ impl Api {
                     "RequestId": {"description": "Identifies the request in logs and error bodies",
                         "schema": {"type": "string"}},
                     "RetryAfter": {"description": "Seconds to wait before retrying",
+                        "required": true,
                         "schema": {"type": "integer", "minimum": 1, "maximum": i64::MAX}},
                 },
             },
@@ -611,7 +612,7 @@ fn error_responses() -> Value {
         "RateLimited".into(),
         json!({
             "description": "Rate limit exceeded",
-            "headers": {"Retry-After": {"$ref": "#/components/headers/RetryAfter", "required": true}},
+            "headers": {"Retry-After": {"$ref": "#/components/headers/RetryAfter"}},
             "content": {"application/json": {"schema": schema_ref("RateLimitError")}},
         }),
     );

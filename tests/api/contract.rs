@@ -206,3 +206,50 @@ async fn landing_page_points_at_the_api() {
         .await
         .assert_error(404, "not_found");
 }
+
+const SNAPSHOT: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/openapi/openapi.json");
+const OAS_31_SCHEMA: &str = include_str!("../openapi/oas-3.1-schema.json");
+
+#[tokio::test]
+async fn the_served_document_is_valid_openapi_3_1() {
+    let app = TestApp::new().await;
+    let doc = app.document();
+    let meta: Value = serde_json::from_str(OAS_31_SCHEMA).unwrap();
+    let validator = jsonschema::draft202012::new(&meta).expect("the OAS 3.1 schema compiles");
+    let errors: Vec<String> = validator
+        .iter_errors(doc)
+        .map(|e| format!("{e} at {}", e.instance_path()))
+        .collect();
+    assert!(errors.is_empty(), "not valid OpenAPI 3.1: {errors:#?}");
+
+    // The OAS schema leaves Schema Objects open; each must be valid JSON Schema 2020-12.
+    for (name, schema) in doc["components"]["schemas"].as_object().unwrap() {
+        if let Err(e) = jsonschema::draft202012::meta::validate(schema) {
+            panic!("components.schemas.{name} is not valid JSON Schema 2020-12: {e}");
+        }
+    }
+}
+
+#[tokio::test]
+async fn the_served_document_matches_the_snapshot() {
+    let app = TestApp::new().await;
+    let served = serde_json::to_string_pretty(app.document()).unwrap() + "\n";
+    if std::env::var_os("PILLBOX_UPDATE_OPENAPI").is_some() {
+        std::fs::write(SNAPSHOT, &served).unwrap();
+        return;
+    }
+    let committed = std::fs::read_to_string(SNAPSHOT).unwrap_or_default();
+    if committed != served {
+        let line = committed
+            .lines()
+            .zip(served.lines())
+            .position(|(a, b)| a != b)
+            .unwrap_or(committed.lines().count().min(served.lines().count()));
+        panic!(
+            "the served OpenAPI document differs from tests/openapi/openapi.json (first at line {}).\n\
+             Review the change, then refresh the snapshot with:\n\n    \
+             PILLBOX_UPDATE_OPENAPI=1 cargo test --test api contract::the_served_document_matches_the_snapshot\n",
+            line + 1
+        );
+    }
+}
