@@ -82,6 +82,21 @@ async fn rows(app: &TestApp) -> i64 {
         .unwrap()
 }
 
+/// The occurrence key this server would issue for the first dose of
+/// `source` on `day`.
+async fn sign(app: &TestApp, source_type: &str, source: &Ids, day: &str) -> String {
+    let occurrence = Occurrence {
+        source_type: source_type.into(),
+        source_portable_id: source.portable.clone(),
+        window_starts_on: day.parse().unwrap(),
+        position: 1,
+    };
+    app.db
+        .read(move |conn| occurrence_key::sign(conn, &occurrence))
+        .await
+        .unwrap()
+}
+
 fn not_taken(source_type: &str, source: &Ids, key: &str) -> Value {
     json!({"action": "create", "resource_type": "medication_dose_occurrence",
         "attributes": {"source_type": source_type, "source_id": source.portable,
@@ -295,13 +310,15 @@ async fn taken_doses_as_needed_sources_and_view_grants_are_refused() {
     assert_eq!(rows(&app).await, 0);
     assert_eq!(supply(&app, &med).await, stock);
 
-    // A dose already taken conflicts.
+    // A dose already taken conflicts. Only a dose whose day has come can be
+    // taken, so this is the key of a past day, given on that day.
+    let past = sign(&app, "schedule", &schedule, "2026-03-10").await;
     let took = app
         .post(
             &app.hh("/medication_takes"),
             &app.owner,
             json!({"medication_take": {"source_type": "schedule", "source_id": schedule.id,
-                "taken_at": pillbox::time::now(), "occurrence_key": key}}),
+                "taken_at": "2026-03-10T08:00:00Z", "occurrence_key": past}}),
         )
         .await;
     took.assert_status(201);
@@ -309,7 +326,7 @@ async fn taken_doses_as_needed_sources_and_view_grants_are_refused() {
     batch(
         &app,
         &app.owner,
-        json!([not_taken("schedule", &schedule, &key)]),
+        json!([not_taken("schedule", &schedule, &past)]),
     )
     .await
     .assert_error(409, "dose_outcome_conflict");

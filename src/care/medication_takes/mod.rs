@@ -23,22 +23,31 @@ use rust_decimal::Decimal;
 use rust_decimal::prelude::ToPrimitive;
 
 use crate::auth::{AccessLevel, Actor, access};
+use crate::care::dose_occurrences::cycle_window;
+use crate::care::dose_occurrences::outcomes as dose_outcomes;
 use crate::care::occurrence_key;
+use crate::care::schedule_config;
 use crate::db::change_feed::{self, Action, Change};
 use crate::decimal::Dec;
 use crate::error::{ApiError, Problems, Result};
-use crate::household::locations;
+use crate::household::{locations, people};
 use crate::http::extract::{Page, ResourceId};
 use crate::medicine::medications;
 use crate::medicine::stock_removals;
-use crate::medicine::vocab::DoseCycle;
-use model::{MedicationTake, NewMedicationTake, Warning};
+use crate::medicine::vocab::{DoseCycle, DoseUnit, ScheduleType};
+use model::{MedicationTake, NewMedicationTake, SourceType, Warning};
 pub use store::Filter;
 use store::Source;
 
 pub const RECORD_TYPE: &str = "MedicationTake";
 /// How far ahead of the server's clock a take may be dated.
 const MAX_FUTURE: SignedDuration = SignedDuration::from_mins(5);
+/// A dose given this long before its expected dose's window opens, or
+/// after it closes, may still be linked to it: a 20:00 dose given just after
+/// midnight, a morning dose given the night before.
+pub const OCCURRENCE_GRACE: SignedDuration = SignedDuration::from_hours(12);
+/// No dose is dated before this day (nor before the person's birth).
+const EARLIEST_TAKEN_ON: Date = jiff::civil::date(1900, 1, 1);
 
 /// A recorded take and what the caller should know about it.
 #[derive(Debug)]
@@ -124,11 +133,11 @@ fn same_facts(saved: &MedicationTake, input: &NewMedicationTake, taken_at: &str)
 }
 
 /// Records a take, all in the caller's transaction: the take, the stock
-/// deduction with its medication's new version, and the change-feed
-/// entries. A repeated client_uuid with the same facts returns the saved
-/// take and changes nothing; with other facts it is a 409
-/// `client_uuid_reused`. Access is checked before anything, a replay
-/// included.
+/// deduction with its medication's new version, the saved outcome of the
+/// expected dose it names (now taken) and the change-feed entries. A
+/// repeated client_uuid with the same facts returns the saved take and
+/// changes nothing; with other facts it is a 409 `client_uuid_reused`.
+/// Access is checked before anything, a replay included.
 pub fn create(conn: &Connection, actor: &Actor, input: NewMedicationTake) -> Result<Recorded> {
     let taken_at_ts: Timestamp = input.taken_at.parse().map_err(|_| {
         ApiError::invalid("taken_at", "must be an ISO 8601 date-time with an offset")
@@ -153,7 +162,7 @@ pub fn create(conn: &Connection, actor: &Actor, input: NewMedicationTake) -> Res
             &ResourceId::Numeric(saved.source_id),
         )?
         .ok_or_else(|| ApiError::internal("the source of a saved take is missing"))?;
-        let (warnings, next_dose_allowed_at) = limits(conn, actor.household_id, &source, &saved)?;
+        let (warnings, next_dose_allowed_at) = warnings(conn, actor.household_id, &source, &saved)?;
         return Ok(Recorded {
             take: saved,
             warnings,
@@ -173,16 +182,30 @@ pub fn create(conn: &Connection, actor: &Actor, input: NewMedicationTake) -> Res
     .ok_or_else(|| ApiError::not_found(noun))?;
     require_record(conn, actor, source.person_id, noun)?;
 
+    let tz = crate::household::store::time_zone(conn, actor.household_id)?;
+    let taken_on = taken_at_ts.to_zoned_datetime(tz.clone()).date();
+    let born_on = people::store::find(
+        conn,
+        actor.household_id,
+        &ResourceId::Numeric(source.person_id),
+    )?
+    .and_then(|p| p.date_of_birth)
+    .and_then(|d| d.parse::<Date>().ok());
     let mut problems = Problems::default();
     if taken_at_ts > Timestamp::now() + MAX_FUTURE {
         problems.add("taken_at", "must not be more than 5 minutes in the future");
+    } else if taken_on < EARLIEST_TAKEN_ON {
+        problems.add("taken_at", "must not be before 1900-01-01");
+    } else if born_on.is_some_and(|born| taken_on < born) {
+        problems.add(
+            "taken_at",
+            "must not be before the person's date of birth (in the household time zone)",
+        );
     }
     if input.dose_amount.is_some_and(|a| !a.is_positive()) {
         problems.add("dose_amount", "must be greater than zero");
     }
     problems.check("the medication take is invalid")?;
-    let dose_amount = input.dose_amount.unwrap_or(source.dose_amount);
-    let dose_unit = input.dose_unit.unwrap_or(source.dose_unit);
 
     let medication_ref = input
         .taken_from_medication_id
@@ -209,6 +232,14 @@ pub fn create(conn: &Connection, actor: &Actor, input: NewMedicationTake) -> Res
                     "names an expected dose of another schedule or person medication",
                 ));
             }
+            let (opens, closes) = linkable_between(&tz, &source, occurrence.window_starts_on)?;
+            if taken_at_ts < opens || taken_at_ts >= closes {
+                return Err(ApiError::invalid(
+                    "occurrence_key",
+                    "names an expected dose whose window, widened by 12 hours either side, \
+                     does not contain taken_at",
+                ));
+            }
             let window = occurrence.window_starts_on.to_string();
             let position = i64::from(occurrence.position);
             if store::find_by_occurrence(conn, source.source_type, source.id, &window, position)?
@@ -219,14 +250,25 @@ pub fn create(conn: &Connection, actor: &Actor, input: NewMedicationTake) -> Res
                     "this expected dose is already linked to another take",
                 ));
             }
-            Some((window, position))
+            Some((occurrence.window_starts_on, window, position))
         }
         None => None,
     };
 
+    // The dose of the expected dose named, or else of the day it was given.
+    let planned = planned_on(
+        &source,
+        occurrence.as_ref().map_or(taken_on, |(day, _, _)| *day),
+    );
+    let dose_amount = input.dose_amount.unwrap_or(planned.dose_amount);
+    let dose_unit = input.dose_unit.unwrap_or(planned.dose_unit);
+
     let now = crate::time::now();
     let portable_id = crate::db::new_portable_id();
-    let (window, position) = occurrence.unzip();
+    let (window, position) = occurrence
+        .as_ref()
+        .map(|(_, window, position)| (window.clone(), *position))
+        .unzip();
     let id = store::insert(
         conn,
         &store::NewRow {
@@ -259,6 +301,17 @@ pub fn create(conn: &Connection, actor: &Actor, input: NewMedicationTake) -> Res
             person_id: Some(source.person_id),
         },
     )?;
+    if let Some((_, window, position)) = &occurrence {
+        dose_outcomes::link_take(
+            conn,
+            actor,
+            source.source_type,
+            source.id,
+            window,
+            *position,
+            id,
+        )?;
+    }
 
     let mut stock_warnings = Vec::new();
     if medication.dose_unit.is_none_or(|unit| unit == dose_unit) {
@@ -293,7 +346,7 @@ pub fn create(conn: &Connection, actor: &Actor, input: NewMedicationTake) -> Res
     }
 
     let take = store::find(conn, id)?.ok_or_else(|| ApiError::internal("saved take is missing"))?;
-    let (mut warnings, next_dose_allowed_at) = limits(conn, actor.household_id, &source, &take)?;
+    let (mut warnings, next_dose_allowed_at) = warnings(conn, actor.household_id, &source, &take)?;
     warnings.extend(stock_warnings);
     Ok(Recorded {
         take,
@@ -301,6 +354,72 @@ pub fn create(conn: &Connection, actor: &Actor, input: NewMedicationTake) -> Res
         next_dose_allowed_at,
         replayed: false,
     })
+}
+
+/// The instants between which a dose may be linked to the expected dose of
+/// `source` whose window starts on `starts_on`: its window (a schedule's
+/// day, an assignment's dose-cycle window) in the household time zone,
+/// widened by [`OCCURRENCE_GRACE`] either side.
+fn linkable_between(
+    tz: &TimeZone,
+    source: &Source,
+    starts_on: Date,
+) -> Result<(Timestamp, Timestamp)> {
+    let (first, last) = match source.source_type {
+        SourceType::Schedule => (starts_on, starts_on),
+        SourceType::PersonMedication => cycle_window(source.dose_cycle, starts_on),
+    };
+    let opens = midnight(tz, first)?;
+    let closes = midnight(tz, last.tomorrow().unwrap_or(last))?;
+    Ok((opens - OCCURRENCE_GRACE, closes + OCCURRENCE_GRACE))
+}
+
+/// What a source calls for on one day: its dose and limits.
+#[derive(Debug, Clone, Copy)]
+struct Planned {
+    dose_amount: Dec,
+    dose_unit: DoseUnit,
+    max_daily_doses: Option<i64>,
+    min_hours_between_doses: Option<Dec>,
+}
+
+/// The dose and limits `source` calls for on `date`: for a tapering
+/// schedule the step covering that day (its own limits winning, as
+/// listDoseOccurrences applies them), otherwise the source's own.
+fn planned_on(source: &Source, date: Date) -> Planned {
+    let own = Planned {
+        dose_amount: source.dose_amount,
+        dose_unit: source.dose_unit,
+        max_daily_doses: source.max_daily_doses,
+        min_hours_between_doses: source.min_hours_between_doses,
+    };
+    let (Some(ScheduleType::Tapering), Some(stored)) =
+        (source.schedule_type, source.schedule_config.as_deref())
+    else {
+        return own;
+    };
+    let config = serde_json::from_str(stored)
+        .ok()
+        .and_then(|value| schedule_config::parse(ScheduleType::Tapering, &value).ok());
+    match config.as_ref().and_then(|c| c.taper_step_on(date)) {
+        Some(step) => Planned {
+            dose_amount: step.dose_amount,
+            dose_unit: step.dose_unit.unwrap_or(source.dose_unit),
+            max_daily_doses: step.max_daily_doses.or(source.max_daily_doses),
+            min_hours_between_doses: step
+                .min_hours_between_doses
+                .or(source.min_hours_between_doses),
+        },
+        None => own,
+    }
+}
+
+/// The start of `date` in `tz`.
+fn midnight(tz: &TimeZone, date: Date) -> Result<Timestamp> {
+    Ok(date
+        .to_zoned_datetime(tz.clone())
+        .map_err(|e| ApiError::internal(format!("start of {date}: {e}")))?
+        .timestamp())
 }
 
 /// The [start, end) of the dose-cycle window containing `at`: its day, ISO
@@ -323,10 +442,7 @@ fn window(at: Timestamp, tz: &TimeZone, cycle: DoseCycle) -> Result<(Timestamp, 
             )
         }
     };
-    let at_midnight = |d: Date| -> Result<Timestamp> {
-        Ok(d.to_zoned_datetime(tz.clone()).map_err(bad)?.timestamp())
-    };
-    Ok((at_midnight(start)?, at_midnight(end)?))
+    Ok((midnight(tz, start)?, midnight(tz, end)?))
 }
 
 fn period(cycle: DoseCycle) -> &'static str {
@@ -352,10 +468,12 @@ fn duration_to_hours(d: SignedDuration) -> Dec {
         .normalize())
 }
 
-/// The safety-limit warnings of a take, judged against the takes of its
-/// source recorded up to it (so a replay answers as the first time did),
-/// and, for as-needed sources, when the next dose is allowed.
-fn limits(
+/// The warnings of a take, judged against the takes recorded up to it (so
+/// a replay answers as the first time did), and, for as-needed sources,
+/// when the next dose is allowed. The limits are those the source calls
+/// for on the day of taken_at (a taper step's own); takes of the same
+/// medication for the same person under other sources count too.
+fn warnings(
     conn: &Connection,
     household_id: i64,
     source: &Source,
@@ -363,11 +481,21 @@ fn limits(
 ) -> Result<(Vec<Warning>, Option<String>)> {
     let tz = crate::household::store::time_zone(conn, household_id)?;
     let cycle = source.dose_cycle.unwrap_or(DoseCycle::Daily);
-    let min_gap = source
+    let taken_at = timestamp(&take.taken_at)?;
+    let taken_on = taken_at.to_zoned_datetime(tz.clone()).date();
+    let planned = planned_on(source, taken_on);
+    let min_gap = planned
         .min_hours_between_doses
         .filter(|h| h.is_positive())
         .map(hours_to_duration);
-    let taken_at = timestamp(&take.taken_at)?;
+    let others = store::OtherSources {
+        person_id: source.person_id,
+        medication_id: source.medication_id,
+        source_type: source.source_type,
+        source_id: source.id,
+        take_id: take.id,
+        taken_at: &take.taken_at,
+    };
     let mut warnings = Vec::new();
 
     let count_around = |at: Timestamp| -> Result<(i64, Timestamp)> {
@@ -383,13 +511,26 @@ fn limits(
         Ok((count, end))
     };
 
-    if let Some(max) = source.max_daily_doses {
-        let (count, _) = count_around(taken_at)?;
+    if let Some(max) = planned.max_daily_doses {
+        let (own, _) = count_around(taken_at)?;
+        let (start, end) = window(taken_at, &tz, cycle)?;
+        let other = store::count_other_sources_in_window(
+            conn,
+            &others,
+            &crate::time::format(start),
+            &crate::time::format(end),
+        )?;
+        let count = own + other;
         if count > max {
+            let under_others = if other > 0 {
+                format!(" ({other} of them under other sources of this medication)")
+            } else {
+                String::new()
+            };
             warnings.push(Warning {
                 code: "max_daily_doses_exceeded",
                 message: format!(
-                    "{count} doses recorded in this {}; the limit is {max}",
+                    "{count} doses recorded in this {}{under_others}; the limit is {max}",
                     period(cycle)
                 ),
             });
@@ -414,6 +555,45 @@ fn limits(
             });
         }
     }
+    if let Some((gap, limit)) = too_close_to_other_sources(conn, &others, taken_at, min_gap)? {
+        warnings.push(Warning {
+            code: "min_hours_between_doses_other_source",
+            message: format!(
+                "a dose of the same medication under another source was recorded {} hours from this one; at least {} hours should pass between doses",
+                duration_to_hours(gap),
+                duration_to_hours(limit)
+            ),
+        });
+    }
+
+    if source
+        .start_date
+        .as_deref()
+        .and_then(|d| d.parse::<Date>().ok())
+        .is_some_and(|start| taken_on < start)
+    {
+        warnings.push(Warning {
+            code: "before_start_date",
+            message: "this dose was given before the schedule's start_date".into(),
+        });
+    }
+    if source
+        .end_date
+        .as_deref()
+        .and_then(|d| d.parse::<Date>().ok())
+        .is_some_and(|end| taken_on > end)
+    {
+        warnings.push(Warning {
+            code: "after_end_date",
+            message: "this dose was given after the schedule's end_date".into(),
+        });
+    }
+    if store::paused_at(conn, source.source_type, source.id, &take.taken_at)? {
+        warnings.push(Warning {
+            code: "source_paused",
+            message: "this dose was given while its source was paused".into(),
+        });
+    }
 
     let mut next = None;
     if source.as_needed
@@ -423,7 +603,7 @@ fn limits(
         if let Some(min_gap) = min_gap {
             next = Some(latest + min_gap);
         }
-        if let Some(max) = source.max_daily_doses {
+        if let Some(max) = planned.max_daily_doses {
             let (count, end) = count_around(latest)?;
             if count >= max {
                 next = Some(next.map_or(end, |n: Timestamp| n.max(end)));
@@ -431,4 +611,42 @@ fn limits(
         }
     }
     Ok((warnings, next.map(crate::time::format)))
+}
+
+/// The closest take of the same medication under another source that came
+/// within the minimum gap, with that gap and the limit it broke. Of the two
+/// sources' min_hours_between_doses the larger applies, so the warning does
+/// not depend on which of the two doses was recorded second.
+fn too_close_to_other_sources(
+    conn: &Connection,
+    others: &store::OtherSources<'_>,
+    taken_at: Timestamp,
+    own_gap: Option<SignedDuration>,
+) -> Result<Option<(SignedDuration, SignedDuration)>> {
+    let positive = |h: Dec| h.is_positive().then(|| hours_to_duration(h));
+    let horizon = store::other_sources_max_min_hours(conn, others)?
+        .and_then(positive)
+        .max(own_gap);
+    let Some(horizon) = horizon else {
+        return Ok(None);
+    };
+    let reach = |at: Option<Timestamp>, bound: Timestamp| at.unwrap_or(bound);
+    let from = reach(taken_at.checked_sub(horizon).ok(), Timestamp::MIN);
+    let until = reach(taken_at.checked_add(horizon).ok(), Timestamp::MAX);
+    let mut closest: Option<(SignedDuration, SignedDuration)> = None;
+    for (at, their_hours) in store::other_sources_between(
+        conn,
+        others,
+        &crate::time::format(from),
+        &crate::time::format(until),
+    )? {
+        let gap = taken_at.duration_since(timestamp(&at)?).abs();
+        let Some(limit) = their_hours.and_then(positive).max(own_gap) else {
+            continue;
+        };
+        if gap < limit && closest.is_none_or(|(c, _)| gap < c) {
+            closest = Some((gap, limit));
+        }
+    }
+    Ok(closest)
 }

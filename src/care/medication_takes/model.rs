@@ -104,6 +104,10 @@ pub struct Warning {
 pub const WARNING_CODES: &[&str] = &[
     "max_daily_doses_exceeded",
     "min_hours_between_doses",
+    "min_hours_between_doses_other_source",
+    "before_start_date",
+    "after_end_date",
+    "source_paused",
     "stock_not_deducted",
     "stock_ran_out",
 ];
