@@ -3,13 +3,18 @@
 //!
 //! Recording needs record access to the source's person (`view` → 403, a
 //! person outside the caller's scope → 404). A take keeps its own dose
-//! (defaulting from the source when it is recorded), so changing the plan
-//! later never rewrites it; takes are immutable. Recording deducts the dose
-//! from the taken-from medication's stock exactly once, in the same
-//! transaction, never below zero. A client_uuid makes recording safe to
-//! retry: the same client_uuid returns the recorded take and deducts
-//! nothing. Recording is never refused for a safety limit (the dose was
-//! already given); the answer carries warnings instead.
+//! (defaulting from what the source calls for when it is recorded, a taper
+//! step's dose included), so changing the plan later never rewrites it;
+//! takes are immutable and never deleted. Recording deducts the dose from
+//! the taken-from medication's stock exactly once, in the same transaction,
+//! never below zero. An occurrence key links the take to one expected dose
+//! only when it was given within that dose's window (widened by
+//! [`OCCURRENCE_GRACE`]), and turns that dose's saved outcome taken. A
+//! client_uuid makes recording safe to retry: the same client_uuid returns
+//! the recorded take and deducts nothing. Recording is never refused for a
+//! safety limit (the dose was already given); the answer carries warnings
+//! instead, counting doses of the same medicine under the person's other
+//! sources too.
 
 pub mod model;
 pub mod routes;
