@@ -329,11 +329,13 @@ async fn as_needed_takes_report_min_hours_and_the_next_allowed_dose() {
     fourth.assert_status(201);
     assert_eq!(codes(&fourth), ["max_daily_doses_exceeded"]);
 
-    // A prn schedule without limits has no next time.
+    // A prn schedule without limits has no next time. (Another medicine:
+    // doses of this one under the limited schedule would hold it back.)
+    let other_med = new_medication(&app, "Ibuprofen").await;
     let prn = schedule(
         &app,
         &ada,
-        &med,
+        &other_med,
         json!({"schedule_type": "prn", "schedule_config": {}}),
     )
     .await;
@@ -987,4 +989,55 @@ async fn takes_outside_the_plan_warn_and_taken_at_has_a_lower_bound() {
     assert_eq!(codes(&paused), ["source_paused"]);
     let before = take(&app, &app.owner, at("2025-03-01T08:00:00Z")).await;
     assert_eq!(codes(&before), Vec::<String>::new());
+}
+
+#[tokio::test]
+async fn the_next_as_needed_dose_waits_for_other_sources_of_the_medicine() {
+    let app = TestApp::new().await;
+    let (ada, med, routine) = setup(&app).await;
+    let prn = schedule(
+        &app,
+        &ada,
+        &med,
+        json!({"schedule_type": "prn", "schedule_config": {},
+               "max_daily_doses": 3, "min_hours_between_doses": "4"}),
+    )
+    .await;
+    take(
+        &app,
+        &app.owner,
+        json!({"source_type": "schedule", "source_id": routine.id,
+               "taken_at": "2025-01-10T08:00:00Z"}),
+    )
+    .await
+    .assert_status(201);
+    // Given at 06:00 (recorded late): its own gap allows 10:00, the routine
+    // dose at 08:00 holds the next one back to 12:00.
+    let early = take(
+        &app,
+        &app.owner,
+        json!({"source_type": "schedule", "source_id": prn.id,
+               "taken_at": "2025-01-10T06:00:00Z"}),
+    )
+    .await;
+    early.assert_status(201);
+    assert_eq!(
+        early.body["meta"]["next_dose_allowed_at"],
+        "2025-01-10T12:00:00.000000Z"
+    );
+    assert_eq!(codes(&early), ["min_hours_between_doses_other_source"]);
+    // Three doses of the day, one of them routine: the limit of 3 is
+    // reached, so the next waits for the next day.
+    let second = take(
+        &app,
+        &app.owner,
+        json!({"source_type": "schedule", "source_id": prn.id,
+               "taken_at": "2025-01-10T13:00:00Z"}),
+    )
+    .await;
+    assert!(codes(&second).is_empty());
+    assert_eq!(
+        second.body["meta"]["next_dose_allowed_at"],
+        "2025-01-11T00:00:00.000000Z"
+    );
 }

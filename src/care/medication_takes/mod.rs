@@ -503,28 +503,25 @@ fn warnings(
     };
     let mut warnings = Vec::new();
 
-    let count_around = |at: Timestamp| -> Result<(i64, Timestamp)> {
+    // Takes in the dose-cycle window containing `at`: this source's, and
+    // the other sources' of the same medication for the person.
+    let count_around = |at: Timestamp| -> Result<(i64, i64, Timestamp)> {
         let (start, end) = window(at, &tz, cycle)?;
-        let count = store::count_in_window(
+        let (start, end_text) = (crate::time::format(start), crate::time::format(end));
+        let own = store::count_in_window(
             conn,
             source.source_type,
             source.id,
-            &crate::time::format(start),
-            &crate::time::format(end),
+            &start,
+            &end_text,
             take.id,
         )?;
-        Ok((count, end))
+        let other = store::count_other_sources_in_window(conn, &others, &start, &end_text)?;
+        Ok((own, other, end))
     };
 
     if let Some(max) = planned.max_daily_doses {
-        let (own, _) = count_around(taken_at)?;
-        let (start, end) = window(taken_at, &tz, cycle)?;
-        let other = store::count_other_sources_in_window(
-            conn,
-            &others,
-            &crate::time::format(start),
-            &crate::time::format(end),
-        )?;
+        let (own, other, _) = count_around(taken_at)?;
         let count = own + other;
         if count > max {
             let under_others = if other > 0 {
@@ -608,14 +605,48 @@ fn warnings(
         if let Some(min_gap) = min_gap {
             next = Some(latest + min_gap);
         }
+        // A dose of the medicine under another source holds the next one
+        // back as well, by the larger of the two gaps.
+        if let Some(horizon) = other_sources_horizon(conn, &others, min_gap)? {
+            let since = latest.checked_sub(horizon).unwrap_or(Timestamp::MIN);
+            for (at, their_hours) in store::other_sources_between(
+                conn,
+                &others,
+                &crate::time::format(since),
+                &crate::time::format(Timestamp::MAX),
+            )? {
+                if let Some(limit) = their_hours.and_then(positive_gap).max(min_gap) {
+                    let until = timestamp(&at)?.checked_add(limit).unwrap_or(Timestamp::MAX);
+                    next = Some(next.map_or(until, |n: Timestamp| n.max(until)));
+                }
+            }
+        }
         if let Some(max) = planned.max_daily_doses {
-            let (count, end) = count_around(latest)?;
-            if count >= max {
+            let (own, other, end) = count_around(latest)?;
+            if own + other >= max {
                 next = Some(next.map_or(end, |n: Timestamp| n.max(end)));
             }
         }
     }
     Ok((warnings, next.map(crate::time::format)))
+}
+
+/// A min_hours_between_doses as a gap; none when it is not positive.
+fn positive_gap(hours: Dec) -> Option<SignedDuration> {
+    hours.is_positive().then(|| hours_to_duration(hours))
+}
+
+/// The widest gap that can apply between a take and one of the same
+/// medication under another source: the larger of this source's and the
+/// largest of the others'. None when no source sets one.
+fn other_sources_horizon(
+    conn: &Connection,
+    others: &store::OtherSources<'_>,
+    own_gap: Option<SignedDuration>,
+) -> Result<Option<SignedDuration>> {
+    Ok(store::other_sources_max_min_hours(conn, others)?
+        .and_then(positive_gap)
+        .max(own_gap))
 }
 
 /// The closest take of the same medication under another source that came
@@ -628,11 +659,7 @@ fn too_close_to_other_sources(
     taken_at: Timestamp,
     own_gap: Option<SignedDuration>,
 ) -> Result<Option<(SignedDuration, SignedDuration)>> {
-    let positive = |h: Dec| h.is_positive().then(|| hours_to_duration(h));
-    let horizon = store::other_sources_max_min_hours(conn, others)?
-        .and_then(positive)
-        .max(own_gap);
-    let Some(horizon) = horizon else {
+    let Some(horizon) = other_sources_horizon(conn, others, own_gap)? else {
         return Ok(None);
     };
     let reach = |at: Option<Timestamp>, bound: Timestamp| at.unwrap_or(bound);
@@ -646,7 +673,7 @@ fn too_close_to_other_sources(
         &crate::time::format(until),
     )? {
         let gap = taken_at.duration_since(timestamp(&at)?).abs();
-        let Some(limit) = their_hours.and_then(positive).max(own_gap) else {
+        let Some(limit) = their_hours.and_then(positive_gap).max(own_gap) else {
             continue;
         };
         if gap < limit && closest.is_none_or(|(c, _)| gap < c) {

@@ -216,7 +216,7 @@ pub fn created_schema() -> Value {
                     },
                     "next_dose_allowed_at": {
                         "anyOf": [{"$ref": "#/components/schemas/Timestamp"}, {"type": "null"}],
-                        "description": "For as-needed sources (prn schedules, as-needed assignments): the earliest time the next dose keeps within min_hours_between_doses and the dose-cycle limit; null for routine sources and when no limit applies",
+                        "description": "For as-needed sources (prn schedules, as-needed assignments): the earliest time the next dose keeps within min_hours_between_doses and the dose-cycle limit, counting doses of the same medication for the person under other sources (by the larger of the two gaps); null for routine sources and when no limit applies",
                     },
                 },
             },

@@ -54,7 +54,7 @@ day outside its start_date..end_date), `source_paused` (given while a pause peri
 was open), `stock_not_deducted` (the take's unit differs from the medication's) and \
 `stock_ran_out` (the supply was smaller than the dose and is now zero); for prn schedules and \
 as-needed assignments meta.next_dose_allowed_at is the earliest time the next dose keeps within \
-both limits of the source. Takes cannot be changed or deleted, so a dose marked taken stays \
+both limits, the same medication's doses under the person's other sources included. Takes cannot be changed or deleted, so a dose marked taken stays \
 taken. Needs record access to the source's person (view access gets 403, a person outside the \
 caller's scope 404).";
 
