@@ -82,6 +82,21 @@ async fn rows(app: &TestApp) -> i64 {
         .unwrap()
 }
 
+/// The occurrence key this server would issue for the first dose of
+/// `source` on `day`.
+async fn sign(app: &TestApp, source_type: &str, source: &Ids, day: &str) -> String {
+    let occurrence = Occurrence {
+        source_type: source_type.into(),
+        source_portable_id: source.portable.clone(),
+        window_starts_on: day.parse().unwrap(),
+        position: 1,
+    };
+    app.db
+        .read(move |conn| occurrence_key::sign(conn, &occurrence))
+        .await
+        .unwrap()
+}
+
 fn not_taken(source_type: &str, source: &Ids, key: &str) -> Value {
     json!({"action": "create", "resource_type": "medication_dose_occurrence",
         "attributes": {"source_type": source_type, "source_id": source.portable,
@@ -295,13 +310,15 @@ async fn taken_doses_as_needed_sources_and_view_grants_are_refused() {
     assert_eq!(rows(&app).await, 0);
     assert_eq!(supply(&app, &med).await, stock);
 
-    // A dose already taken conflicts.
+    // A dose already taken conflicts. Only a dose whose day has come can be
+    // taken, so this is the key of a past day, given on that day.
+    let past = sign(&app, "schedule", &schedule, "2026-03-10").await;
     let took = app
         .post(
             &app.hh("/medication_takes"),
             &app.owner,
             json!({"medication_take": {"source_type": "schedule", "source_id": schedule.id,
-                "taken_at": pillbox::time::now(), "occurrence_key": key}}),
+                "taken_at": "2026-03-10T08:00:00Z", "occurrence_key": past}}),
         )
         .await;
     took.assert_status(201);
@@ -309,7 +326,7 @@ async fn taken_doses_as_needed_sources_and_view_grants_are_refused() {
     batch(
         &app,
         &app.owner,
-        json!([not_taken("schedule", &schedule, &key)]),
+        json!([not_taken("schedule", &schedule, &past)]),
     )
     .await
     .assert_error(409, "dose_outcome_conflict");
@@ -403,4 +420,157 @@ async fn feed_entries_of_outcomes_carry_the_current_record_and_etag() {
     let seen = outcome_entries(&app, &carer).await;
     assert_eq!(seen.len(), 2);
     assert_eq!(seen[1]["record"]["etag"], new_etag);
+}
+
+/// The persisted outcome `portable` as getSyncSnapshot shows it.
+async fn snapshot_outcome(app: &TestApp, portable: &str) -> Value {
+    let snapshot = app.get(&app.hh("/sync/snapshot"), &app.owner).await;
+    snapshot.assert_status(200);
+    snapshot.data()["records"]["dose_occurrences"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["portable_id"] == portable)
+        .cloned()
+        .unwrap()
+}
+
+fn take_op(schedule: &Ids, key: &str, at: &str) -> Value {
+    json!({"action": "create", "resource_type": "medication_take",
+        "attributes": {"source_type": "schedule", "source_id": schedule.portable,
+            "taken_at": at, "occurrence_key": key}})
+}
+
+#[tokio::test]
+async fn a_given_dose_never_syncs_as_missed() {
+    let app = TestApp::new().await;
+    let ada = new_person(&app, "Ada").await;
+    let med = new_medication(&app, "Tablets").await;
+    let created = app
+        .post(
+            &app.hh("/schedules"),
+            &app.owner,
+            json!({"schedule": {"person_id": ada.id, "medication_id": med.id,
+                "start_date": "2026-03-01", "schedule_type": "daily",
+                "schedule_config": {"times": ["08:00"]}}}),
+        )
+        .await;
+    created.assert_status(201);
+    let schedule = ids(created.data());
+    let stock = supply(&app, &med).await;
+
+    // Recorded not taken offline, then given after all (REST take).
+    let key = sign(&app, "schedule", &schedule, "2026-03-10").await;
+    let decided = batch(
+        &app,
+        &app.owner,
+        json!([not_taken("schedule", &schedule, &key)]),
+    )
+    .await;
+    decided.assert_status(201);
+    let portable = decided.data()["results"][0]["record_portable_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let record_id: i64 = decided.data()["results"][0]["record_id"]
+        .as_str()
+        .unwrap()
+        .parse()
+        .unwrap();
+    let took = app
+        .post(
+            &app.hh("/medication_takes"),
+            &app.owner,
+            json!({"medication_take": {"source_type": "schedule", "source_id": schedule.id,
+                "taken_at": "2026-03-10T08:20:00Z", "occurrence_key": key}}),
+        )
+        .await;
+    took.assert_status(201);
+    let take_portable = took.data()["portable_id"].as_str().unwrap().to_string();
+    assert_ne!(supply(&app, &med).await, stock);
+
+    let saved = snapshot_outcome(&app, &portable).await;
+    assert_eq!(saved["outcome"], "taken");
+    assert_eq!(saved["medication_take_portable_id"], take_portable.as_str());
+    assert_eq!(saved["reason"], Value::Null);
+    assert_eq!(saved["etag"], format!("\"{portable}.2\""));
+    let entries = outcome_entries(&app, &app.owner).await;
+    assert_eq!(entries.len(), 2);
+    assert_eq!(entries[1]["action"], "update");
+    assert_eq!(entries[1]["record"]["outcome"], "taken");
+    assert_eq!(entries[1]["record"]["etag"], saved["etag"]);
+    assert_eq!(
+        feed(&app, "MedicationDoseOccurrence", record_id).await,
+        vec![
+            ("create".to_string(), Some(ada.id)),
+            ("update".to_string(), Some(ada.id))
+        ]
+    );
+    // A taken dose is neither decided again nor reopened.
+    batch(
+        &app,
+        &app.owner,
+        json!([not_taken("schedule", &schedule, &key)]),
+    )
+    .await
+    .assert_error(409, "dose_outcome_conflict");
+    let etag = saved["etag"].as_str().unwrap();
+    batch(&app, &app.owner, json!([reopen(&portable, etag)]))
+        .await
+        .assert_error(409, "dose_outcome_conflict");
+
+    // Reopened (open) and then given through a batch: taken as well.
+    let key = sign(&app, "schedule", &schedule, "2026-03-11").await;
+    let decided = batch(
+        &app,
+        &app.owner,
+        json!([not_taken("schedule", &schedule, &key)]),
+    )
+    .await;
+    let portable = decided.data()["results"][0]["record_portable_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let etag = decided.data()["results"][0]["etag"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    batch(&app, &app.owner, json!([reopen(&portable, &etag)]))
+        .await
+        .assert_status(201);
+    let before = snapshot_outcome(&app, &portable).await;
+    assert_eq!(before["outcome"], "open");
+
+    // A batch that fails later leaves the outcome and the feed untouched.
+    let feed_before = outcome_entries(&app, &app.owner).await.len();
+    batch(
+        &app,
+        &app.owner,
+        json!([
+            take_op(&schedule, &key, "2026-03-11T08:05:00Z"),
+            reopen(&portable, "\"stale\"")
+        ]),
+    )
+    .await
+    .assert_status(409);
+    assert_eq!(snapshot_outcome(&app, &portable).await, before);
+    assert_eq!(outcome_entries(&app, &app.owner).await.len(), feed_before);
+
+    let given = batch(
+        &app,
+        &app.owner,
+        json!([take_op(&schedule, &key, "2026-03-11T08:05:00Z")]),
+    )
+    .await;
+    given.assert_status(201);
+    let take_portable = given.data()["results"][0]["record_portable_id"]
+        .as_str()
+        .unwrap();
+    let saved = snapshot_outcome(&app, &portable).await;
+    assert_eq!(saved["outcome"], "taken");
+    assert_eq!(saved["medication_take_portable_id"], take_portable);
+    assert_eq!(saved["etag"], format!("\"{portable}.3\""));
+    let entries = outcome_entries(&app, &app.owner).await;
+    assert_eq!(entries.len(), feed_before + 1);
+    assert_eq!(entries.last().unwrap()["record"]["outcome"], "taken");
 }

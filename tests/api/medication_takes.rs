@@ -329,11 +329,13 @@ async fn as_needed_takes_report_min_hours_and_the_next_allowed_dose() {
     fourth.assert_status(201);
     assert_eq!(codes(&fourth), ["max_daily_doses_exceeded"]);
 
-    // A prn schedule without limits has no next time.
+    // A prn schedule without limits has no next time. (Another medicine:
+    // doses of this one under the limited schedule would hold it back.)
+    let other_med = new_medication(&app, "Ibuprofen").await;
     let prn = schedule(
         &app,
         &ada,
-        &med,
+        &other_med,
         json!({"schedule_type": "prn", "schedule_config": {}}),
     )
     .await;
@@ -658,4 +660,384 @@ async fn changing_the_schedules_dose_leaves_recorded_takes_alone() {
     assert_eq!(list.data()[0], *recorded.data());
     assert_eq!(list.data()[0]["dose_amount"], "1");
     assert_eq!(list.data()[0]["dose_unit"], "tablet");
+}
+
+/// The key this server issues for dose `position` of `source` on `day`.
+async fn key_for(
+    app: &TestApp,
+    source_type: &str,
+    source: &Ids,
+    day: &str,
+    position: u32,
+) -> String {
+    let occurrence = Occurrence {
+        source_type: source_type.into(),
+        source_portable_id: source.portable.clone(),
+        window_starts_on: day.parse().unwrap(),
+        position,
+    };
+    app.db
+        .read(move |conn| occurrence_key::sign(conn, &occurrence))
+        .await
+        .unwrap()
+}
+
+fn names_field(response: &TestResponse, field: &str) -> bool {
+    response.body["error"]["errors"][field].is_array()
+}
+
+#[tokio::test]
+async fn an_occurrence_key_marks_only_a_dose_given_in_its_window() {
+    let app = TestApp::new().await;
+    let (_, med, s) = setup(&app).await;
+    let evening = key_for(&app, "schedule", &s, "2025-11-24", 2).await;
+    let body = |key: &str, at: &str| {
+        json!({"source_type": "schedule", "source_id": s.portable,
+               "taken_at": at, "occurrence_key": key})
+    };
+
+    // Given on 1 October, it is not the 24 November 20:00 dose.
+    let refused = take(&app, &app.owner, body(&evening, "2025-10-01T20:00:00Z")).await;
+    refused.assert_error(422, "validation_failed");
+    assert!(names_field(&refused, "occurrence_key"));
+    assert!(!refused.body.to_string().contains("2025-10-01"));
+    // Past the window (24 November, London) widened by 12 hours.
+    let late = take(&app, &app.owner, body(&evening, "2025-11-25T12:00:00Z")).await;
+    late.assert_error(422, "validation_failed");
+    assert!(names_field(&late, "occurrence_key"));
+    let early = take(&app, &app.owner, body(&evening, "2025-11-23T11:59:59Z")).await;
+    early.assert_error(422, "validation_failed");
+
+    // A dose days ahead cannot be marked taken now.
+    let ahead = pillbox::time::days_from_now(3)[..10].to_string();
+    let christmas = key_for(&app, "schedule", &s, &ahead, 1).await;
+    let refused = take(&app, &app.owner, body(&christmas, &pillbox::time::now())).await;
+    refused.assert_error(422, "validation_failed");
+    assert!(names_field(&refused, "occurrence_key"));
+
+    // Through a sync batch the same rule refuses it and writes nothing.
+    let batch = app
+        .post(
+            &app.hh("/sync/batches"),
+            &app.owner,
+            json!({"batch": {"operations": [
+                {"action": "create", "resource_type": "medication_take",
+                 "attributes": body(&evening, "2025-10-01T20:00:00Z")}]}}),
+        )
+        .await;
+    batch.assert_status(422);
+    assert!(batch.body.to_string().contains("occurrence_key"));
+    assert_eq!(supply(&app, &med).await, "10.5");
+
+    // Within the grace: given just after midnight, and the evening before.
+    take(&app, &app.owner, body(&evening, "2025-11-25T00:30:00Z"))
+        .await
+        .assert_status(201);
+    let morning = key_for(&app, "schedule", &s, "2025-11-24", 1).await;
+    take(&app, &app.owner, body(&morning, "2025-11-23T12:00:00Z"))
+        .await
+        .assert_status(201);
+    assert_eq!(supply(&app, &med).await, "8.5");
+    let listed = app
+        .get(&app.hh("/dose_occurrences?date=2025-11-24"), &app.owner)
+        .await;
+    let outcomes: Vec<&str> = listed
+        .data()
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| d["outcome"].as_str().unwrap())
+        .collect();
+    assert_eq!(outcomes, ["taken", "taken"]);
+}
+
+#[tokio::test]
+async fn an_assignment_key_links_within_its_dose_cycle_window() {
+    let app = TestApp::new().await;
+    let ada = new_person(&app, "Ada").await;
+    let med = new_medication(&app, "Vitamin D").await;
+    let weekly = assignment(&app, &ada, &med, json!({"dose_cycle": "weekly"})).await;
+    // The ISO week of Monday 2025-11-24 runs to Sunday 30 November.
+    let key = key_for(&app, "person_medication", &weekly, "2025-11-24", 1).await;
+    let body = |at: &str| {
+        json!({"source_type": "person_medication", "source_id": weekly.id,
+               "taken_at": at, "occurrence_key": key})
+    };
+    let refused = take(&app, &app.owner, body("2025-12-01T13:00:00Z")).await;
+    assert!(names_field(&refused, "occurrence_key"));
+    take(&app, &app.owner, body("2025-11-29T09:00:00Z"))
+        .await
+        .assert_status(201);
+}
+
+/// A medication measured in mg with 100 mg in stock.
+async fn mg_medication(app: &TestApp) -> Ids {
+    let created = app
+        .post(
+            &app.hh("/medications"),
+            &app.owner,
+            json!({"medication": {"name": "Prednisolone", "dose_amount": "5",
+                   "dose_unit": "mg", "current_supply": "100"}}),
+        )
+        .await;
+    created.assert_status(201);
+    ids(created.data())
+}
+
+/// The warnings listDoseOccurrences reports for `source` on `date`.
+async fn day_warnings(app: &TestApp, source: &Ids, date: &str) -> Vec<Value> {
+    let listed = app
+        .get(
+            &app.hh(&format!("/dose_occurrences?date={date}")),
+            &app.owner,
+        )
+        .await;
+    listed.assert_status(200);
+    let dose = listed
+        .data()
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|d| d["source_id"] == source.id)
+        .cloned()
+        .unwrap();
+    dose["warnings"].as_array().unwrap().clone()
+}
+
+#[tokio::test]
+async fn tapering_takes_follow_the_step_in_force() {
+    let app = TestApp::new().await;
+    let ada = new_person(&app, "Ada").await;
+    let med = mg_medication(&app).await;
+    let taper = schedule(
+        &app,
+        &ada,
+        &med,
+        json!({"schedule_type": "tapering", "dose_amount": "5", "dose_unit": "mg",
+               "schedule_config": {"times": ["08:00"], "taper_steps": [
+                   {"start_date": "2025-01-01", "end_date": "2025-01-10", "dose_amount": "20",
+                    "dose_unit": "mg", "max_daily_doses": 1, "min_hours_between_doses": "12"},
+                   {"start_date": "2025-01-11", "end_date": "2025-01-20", "dose_amount": "10"}]}}),
+    )
+    .await;
+    let at =
+        |when: &str| json!({"source_type": "schedule", "source_id": taper.id, "taken_at": when});
+
+    // The step of 20 mg, not the schedule's 5 mg, recorded and deducted.
+    let first = take(&app, &app.owner, at("2025-01-05T08:00:00Z")).await;
+    first.assert_status(201);
+    assert_eq!(first.data()["dose_amount"], "20");
+    assert_eq!(first.data()["dose_unit"], "mg");
+    assert_eq!(codes(&first), Vec::<String>::new());
+    assert_eq!(supply(&app, &med).await, "80");
+
+    // The step's limits (the schedule has none) warn as the day's list does.
+    let second = take(&app, &app.owner, at("2025-01-05T10:00:00Z")).await;
+    second.assert_status(201);
+    assert_eq!(
+        codes(&second),
+        ["max_daily_doses_exceeded", "min_hours_between_doses"]
+    );
+    assert_eq!(day_warnings(&app, &taper, "2025-01-05").await.len(), 2);
+    assert_eq!(supply(&app, &med).await, "60");
+
+    // Linked to the expected dose of 10 January, given just after midnight
+    // on the 11th: that dose's step (20 mg), not the next day's.
+    let key = key_for(&app, "schedule", &taper, "2025-01-10", 1).await;
+    let mut linked = at("2025-01-11T00:30:00Z");
+    linked["occurrence_key"] = json!(key);
+    let linked = take(&app, &app.owner, linked).await;
+    linked.assert_status(201);
+    assert_eq!(linked.data()["dose_amount"], "20");
+    // Unlinked on the 12th: the second step.
+    let later = take(&app, &app.owner, at("2025-01-12T08:00:00Z")).await;
+    assert_eq!(later.data()["dose_amount"], "10");
+    assert_eq!(codes(&later), Vec::<String>::new());
+    assert_eq!(supply(&app, &med).await, "30");
+
+    // A step measured in tablets is never deducted from mg stock.
+    let tablets = schedule(
+        &app,
+        &ada,
+        &med,
+        json!({"schedule_type": "tapering", "dose_amount": "1", "dose_unit": "tablet",
+               "schedule_config": {"times": ["08:00"], "taper_steps": [
+                   {"start_date": "2025-01-01", "end_date": "2025-01-10", "dose_amount": "2"}]}}),
+    )
+    .await;
+    let given = take(
+        &app,
+        &app.owner,
+        json!({"source_type": "schedule", "source_id": tablets.id,
+               "taken_at": "2025-01-06T08:00:00Z"}),
+    )
+    .await;
+    given.assert_status(201);
+    assert_eq!(given.data()["dose_amount"], "2");
+    assert_eq!(given.data()["dose_unit"], "tablet");
+    assert_eq!(codes(&given), ["stock_not_deducted"]);
+    assert_eq!(supply(&app, &med).await, "30");
+}
+
+#[tokio::test]
+async fn takes_of_the_same_medicine_under_other_sources_count() {
+    let app = TestApp::new().await;
+    let (ada, med, routine) = setup(&app).await;
+    let prn = schedule(
+        &app,
+        &ada,
+        &med,
+        json!({"schedule_type": "prn", "schedule_config": {},
+               "max_daily_doses": 2, "min_hours_between_doses": "4"}),
+    )
+    .await;
+    let given = |source: &Ids, when: &str| {
+        json!({"source_type": "schedule", "source_id": source.id,
+               "taken_at": format!("2025-01-10T{when}:00Z")})
+    };
+
+    let r1 = take(&app, &app.owner, given(&routine, "08:00")).await;
+    assert_eq!(codes(&r1), Vec::<String>::new());
+    // 30 minutes after the routine dose: warned, still recorded.
+    let p1 = take(&app, &app.owner, given(&prn, "08:30")).await;
+    p1.assert_status(201);
+    assert_eq!(codes(&p1), ["min_hours_between_doses_other_source"]);
+    // Its own second dose of the day, and the routine one: three of two.
+    let p2 = take(&app, &app.owner, given(&prn, "16:00")).await;
+    p2.assert_status(201);
+    assert_eq!(codes(&p2), ["max_daily_doses_exceeded"]);
+    // The routine schedule has no gap of its own; the as-needed one's applies.
+    let r2 = take(&app, &app.owner, given(&routine, "18:00")).await;
+    r2.assert_status(201);
+    assert_eq!(codes(&r2), ["min_hours_between_doses_other_source"]);
+
+    // Another person's dose of the same medicine is not theirs.
+    let bob = new_person(&app, "Bob").await;
+    let bobs = schedule(
+        &app,
+        &bob,
+        &med,
+        json!({"schedule_type": "prn", "schedule_config": {},
+               "max_daily_doses": 2, "min_hours_between_doses": "4"}),
+    )
+    .await;
+    let b1 = take(&app, &app.owner, given(&bobs, "08:15")).await;
+    assert_eq!(codes(&b1), Vec::<String>::new());
+    // Nor is another medicine.
+    let other_med = new_medication(&app, "Ibuprofen").await;
+    let ibuprofen = schedule(
+        &app,
+        &ada,
+        &other_med,
+        json!({"schedule_type": "prn", "schedule_config": {},
+               "max_daily_doses": 1, "min_hours_between_doses": "4"}),
+    )
+    .await;
+    let i1 = take(&app, &app.owner, given(&ibuprofen, "08:10")).await;
+    assert_eq!(codes(&i1), Vec::<String>::new());
+}
+
+#[tokio::test]
+async fn takes_outside_the_plan_warn_and_taken_at_has_a_lower_bound() {
+    let app = TestApp::new().await;
+    let (_, med, s) = setup(&app).await;
+    let at = |when: &str| json!({"source_type": "schedule", "source_id": s.id, "taken_at": when});
+
+    // Ada was born on 1950-02-03; nothing is given before 1900 either.
+    for when in ["1899-12-31T12:00:00Z", "1950-02-02T12:00:00Z"] {
+        let refused = take(&app, &app.owner, at(when)).await;
+        refused.assert_error(422, "validation_failed");
+        assert!(names_field(&refused, "taken_at"));
+        assert!(!refused.body.to_string().contains(&when[..10]));
+    }
+    assert_eq!(supply(&app, &med).await, "10.5");
+
+    // Before the schedule's start_date (2025-01-01): recorded, with a warning.
+    let early = take(&app, &app.owner, at("2024-12-31T12:00:00Z")).await;
+    early.assert_status(201);
+    assert_eq!(codes(&early), ["before_start_date"]);
+
+    let ending = schedule(
+        &app,
+        &new_person(&app, "Bob").await,
+        &med,
+        json!({"end_date": "2025-01-31"}),
+    )
+    .await;
+    let late = take(
+        &app,
+        &app.owner,
+        json!({"source_type": "schedule", "source_id": ending.id,
+               "taken_at": "2025-02-01T12:00:00Z"}),
+    )
+    .await;
+    late.assert_status(201);
+    assert_eq!(codes(&late), ["after_end_date"]);
+
+    // While paused: recorded, with a warning; a dose from before the pause
+    // has none.
+    app.post(
+        &app.hh("/medication_pause_periods"),
+        &app.owner,
+        json!({"medication_pause_period": {"source_type": "schedule",
+               "source_id": s.portable, "reason": "side_effects"}}),
+    )
+    .await
+    .assert_status(201);
+    let paused = take(&app, &app.owner, at(&pillbox::time::now())).await;
+    paused.assert_status(201);
+    assert_eq!(codes(&paused), ["source_paused"]);
+    let before = take(&app, &app.owner, at("2025-03-01T08:00:00Z")).await;
+    assert_eq!(codes(&before), Vec::<String>::new());
+}
+
+#[tokio::test]
+async fn the_next_as_needed_dose_waits_for_other_sources_of_the_medicine() {
+    let app = TestApp::new().await;
+    let (ada, med, routine) = setup(&app).await;
+    let prn = schedule(
+        &app,
+        &ada,
+        &med,
+        json!({"schedule_type": "prn", "schedule_config": {},
+               "max_daily_doses": 3, "min_hours_between_doses": "4"}),
+    )
+    .await;
+    take(
+        &app,
+        &app.owner,
+        json!({"source_type": "schedule", "source_id": routine.id,
+               "taken_at": "2025-01-10T08:00:00Z"}),
+    )
+    .await
+    .assert_status(201);
+    // Given at 06:00 (recorded late): its own gap allows 10:00, the routine
+    // dose at 08:00 holds the next one back to 12:00.
+    let early = take(
+        &app,
+        &app.owner,
+        json!({"source_type": "schedule", "source_id": prn.id,
+               "taken_at": "2025-01-10T06:00:00Z"}),
+    )
+    .await;
+    early.assert_status(201);
+    assert_eq!(
+        early.body["meta"]["next_dose_allowed_at"],
+        "2025-01-10T12:00:00.000000Z"
+    );
+    assert_eq!(codes(&early), ["min_hours_between_doses_other_source"]);
+    // Three doses of the day, one of them routine: the limit of 3 is
+    // reached, so the next waits for the next day.
+    let second = take(
+        &app,
+        &app.owner,
+        json!({"source_type": "schedule", "source_id": prn.id,
+               "taken_at": "2025-01-10T13:00:00Z"}),
+    )
+    .await;
+    assert!(codes(&second).is_empty());
+    assert_eq!(
+        second.body["meta"]["next_dose_allowed_at"],
+        "2025-01-11T00:00:00.000000Z"
+    );
 }

@@ -14,6 +14,12 @@
 //!   manage access and the row's current ETag; clears resolved_at, reason
 //!   and note.
 //!
+//! - [`link_take`] (called by recording a take with an occurrence key):
+//!   a saved outcome of that dose (not_taken, or open after a reopen)
+//!   becomes `taken` with the take, so snapshots and the change feed agree
+//!   with `listDoseOccurrences`. Takes are immutable and never deleted, so a
+//!   taken outcome never has to go back.
+//!
 //! Deletes and direct updates to `taken` are not supported: a medication
 //! take records an actual dose.
 
@@ -232,6 +238,50 @@ pub fn record_not_taken(
         },
     )?;
     store::outcome_by_id(conn, id)
+}
+
+/// Marks the saved outcome of an expected dose (if any) taken by take
+/// `take_id`, in the caller's transaction, with its change-feed entry. No
+/// saved outcome: nothing to do (the projection shows the dose taken from
+/// the take itself). The caller has already refused a dose linked to
+/// another take.
+pub fn link_take(
+    conn: &Connection,
+    actor: &Actor,
+    source_type: SourceType,
+    source_id: i64,
+    window_starts_on: &str,
+    position: i64,
+    take_id: i64,
+) -> Result<Option<DoseOutcome>> {
+    let type_text = match source_type {
+        SourceType::Schedule => SCHEDULE,
+        SourceType::PersonMedication => PERSON_MEDICATION,
+    };
+    let Some(saved) =
+        store::outcome_by_occurrence(conn, type_text, source_id, window_starts_on, position)?
+    else {
+        return Ok(None);
+    };
+    if saved.outcome == "taken" {
+        return Err(ApiError::conflict(
+            "occurrence_already_taken",
+            "this expected dose is already recorded as taken",
+        ));
+    }
+    store::mark_taken(conn, saved.id, take_id, actor.membership_id)?;
+    change_feed::append(
+        conn,
+        Change {
+            household_id: actor.household_id,
+            record_type: RECORD_TYPE,
+            record_id: saved.id,
+            record_portable_id: &saved.portable_id,
+            action: Action::Update,
+            person_id: Some(saved.person_id),
+        },
+    )?;
+    store::outcome_by_id(conn, saved.id).map(Some)
 }
 
 /// Batch update reopening a saved outcome (`{outcome: "open"}`).

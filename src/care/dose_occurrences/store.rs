@@ -451,3 +451,17 @@ pub fn reopen(conn: &Connection, id: i64, membership_id: i64) -> Result<()> {
     .execute(params![id, membership_id, crate::time::now()])?;
     Ok(())
 }
+
+/// Resolves a row `taken` by take `take_id` (a new version): a not_taken
+/// decision's reason and note no longer describe the dose.
+pub fn mark_taken(conn: &Connection, id: i64, take_id: i64, membership_id: i64) -> Result<()> {
+    conn.prepare_cached(
+        "UPDATE dose_occurrences
+         SET outcome = 'taken', medication_take_id = ?2, reason = NULL, note = NULL,
+             resolved_at = ?4, actor_membership_id = ?3, lock_version = lock_version + 1,
+             updated_at = ?4
+         WHERE id = ?1",
+    )?
+    .execute(params![id, take_id, membership_id, crate::time::now()])?;
+    Ok(())
+}

@@ -3,42 +3,55 @@
 //!
 //! Recording needs record access to the source's person (`view` → 403, a
 //! person outside the caller's scope → 404). A take keeps its own dose
-//! (defaulting from the source when it is recorded), so changing the plan
-//! later never rewrites it; takes are immutable. Recording deducts the dose
-//! from the taken-from medication's stock exactly once, in the same
-//! transaction, never below zero. A client_uuid makes recording safe to
-//! retry: the same client_uuid returns the recorded take and deducts
-//! nothing. Recording is never refused for a safety limit (the dose was
-//! already given); the answer carries warnings instead.
+//! (defaulting from what the source calls for when it is recorded, a taper
+//! step's dose included), so changing the plan later never rewrites it;
+//! takes are immutable and never deleted. Recording deducts the dose from
+//! the taken-from medication's stock exactly once, in the same transaction,
+//! never below zero. An occurrence key links the take to one expected dose
+//! only when it was given within that dose's window (widened by
+//! [`OCCURRENCE_GRACE`]), and turns that dose's saved outcome taken. A
+//! client_uuid makes recording safe to retry: the same client_uuid returns
+//! the recorded take and deducts nothing. Recording is never refused for a
+//! safety limit (the dose was already given); the answer carries warnings
+//! instead, counting doses of the same medicine under the person's other
+//! sources too.
 
 pub mod model;
 pub mod routes;
 pub mod store;
+mod warnings;
 
 use jiff::civil::Date;
 use jiff::tz::TimeZone;
-use jiff::{SignedDuration, Span, Timestamp};
+use jiff::{SignedDuration, Timestamp};
 use rusqlite::Connection;
-use rust_decimal::Decimal;
-use rust_decimal::prelude::ToPrimitive;
 
 use crate::auth::{AccessLevel, Actor, access};
+use crate::care::dose_occurrences::cycle_window;
+use crate::care::dose_occurrences::outcomes as dose_outcomes;
 use crate::care::occurrence_key;
+use crate::care::schedule_config;
 use crate::db::change_feed::{self, Action, Change};
 use crate::decimal::Dec;
 use crate::error::{ApiError, Problems, Result};
-use crate::household::locations;
+use crate::household::{locations, people};
 use crate::http::extract::{Page, ResourceId};
 use crate::medicine::medications;
 use crate::medicine::stock_removals;
-use crate::medicine::vocab::DoseCycle;
-use model::{MedicationTake, NewMedicationTake, Warning};
+use crate::medicine::vocab::{DoseUnit, ScheduleType};
+use model::{MedicationTake, NewMedicationTake, SourceType, Warning};
 pub use store::Filter;
 use store::Source;
 
 pub const RECORD_TYPE: &str = "MedicationTake";
 /// How far ahead of the server's clock a take may be dated.
 const MAX_FUTURE: SignedDuration = SignedDuration::from_mins(5);
+/// A dose given this long before its expected dose's window opens, or
+/// after it closes, may still be linked to it: a 20:00 dose given just after
+/// midnight, a morning dose given the night before.
+pub const OCCURRENCE_GRACE: SignedDuration = SignedDuration::from_hours(12);
+/// No dose is dated before this day (nor before the person's birth).
+const EARLIEST_TAKEN_ON: Date = jiff::civil::date(1900, 1, 1);
 
 /// A recorded take and what the caller should know about it.
 #[derive(Debug)]
@@ -124,11 +137,11 @@ fn same_facts(saved: &MedicationTake, input: &NewMedicationTake, taken_at: &str)
 }
 
 /// Records a take, all in the caller's transaction: the take, the stock
-/// deduction with its medication's new version, and the change-feed
-/// entries. A repeated client_uuid with the same facts returns the saved
-/// take and changes nothing; with other facts it is a 409
-/// `client_uuid_reused`. Access is checked before anything, a replay
-/// included.
+/// deduction with its medication's new version, the saved outcome of the
+/// expected dose it names (now taken) and the change-feed entries. A
+/// repeated client_uuid with the same facts returns the saved take and
+/// changes nothing; with other facts it is a 409 `client_uuid_reused`.
+/// Access is checked before anything, a replay included.
 pub fn create(conn: &Connection, actor: &Actor, input: NewMedicationTake) -> Result<Recorded> {
     let taken_at_ts: Timestamp = input.taken_at.parse().map_err(|_| {
         ApiError::invalid("taken_at", "must be an ISO 8601 date-time with an offset")
@@ -153,7 +166,8 @@ pub fn create(conn: &Connection, actor: &Actor, input: NewMedicationTake) -> Res
             &ResourceId::Numeric(saved.source_id),
         )?
         .ok_or_else(|| ApiError::internal("the source of a saved take is missing"))?;
-        let (warnings, next_dose_allowed_at) = limits(conn, actor.household_id, &source, &saved)?;
+        let (warnings, next_dose_allowed_at) =
+            warnings::warnings(conn, actor.household_id, &source, &saved)?;
         return Ok(Recorded {
             take: saved,
             warnings,
@@ -173,16 +187,30 @@ pub fn create(conn: &Connection, actor: &Actor, input: NewMedicationTake) -> Res
     .ok_or_else(|| ApiError::not_found(noun))?;
     require_record(conn, actor, source.person_id, noun)?;
 
+    let tz = crate::household::store::time_zone(conn, actor.household_id)?;
+    let taken_on = taken_at_ts.to_zoned_datetime(tz.clone()).date();
+    let born_on = people::store::find(
+        conn,
+        actor.household_id,
+        &ResourceId::Numeric(source.person_id),
+    )?
+    .and_then(|p| p.date_of_birth)
+    .and_then(|d| d.parse::<Date>().ok());
     let mut problems = Problems::default();
     if taken_at_ts > Timestamp::now() + MAX_FUTURE {
         problems.add("taken_at", "must not be more than 5 minutes in the future");
+    } else if taken_on < EARLIEST_TAKEN_ON {
+        problems.add("taken_at", "must not be before 1900-01-01");
+    } else if born_on.is_some_and(|born| taken_on < born) {
+        problems.add(
+            "taken_at",
+            "must not be before the person's date of birth (in the household time zone)",
+        );
     }
     if input.dose_amount.is_some_and(|a| !a.is_positive()) {
         problems.add("dose_amount", "must be greater than zero");
     }
     problems.check("the medication take is invalid")?;
-    let dose_amount = input.dose_amount.unwrap_or(source.dose_amount);
-    let dose_unit = input.dose_unit.unwrap_or(source.dose_unit);
 
     let medication_ref = input
         .taken_from_medication_id
@@ -209,6 +237,14 @@ pub fn create(conn: &Connection, actor: &Actor, input: NewMedicationTake) -> Res
                     "names an expected dose of another schedule or person medication",
                 ));
             }
+            let (opens, closes) = linkable_between(&tz, &source, occurrence.window_starts_on)?;
+            if taken_at_ts < opens || taken_at_ts >= closes {
+                return Err(ApiError::invalid(
+                    "occurrence_key",
+                    "names an expected dose whose window, widened by 12 hours either side, \
+                     does not contain taken_at",
+                ));
+            }
             let window = occurrence.window_starts_on.to_string();
             let position = i64::from(occurrence.position);
             if store::find_by_occurrence(conn, source.source_type, source.id, &window, position)?
@@ -219,14 +255,25 @@ pub fn create(conn: &Connection, actor: &Actor, input: NewMedicationTake) -> Res
                     "this expected dose is already linked to another take",
                 ));
             }
-            Some((window, position))
+            Some((occurrence.window_starts_on, window, position))
         }
         None => None,
     };
 
+    // The dose of the expected dose named, or else of the day it was given.
+    let planned = planned_on(
+        &source,
+        occurrence.as_ref().map_or(taken_on, |(day, _, _)| *day),
+    );
+    let dose_amount = input.dose_amount.unwrap_or(planned.dose_amount);
+    let dose_unit = input.dose_unit.unwrap_or(planned.dose_unit);
+
     let now = crate::time::now();
     let portable_id = crate::db::new_portable_id();
-    let (window, position) = occurrence.unzip();
+    let (window, position) = occurrence
+        .as_ref()
+        .map(|(_, window, position)| (window.clone(), *position))
+        .unzip();
     let id = store::insert(
         conn,
         &store::NewRow {
@@ -259,6 +306,17 @@ pub fn create(conn: &Connection, actor: &Actor, input: NewMedicationTake) -> Res
             person_id: Some(source.person_id),
         },
     )?;
+    if let Some((_, window, position)) = &occurrence {
+        dose_outcomes::link_take(
+            conn,
+            actor,
+            source.source_type,
+            source.id,
+            window,
+            *position,
+            id,
+        )?;
+    }
 
     let mut stock_warnings = Vec::new();
     if medication.dose_unit.is_none_or(|unit| unit == dose_unit) {
@@ -293,7 +351,8 @@ pub fn create(conn: &Connection, actor: &Actor, input: NewMedicationTake) -> Res
     }
 
     let take = store::find(conn, id)?.ok_or_else(|| ApiError::internal("saved take is missing"))?;
-    let (mut warnings, next_dose_allowed_at) = limits(conn, actor.household_id, &source, &take)?;
+    let (mut warnings, next_dose_allowed_at) =
+        warnings::warnings(conn, actor.household_id, &source, &take)?;
     warnings.extend(stock_warnings);
     Ok(Recorded {
         take,
@@ -303,132 +362,68 @@ pub fn create(conn: &Connection, actor: &Actor, input: NewMedicationTake) -> Res
     })
 }
 
-/// The [start, end) of the dose-cycle window containing `at`: its day, ISO
-/// week or month in the household time zone.
-fn window(at: Timestamp, tz: &TimeZone, cycle: DoseCycle) -> Result<(Timestamp, Timestamp)> {
-    let date = at.to_zoned_datetime(tz.clone()).date();
-    let bad = |e: jiff::Error| ApiError::internal(format!("dose-cycle window: {e}"));
-    let (start, end): (Date, Date) = match cycle {
-        DoseCycle::Daily => (date, date.checked_add(Span::new().days(1)).map_err(bad)?),
-        DoseCycle::Weekly => {
-            let back = i64::from(date.weekday().to_monday_zero_offset());
-            let start = date.checked_sub(Span::new().days(back)).map_err(bad)?;
-            (start, start.checked_add(Span::new().days(7)).map_err(bad)?)
-        }
-        DoseCycle::Monthly => {
-            let start = date.first_of_month();
-            (
-                start,
-                start.checked_add(Span::new().months(1)).map_err(bad)?,
-            )
-        }
-    };
-    let at_midnight = |d: Date| -> Result<Timestamp> {
-        Ok(d.to_zoned_datetime(tz.clone()).map_err(bad)?.timestamp())
-    };
-    Ok((at_midnight(start)?, at_midnight(end)?))
-}
-
-fn period(cycle: DoseCycle) -> &'static str {
-    match cycle {
-        DoseCycle::Daily => "day",
-        DoseCycle::Weekly => "week",
-        DoseCycle::Monthly => "month",
-    }
-}
-
-/// Whole seconds in a number of hours.
-fn hours_to_duration(hours: Dec) -> SignedDuration {
-    let secs = (hours.0 * Decimal::from(3600))
-        .round()
-        .to_i64()
-        .unwrap_or(i64::MAX);
-    SignedDuration::from_secs(secs)
-}
-
-fn duration_to_hours(d: SignedDuration) -> Dec {
-    Dec((Decimal::from(d.as_secs()) / Decimal::from(3600))
-        .round_dp(2)
-        .normalize())
-}
-
-/// The safety-limit warnings of a take, judged against the takes of its
-/// source recorded up to it (so a replay answers as the first time did),
-/// and, for as-needed sources, when the next dose is allowed.
-fn limits(
-    conn: &Connection,
-    household_id: i64,
+/// The instants between which a dose may be linked to the expected dose of
+/// `source` whose window starts on `starts_on`: its window (a schedule's
+/// day, an assignment's dose-cycle window) in the household time zone,
+/// widened by [`OCCURRENCE_GRACE`] either side.
+fn linkable_between(
+    tz: &TimeZone,
     source: &Source,
-    take: &MedicationTake,
-) -> Result<(Vec<Warning>, Option<String>)> {
-    let tz = crate::household::store::time_zone(conn, household_id)?;
-    let cycle = source.dose_cycle.unwrap_or(DoseCycle::Daily);
-    let min_gap = source
-        .min_hours_between_doses
-        .filter(|h| h.is_positive())
-        .map(hours_to_duration);
-    let taken_at = timestamp(&take.taken_at)?;
-    let mut warnings = Vec::new();
-
-    let count_around = |at: Timestamp| -> Result<(i64, Timestamp)> {
-        let (start, end) = window(at, &tz, cycle)?;
-        let count = store::count_in_window(
-            conn,
-            source.source_type,
-            source.id,
-            &crate::time::format(start),
-            &crate::time::format(end),
-            take.id,
-        )?;
-        Ok((count, end))
+    starts_on: Date,
+) -> Result<(Timestamp, Timestamp)> {
+    let (first, last) = match source.source_type {
+        SourceType::Schedule => (starts_on, starts_on),
+        SourceType::PersonMedication => cycle_window(source.dose_cycle, starts_on),
     };
+    let opens = midnight(tz, first)?;
+    let closes = midnight(tz, last.tomorrow().unwrap_or(last))?;
+    Ok((opens - OCCURRENCE_GRACE, closes + OCCURRENCE_GRACE))
+}
 
-    if let Some(max) = source.max_daily_doses {
-        let (count, _) = count_around(taken_at)?;
-        if count > max {
-            warnings.push(Warning {
-                code: "max_daily_doses_exceeded",
-                message: format!(
-                    "{count} doses recorded in this {}; the limit is {max}",
-                    period(cycle)
-                ),
-            });
-        }
-    }
-    if let Some(min_gap) = min_gap {
-        let (before, after) =
-            store::neighbours(conn, source.source_type, source.id, &take.taken_at, take.id)?;
-        let mut closest: Option<SignedDuration> = None;
-        for other in before.iter().chain(after.iter()) {
-            let gap = taken_at.duration_since(timestamp(other)?).abs();
-            closest = Some(closest.map_or(gap, |c| c.min(gap)));
-        }
-        if let Some(gap) = closest.filter(|gap| *gap < min_gap) {
-            warnings.push(Warning {
-                code: "min_hours_between_doses",
-                message: format!(
-                    "another dose was recorded {} hours from this one; at least {} hours should pass between doses",
-                    duration_to_hours(gap),
-                    duration_to_hours(min_gap)
-                ),
-            });
-        }
-    }
+/// What a source calls for on one day: its dose and limits.
+#[derive(Debug, Clone, Copy)]
+struct Planned {
+    dose_amount: Dec,
+    dose_unit: DoseUnit,
+    max_daily_doses: Option<i64>,
+    min_hours_between_doses: Option<Dec>,
+}
 
-    let mut next = None;
-    if source.as_needed
-        && let Some(latest) = store::latest_taken_at(conn, source.source_type, source.id, take.id)?
-    {
-        let latest = timestamp(&latest)?;
-        if let Some(min_gap) = min_gap {
-            next = Some(latest + min_gap);
-        }
-        if let Some(max) = source.max_daily_doses {
-            let (count, end) = count_around(latest)?;
-            if count >= max {
-                next = Some(next.map_or(end, |n: Timestamp| n.max(end)));
-            }
-        }
+/// The dose and limits `source` calls for on `date`: for a tapering
+/// schedule the step covering that day (its own limits winning, as
+/// listDoseOccurrences applies them), otherwise the source's own.
+fn planned_on(source: &Source, date: Date) -> Planned {
+    let own = Planned {
+        dose_amount: source.dose_amount,
+        dose_unit: source.dose_unit,
+        max_daily_doses: source.max_daily_doses,
+        min_hours_between_doses: source.min_hours_between_doses,
+    };
+    let (Some(ScheduleType::Tapering), Some(stored)) =
+        (source.schedule_type, source.schedule_config.as_deref())
+    else {
+        return own;
+    };
+    let config = serde_json::from_str(stored)
+        .ok()
+        .and_then(|value| schedule_config::parse(ScheduleType::Tapering, &value).ok());
+    match config.as_ref().and_then(|c| c.taper_step_on(date)) {
+        Some(step) => Planned {
+            dose_amount: step.dose_amount,
+            dose_unit: step.dose_unit.unwrap_or(source.dose_unit),
+            max_daily_doses: step.max_daily_doses.or(source.max_daily_doses),
+            min_hours_between_doses: step
+                .min_hours_between_doses
+                .or(source.min_hours_between_doses),
+        },
+        None => own,
     }
-    Ok((warnings, next.map(crate::time::format)))
+}
+
+/// The start of `date` in `tz`.
+fn midnight(tz: &TimeZone, date: Date) -> Result<Timestamp> {
+    Ok(date
+        .to_zoned_datetime(tz.clone())
+        .map_err(|e| ApiError::internal(format!("start of {date}: {e}")))?
+        .timestamp())
 }

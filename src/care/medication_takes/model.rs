@@ -104,6 +104,10 @@ pub struct Warning {
 pub const WARNING_CODES: &[&str] = &[
     "max_daily_doses_exceeded",
     "min_hours_between_doses",
+    "min_hours_between_doses_other_source",
+    "before_start_date",
+    "after_end_date",
+    "source_paused",
     "stock_not_deducted",
     "stock_ran_out",
 ];
@@ -212,7 +216,7 @@ pub fn created_schema() -> Value {
                     },
                     "next_dose_allowed_at": {
                         "anyOf": [{"$ref": "#/components/schemas/Timestamp"}, {"type": "null"}],
-                        "description": "For as-needed sources (prn schedules, as-needed assignments): the earliest time the next dose keeps within min_hours_between_doses and the dose-cycle limit; null for routine sources and when no limit applies",
+                        "description": "For as-needed sources (prn schedules, as-needed assignments): the earliest time the next dose keeps within min_hours_between_doses and the dose-cycle limit, counting doses of the same medication for the person under other sources (by the larger of the two gaps); null for routine sources and when no limit applies",
                     },
                 },
             },
@@ -233,7 +237,7 @@ pub fn new_medication_take_schema() -> Value {
             },
             "taken_at": {
                 "type": "string", "format": "date-time",
-                "description": "When the dose was given; not more than 5 minutes in the future",
+                "description": "When the dose was given; not more than 5 minutes in the future, not before 1900-01-01 nor before the person's date of birth",
             },
             "client_uuid": {
                 "anyOf": [{"type": "string", "format": "uuid"}, {"type": "null"}],
@@ -241,11 +245,11 @@ pub fn new_medication_take_schema() -> Value {
             },
             "dose_amount": {
                 "anyOf": [decimal::positive_schema(), {"type": "null"}],
-                "description": "Defaults to the source's dose_amount",
+                "description": "Defaults to the source's dose_amount (a tapering schedule's: the step in force)",
             },
             "dose_unit": {
                 "anyOf": [DoseUnit::schema(), {"type": "null"}],
-                "description": "Defaults to the source's dose_unit",
+                "description": "Defaults to the source's dose_unit (a tapering schedule's: the step in force)",
             },
             "taken_from_medication_id": {
                 "anyOf": [resource_ref_schema(), {"type": "null"}],
@@ -257,7 +261,7 @@ pub fn new_medication_take_schema() -> Value {
             },
             "occurrence_key": {
                 "anyOf": [{"type": "string", "minLength": 1}, {"type": "null"}],
-                "description": "The signed occurrence_key of an expected dose of this source (from listDoseOccurrences), marking that dose taken",
+                "description": "The signed occurrence_key of an expected dose of this source (from listDoseOccurrences), marking that dose taken; taken_at must fall within the dose's window widened by 12 hours either side",
             },
         },
     })

@@ -9,7 +9,7 @@ use crate::db::page::{self, PageQuery};
 use crate::decimal::Dec;
 use crate::error::Result;
 use crate::http::extract::{Page, ResourceId};
-use crate::medicine::vocab::{DoseCycle, DoseUnit};
+use crate::medicine::vocab::{DoseCycle, DoseUnit, ScheduleType};
 
 const COLUMNS: &str = "t.id, t.portable_id, t.person_id, p.portable_id, t.source_type, t.source_id,
     coalesce(s.portable_id, a.portable_id), t.client_uuid, t.taken_at, t.dose_amount, t.dose_unit,
@@ -107,6 +107,12 @@ pub struct Source {
     /// A prn schedule or an as-needed assignment.
     pub as_needed: bool,
     pub retired: bool,
+    /// Schedules only: the plan a take is judged against (taper steps,
+    /// the dates it runs between). None for direct assignments.
+    pub schedule_type: Option<ScheduleType>,
+    pub schedule_config: Option<String>,
+    pub start_date: Option<String>,
+    pub end_date: Option<String>,
 }
 
 /// The schedule or assignment `id` of the household, retired ones included.
@@ -116,18 +122,24 @@ pub fn find_source(
     source_type: SourceType,
     id: &ResourceId,
 ) -> Result<Option<Source>> {
-    let (table, as_needed) = match source_type {
-        SourceType::Schedule => ("schedules", "x.schedule_type = 'prn'"),
-        SourceType::PersonMedication => {
-            ("person_medications", "x.administration_kind = 'as_needed'")
-        }
+    let (table, as_needed, plan) = match source_type {
+        SourceType::Schedule => (
+            "schedules",
+            "x.schedule_type = 'prn'",
+            "x.schedule_type, x.schedule_config, x.start_date, x.end_date",
+        ),
+        SourceType::PersonMedication => (
+            "person_medications",
+            "x.administration_kind = 'as_needed'",
+            "NULL, NULL, NULL, NULL",
+        ),
     };
     let (numeric, portable) = id.sql_parts();
     Ok(conn
         .prepare_cached(&format!(
             "SELECT x.id, x.portable_id, x.person_id, x.medication_id, x.dose_amount, x.dose_unit,
                     x.dose_cycle, x.max_daily_doses, x.min_hours_between_doses, {as_needed},
-                    x.retired_at IS NOT NULL
+                    x.retired_at IS NOT NULL, {plan}
              FROM {table} x
              WHERE x.household_id = ?1 AND (x.id = ?2 OR x.portable_id = ?3)"
         ))?
@@ -145,6 +157,10 @@ pub fn find_source(
                 min_hours_between_doses: r.get(8)?,
                 as_needed: r.get(9)?,
                 retired: r.get(10)?,
+                schedule_type: r.get(11)?,
+                schedule_config: r.get(12)?,
+                start_date: r.get(13)?,
+                end_date: r.get(14)?,
             })
         })
         .optional()?)
@@ -265,6 +281,131 @@ pub fn latest_taken_at(
              WHERE source_type = ?1 AND source_id = ?2 AND id <= ?3",
         )?
         .query_row(params![source_type, source_id, up_to_id], |r| r.get(0))?)
+}
+
+/// Whether a pause period of the source covers `at`: it started at or before
+/// it (a legacy period of unknown start from when it was recorded) and had
+/// not ended by then.
+pub fn paused_at(
+    conn: &Connection,
+    source_type: SourceType,
+    source_id: i64,
+    at: &str,
+) -> Result<bool> {
+    Ok(conn
+        .prepare_cached(
+            "SELECT EXISTS (SELECT 1 FROM medication_pause_periods
+             WHERE source_type = ?1 AND source_id = ?2
+               AND coalesce(started_at, created_at) <= ?3
+               AND (ended_at IS NULL OR ended_at > ?3))",
+        )?
+        .query_row(params![source_type, source_id, at], |r| r.get(0))?)
+}
+
+/// Takes of the same medication for the same person under the person's
+/// other sources, recorded before take `take_id`.
+const OTHER_SOURCES: &str = "medication_takes t
+    LEFT JOIN schedules s ON t.source_type = 'schedule' AND s.id = t.source_id
+    LEFT JOIN person_medications a ON t.source_type = 'person_medication' AND a.id = t.source_id
+    WHERE t.person_id = :person_id
+      AND coalesce(s.medication_id, a.medication_id) = :medication_id
+      AND NOT (t.source_type = :source_type AND t.source_id = :source_id)
+      AND t.id < :take_id";
+
+/// Identifies the take whose other-source takes are wanted.
+pub struct OtherSources<'a> {
+    pub person_id: i64,
+    pub medication_id: i64,
+    pub source_type: SourceType,
+    pub source_id: i64,
+    pub take_id: i64,
+    pub taken_at: &'a str,
+}
+
+/// How many other-source takes fall in [start, end).
+pub fn count_other_sources_in_window(
+    conn: &Connection,
+    of: &OtherSources<'_>,
+    start: &str,
+    end: &str,
+) -> Result<i64> {
+    Ok(conn
+        .prepare_cached(&format!(
+            "SELECT count(*) FROM {OTHER_SOURCES} AND t.taken_at >= :start AND t.taken_at < :end"
+        ))?
+        .query_row(
+            named_params! {
+                ":person_id": of.person_id,
+                ":medication_id": of.medication_id,
+                ":source_type": of.source_type,
+                ":source_id": of.source_id,
+                ":take_id": of.take_id,
+                ":start": start,
+                ":end": end,
+            },
+            |r| r.get(0),
+        )?)
+}
+
+/// The other-source takes in [from, until] with the min_hours_between_doses
+/// of the source each was given under.
+pub fn other_sources_between(
+    conn: &Connection,
+    of: &OtherSources<'_>,
+    from: &str,
+    until: &str,
+) -> Result<Vec<(String, Option<Dec>)>> {
+    let rows = conn
+        .prepare_cached(&format!(
+            "SELECT t.taken_at, coalesce(s.min_hours_between_doses, a.min_hours_between_doses)
+             FROM {OTHER_SOURCES} AND t.taken_at >= :from AND t.taken_at <= :until
+             ORDER BY t.taken_at"
+        ))?
+        .query_map(
+            named_params! {
+                ":person_id": of.person_id,
+                ":medication_id": of.medication_id,
+                ":source_type": of.source_type,
+                ":source_id": of.source_id,
+                ":take_id": of.take_id,
+                ":from": from,
+                ":until": until,
+            },
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )?
+        .collect::<rusqlite::Result<Vec<_>>>()?;
+    Ok(rows)
+}
+
+/// The largest min_hours_between_doses among the person's other sources of
+/// the medication (retired ones included: their takes still count).
+pub fn other_sources_max_min_hours(
+    conn: &Connection,
+    of: &OtherSources<'_>,
+) -> Result<Option<Dec>> {
+    let rows = conn
+        .prepare_cached(
+            "SELECT min_hours_between_doses FROM schedules
+             WHERE person_id = :person_id AND medication_id = :medication_id
+               AND NOT (:source_type = 'schedule' AND id = :source_id)
+               AND min_hours_between_doses IS NOT NULL
+             UNION ALL
+             SELECT min_hours_between_doses FROM person_medications
+             WHERE person_id = :person_id AND medication_id = :medication_id
+               AND NOT (:source_type = 'person_medication' AND id = :source_id)
+               AND min_hours_between_doses IS NOT NULL",
+        )?
+        .query_map(
+            named_params! {
+                ":person_id": of.person_id,
+                ":medication_id": of.medication_id,
+                ":source_type": of.source_type,
+                ":source_id": of.source_id,
+            },
+            |r| r.get::<_, Dec>(0),
+        )?
+        .collect::<rusqlite::Result<Vec<_>>>()?;
+    Ok(rows.into_iter().max())
 }
 
 /// Which takes to list.

@@ -1,0 +1,274 @@
+//! The warnings of a recorded take: the safety limits it went past, doses of
+//! the same medicine under the person's other sources, and doses given
+//! outside the plan (before its start, after its end, while paused). Never a
+//! refusal: the dose was given.
+
+use jiff::civil::Date;
+use jiff::tz::TimeZone;
+use jiff::{SignedDuration, Span, Timestamp};
+use rusqlite::Connection;
+use rust_decimal::Decimal;
+use rust_decimal::prelude::ToPrimitive;
+
+use super::model::{MedicationTake, Warning};
+use super::store::{self, Source};
+use super::{midnight, planned_on, timestamp};
+use crate::decimal::Dec;
+use crate::error::{ApiError, Result};
+use crate::medicine::vocab::DoseCycle;
+
+/// The [start, end) of the dose-cycle window containing `at`: its day, ISO
+/// week or month in the household time zone.
+fn window(at: Timestamp, tz: &TimeZone, cycle: DoseCycle) -> Result<(Timestamp, Timestamp)> {
+    let date = at.to_zoned_datetime(tz.clone()).date();
+    let bad = |e: jiff::Error| ApiError::internal(format!("dose-cycle window: {e}"));
+    let (start, end): (Date, Date) = match cycle {
+        DoseCycle::Daily => (date, date.checked_add(Span::new().days(1)).map_err(bad)?),
+        DoseCycle::Weekly => {
+            let back = i64::from(date.weekday().to_monday_zero_offset());
+            let start = date.checked_sub(Span::new().days(back)).map_err(bad)?;
+            (start, start.checked_add(Span::new().days(7)).map_err(bad)?)
+        }
+        DoseCycle::Monthly => {
+            let start = date.first_of_month();
+            (
+                start,
+                start.checked_add(Span::new().months(1)).map_err(bad)?,
+            )
+        }
+    };
+    Ok((midnight(tz, start)?, midnight(tz, end)?))
+}
+
+fn period(cycle: DoseCycle) -> &'static str {
+    match cycle {
+        DoseCycle::Daily => "day",
+        DoseCycle::Weekly => "week",
+        DoseCycle::Monthly => "month",
+    }
+}
+
+/// Whole seconds in a number of hours.
+fn hours_to_duration(hours: Dec) -> SignedDuration {
+    let secs = (hours.0 * Decimal::from(3600))
+        .round()
+        .to_i64()
+        .unwrap_or(i64::MAX);
+    SignedDuration::from_secs(secs)
+}
+
+fn duration_to_hours(d: SignedDuration) -> Dec {
+    Dec((Decimal::from(d.as_secs()) / Decimal::from(3600))
+        .round_dp(2)
+        .normalize())
+}
+
+/// The warnings of a take, judged against the takes recorded up to it (so
+/// a replay answers as the first time did), and, for as-needed sources,
+/// when the next dose is allowed. The limits are those the source calls
+/// for on the day of taken_at (a taper step's own); takes of the same
+/// medication for the same person under other sources count too.
+pub(super) fn warnings(
+    conn: &Connection,
+    household_id: i64,
+    source: &Source,
+    take: &MedicationTake,
+) -> Result<(Vec<Warning>, Option<String>)> {
+    let tz = crate::household::store::time_zone(conn, household_id)?;
+    let cycle = source.dose_cycle.unwrap_or(DoseCycle::Daily);
+    let taken_at = timestamp(&take.taken_at)?;
+    let taken_on = taken_at.to_zoned_datetime(tz.clone()).date();
+    let planned = planned_on(source, taken_on);
+    let min_gap = planned
+        .min_hours_between_doses
+        .filter(|h| h.is_positive())
+        .map(hours_to_duration);
+    let others = store::OtherSources {
+        person_id: source.person_id,
+        medication_id: source.medication_id,
+        source_type: source.source_type,
+        source_id: source.id,
+        take_id: take.id,
+        taken_at: &take.taken_at,
+    };
+    let mut warnings = Vec::new();
+
+    // Takes in the dose-cycle window containing `at`: this source's, and
+    // the other sources' of the same medication for the person.
+    let count_around = |at: Timestamp| -> Result<(i64, i64, Timestamp)> {
+        let (start, end) = window(at, &tz, cycle)?;
+        let (start, end_text) = (crate::time::format(start), crate::time::format(end));
+        let own = store::count_in_window(
+            conn,
+            source.source_type,
+            source.id,
+            &start,
+            &end_text,
+            take.id,
+        )?;
+        let other = store::count_other_sources_in_window(conn, &others, &start, &end_text)?;
+        Ok((own, other, end))
+    };
+
+    if let Some(max) = planned.max_daily_doses {
+        let (own, other, _) = count_around(taken_at)?;
+        let count = own + other;
+        if count > max {
+            let under_others = if other > 0 {
+                format!(" ({other} of them under other sources of this medication)")
+            } else {
+                String::new()
+            };
+            warnings.push(Warning {
+                code: "max_daily_doses_exceeded",
+                message: format!(
+                    "{count} doses recorded in this {}{under_others}; the limit is {max}",
+                    period(cycle)
+                ),
+            });
+        }
+    }
+    if let Some(min_gap) = min_gap {
+        let (before, after) =
+            store::neighbours(conn, source.source_type, source.id, &take.taken_at, take.id)?;
+        let mut closest: Option<SignedDuration> = None;
+        for other in before.iter().chain(after.iter()) {
+            let gap = taken_at.duration_since(timestamp(other)?).abs();
+            closest = Some(closest.map_or(gap, |c| c.min(gap)));
+        }
+        if let Some(gap) = closest.filter(|gap| *gap < min_gap) {
+            warnings.push(Warning {
+                code: "min_hours_between_doses",
+                message: format!(
+                    "another dose was recorded {} hours from this one; at least {} hours should pass between doses",
+                    duration_to_hours(gap),
+                    duration_to_hours(min_gap)
+                ),
+            });
+        }
+    }
+    if let Some((gap, limit)) = too_close_to_other_sources(conn, &others, taken_at, min_gap)? {
+        warnings.push(Warning {
+            code: "min_hours_between_doses_other_source",
+            message: format!(
+                "a dose of the same medication under another source was recorded {} hours from this one; at least {} hours should pass between doses",
+                duration_to_hours(gap),
+                duration_to_hours(limit)
+            ),
+        });
+    }
+
+    if source
+        .start_date
+        .as_deref()
+        .and_then(|d| d.parse::<Date>().ok())
+        .is_some_and(|start| taken_on < start)
+    {
+        warnings.push(Warning {
+            code: "before_start_date",
+            message: "this dose was given before the schedule's start_date".into(),
+        });
+    }
+    if source
+        .end_date
+        .as_deref()
+        .and_then(|d| d.parse::<Date>().ok())
+        .is_some_and(|end| taken_on > end)
+    {
+        warnings.push(Warning {
+            code: "after_end_date",
+            message: "this dose was given after the schedule's end_date".into(),
+        });
+    }
+    if store::paused_at(conn, source.source_type, source.id, &take.taken_at)? {
+        warnings.push(Warning {
+            code: "source_paused",
+            message: "this dose was given while its source was paused".into(),
+        });
+    }
+
+    let mut next = None;
+    if source.as_needed
+        && let Some(latest) = store::latest_taken_at(conn, source.source_type, source.id, take.id)?
+    {
+        let latest = timestamp(&latest)?;
+        if let Some(min_gap) = min_gap {
+            next = Some(latest + min_gap);
+        }
+        // A dose of the medicine under another source holds the next one
+        // back as well, by the larger of the two gaps.
+        if let Some(horizon) = other_sources_horizon(conn, &others, min_gap)? {
+            let since = latest.checked_sub(horizon).unwrap_or(Timestamp::MIN);
+            for (at, their_hours) in store::other_sources_between(
+                conn,
+                &others,
+                &crate::time::format(since),
+                &crate::time::format(Timestamp::MAX),
+            )? {
+                if let Some(limit) = their_hours.and_then(positive_gap).max(min_gap) {
+                    let until = timestamp(&at)?.checked_add(limit).unwrap_or(Timestamp::MAX);
+                    next = Some(next.map_or(until, |n: Timestamp| n.max(until)));
+                }
+            }
+        }
+        if let Some(max) = planned.max_daily_doses {
+            let (own, other, end) = count_around(latest)?;
+            if own + other >= max {
+                next = Some(next.map_or(end, |n: Timestamp| n.max(end)));
+            }
+        }
+    }
+    Ok((warnings, next.map(crate::time::format)))
+}
+
+/// A min_hours_between_doses as a gap; none when it is not positive.
+fn positive_gap(hours: Dec) -> Option<SignedDuration> {
+    hours.is_positive().then(|| hours_to_duration(hours))
+}
+
+/// The widest gap that can apply between a take and one of the same
+/// medication under another source: the larger of this source's and the
+/// largest of the others'. None when no source sets one.
+fn other_sources_horizon(
+    conn: &Connection,
+    others: &store::OtherSources<'_>,
+    own_gap: Option<SignedDuration>,
+) -> Result<Option<SignedDuration>> {
+    Ok(store::other_sources_max_min_hours(conn, others)?
+        .and_then(positive_gap)
+        .max(own_gap))
+}
+
+/// The closest take of the same medication under another source that came
+/// within the minimum gap, with that gap and the limit it broke. Of the two
+/// sources' min_hours_between_doses the larger applies, so the warning does
+/// not depend on which of the two doses was recorded second.
+fn too_close_to_other_sources(
+    conn: &Connection,
+    others: &store::OtherSources<'_>,
+    taken_at: Timestamp,
+    own_gap: Option<SignedDuration>,
+) -> Result<Option<(SignedDuration, SignedDuration)>> {
+    let Some(horizon) = other_sources_horizon(conn, others, own_gap)? else {
+        return Ok(None);
+    };
+    let reach = |at: Option<Timestamp>, bound: Timestamp| at.unwrap_or(bound);
+    let from = reach(taken_at.checked_sub(horizon).ok(), Timestamp::MIN);
+    let until = reach(taken_at.checked_add(horizon).ok(), Timestamp::MAX);
+    let mut closest: Option<(SignedDuration, SignedDuration)> = None;
+    for (at, their_hours) in store::other_sources_between(
+        conn,
+        others,
+        &crate::time::format(from),
+        &crate::time::format(until),
+    )? {
+        let gap = taken_at.duration_since(timestamp(&at)?).abs();
+        let Some(limit) = their_hours.and_then(positive_gap).max(own_gap) else {
+            continue;
+        };
+        if gap < limit && closest.is_none_or(|(c, _)| gap < c) {
+            closest = Some((gap, limit));
+        }
+    }
+    Ok(closest)
+}
