@@ -195,12 +195,23 @@ pub fn replace(
 }
 
 /// `deleteLocation`: soft delete; the location disappears from reads and
-/// from people's `location_ids`, while records that name it keep working.
+/// from people's `location_ids` (each such person moves to a new version
+/// with a change-feed entry, so a feed-following client sees it too), while
+/// records that name it keep working.
 pub fn delete(conn: &Connection, actor: &Actor, id: &ResourceId, if_match: &IfMatch) -> Result<()> {
     let mut row = find_for_change(conn, actor, id, if_match)?;
     row.lock_version += 1;
     row.updated_at = crate::time::now();
     store::soft_delete(conn, &row)?;
+    for person_id in store::people_at(conn, row.id)? {
+        if let Some(person) = crate::household::people::store::find(
+            conn,
+            actor.household_id,
+            &ResourceId::Numeric(person_id),
+        )? {
+            memberships::touch_person(conn, actor, person)?;
+        }
+    }
     record(conn, actor, &row, Action::Delete)
 }
 

@@ -165,6 +165,31 @@ fn record_change(
     )
 }
 
+/// The medication `medication_id` is being deleted, and its options stop
+/// existing with it (no read reaches them): each gets its deletion marker
+/// in the caller's transaction, so a client following the feed drops them
+/// (and their stock) just as a fresh snapshot leaves them out.
+pub fn tombstone_all_of_medication(
+    conn: &Connection,
+    actor: &Actor,
+    medication_id: i64,
+) -> Result<()> {
+    for (id, portable_id) in store::ids_of_medication(conn, medication_id)? {
+        change_feed::append(
+            conn,
+            Change {
+                household_id: actor.household_id,
+                record_type: RECORD_TYPE,
+                record_id: id,
+                record_portable_id: &portable_id,
+                action: Action::Delete,
+                person_id: None,
+            },
+        )?;
+    }
+    Ok(())
+}
+
 /// Adds a dosage option to a live medication of the household.
 pub fn create(
     conn: &Connection,

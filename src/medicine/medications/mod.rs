@@ -439,8 +439,9 @@ pub fn replace(
     save(conn, actor, row)
 }
 
-/// Removes a medication from the household's lists; past records that name
-/// it keep working. Refused with 409 `medication_in_use` while a live
+/// Removes a medication from the household's lists, with its dosage
+/// options (each gets a deletion marker too); past records that name it
+/// keep working. Refused with 409 `medication_in_use` while a live
 /// (unretired, paused or not) schedule or direct assignment still uses it:
 /// retire those first.
 pub fn delete(conn: &Connection, actor: &Actor, id: &ResourceId, if_match: &IfMatch) -> Result<()> {
@@ -471,6 +472,7 @@ pub fn delete(conn: &Connection, actor: &Actor, id: &ResourceId, if_match: &IfMa
     }
     let now = crate::time::now();
     store::soft_delete(conn, row.id, &now)?;
+    crate::medicine::dosage_options::tombstone_all_of_medication(conn, actor, row.id)?;
     record_change(conn, actor, &row, Action::Delete)
 }
 
