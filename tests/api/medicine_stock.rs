@@ -395,3 +395,123 @@ async fn deleting_a_location_moves_the_people_it_served_on_in_the_feed() {
     }));
     assert_eq!(data["tombstones"].as_array().unwrap().len(), 1);
 }
+
+/// Today in the test household's time zone, moved by `days`.
+fn day(days: i64) -> String {
+    let london = jiff::tz::TimeZone::get("Europe/London").unwrap();
+    jiff::Timestamp::now()
+        .to_zoned_datetime(london)
+        .date()
+        .saturating_add(jiff::Span::new().days(days))
+        .to_string()
+}
+
+async fn stocked(app: &TestApp, unit: &str, supply: &str, threshold: &str) -> i64 {
+    let created = app
+        .post(
+            &app.hh("/medications"),
+            &app.owner,
+            json!({"medication": {"name": "Forecast", "dose_amount": "1", "dose_unit": unit,
+                   "current_supply": supply, "reorder_threshold": threshold}}),
+        )
+        .await;
+    created.assert_status(201);
+    created.id()
+}
+
+async fn plan(app: &TestApp, person: i64, medication: i64, attrs: Value) -> TestResponse {
+    let mut body = json!({"person_id": person, "medication_id": medication});
+    body.as_object_mut()
+        .unwrap()
+        .extend(attrs.as_object().unwrap().clone());
+    let created = app
+        .post(&app.hh("/schedules"), &app.owner, json!({ "schedule": body }))
+        .await;
+    created.assert_status(201);
+    created
+}
+
+fn forecast(medication: &Value) -> (Value, Value) {
+    (
+        medication["days_until_low_stock"].clone(),
+        medication["days_until_out_of_stock"].clone(),
+    )
+}
+
+#[tokio::test]
+async fn run_out_forecasts_step_through_the_plan_day_by_day() {
+    let app = TestApp::new().await;
+    let ada = crate::schedules::new_person(&app, "Ada").await.id;
+    let twice = json!({"times": ["08:00", "20:00"]});
+
+    // Starts in six months (182 days): nothing is used until then.
+    let later = stocked(&app, "tablet", "30", "10").await;
+    plan(&app, ada, later, json!({"schedule_type": "daily", "schedule_config": twice,
+        "dose_amount": "1", "dose_unit": "tablet", "start_date": day(182)}))
+    .await;
+    // Ends in two days: 6 are used, the stock never runs out.
+    let ending = stocked(&app, "tablet", "30", "10").await;
+    plan(&app, ada, ending, json!({"schedule_type": "daily", "schedule_config": twice,
+        "dose_amount": "1", "dose_unit": "tablet", "start_date": day(-10), "end_date": day(2)}))
+    .await;
+    // A taper rising from 1 mg to 10 mg a day: 1 + 1 + 10 + 10 = 22, then 32 > 30.
+    let taper = stocked(&app, "mg", "30", "10").await;
+    plan(&app, ada, taper, json!({"schedule_type": "tapering", "dose_amount": "1",
+        "dose_unit": "mg", "start_date": day(0), "end_date": day(40),
+        "schedule_config": {"times": ["08:00"], "taper_steps": [
+            {"start_date": day(0), "end_date": day(1), "dose_amount": "1"},
+            {"start_date": day(2), "end_date": day(40), "dose_amount": "10"}]}}))
+    .await;
+    // A taper and a daily schedule starting in 40 days forecast alike.
+    let taper_later = stocked(&app, "tablet", "30", "10").await;
+    plan(&app, ada, taper_later, json!({"schedule_type": "tapering", "dose_amount": "1",
+        "dose_unit": "tablet", "start_date": day(40), "end_date": day(120),
+        "schedule_config": {"times": ["08:00", "20:00"], "taper_steps": [
+            {"start_date": day(40), "end_date": day(120), "dose_amount": "1"}]}}))
+    .await;
+    let daily_later = stocked(&app, "tablet", "30", "10").await;
+    plan(&app, ada, daily_later, json!({"schedule_type": "daily", "schedule_config": twice,
+        "dose_amount": "1", "dose_unit": "tablet", "start_date": day(40)}))
+    .await;
+    // Paused: nothing is planned while the pause lasts, so no forecast.
+    let paused = stocked(&app, "tablet", "30", "10").await;
+    let schedule = plan(&app, ada, paused, json!({"schedule_type": "daily",
+        "schedule_config": twice, "dose_amount": "1", "dose_unit": "tablet",
+        "start_date": day(-3)}))
+    .await;
+    app.post(
+        &app.hh("/medication_pause_periods"),
+        &app.owner,
+        json!({"medication_pause_period": {"source_type": "schedule",
+               "source_id": schedule.data()["portable_id"], "reason": "other"}}),
+    )
+    .await
+    .assert_status(201);
+
+    let expected = [
+        (later, (json!(192), json!(197))),
+        (ending, (json!(365), json!(365))),
+        (taper, (json!(3), json!(4))),
+        (taper_later, (json!(50), json!(55))),
+        (daily_later, (json!(50), json!(55))),
+        (paused, (Value::Null, Value::Null)),
+    ];
+    let listed = app
+        .get(&app.hh("/medications?per_page=100"), &app.owner)
+        .await;
+    for (id, want) in expected {
+        assert_eq!(forecast(read(&app, id).await.data()), want, "medication {id}");
+        let row = listed
+            .data()
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|m| m["id"] == id)
+            .unwrap();
+        assert_eq!(forecast(row), want, "listed medication {id}");
+    }
+    // The contract says how the fields are computed.
+    let doc = app.document();
+    let field = &doc["components"]["schemas"]["Medication"]["properties"]["days_until_out_of_stock"];
+    assert!(field["description"].as_str().unwrap().contains("null only when nothing"));
+}
