@@ -243,7 +243,10 @@ mod tests {
         assert_eq!(Dec::MAX.checked_add(d("0.000001")), None);
         assert_eq!(d("999999999999").checked_add(d("0.999999")), Some(Dec::MAX));
         assert_eq!(
-            d("999999999999").checked_sub(d("0.000001")).unwrap().to_string(),
+            d("999999999999")
+                .checked_sub(d("0.000001"))
+                .unwrap()
+                .to_string(),
             "999999999998.999999"
         );
         assert!(stock_sum(Dec::MAX, d("1"), "quantity").is_err());

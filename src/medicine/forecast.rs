@@ -82,7 +82,10 @@ impl Plan {
         for source in sources {
             let (holder, unit) = match source.own_stock_option {
                 Some((option, unit)) => (Holder::DosageOption(option), Some(unit)),
-                None => (Holder::Medication(source.medication_id), source.medication_unit),
+                None => (
+                    Holder::Medication(source.medication_id),
+                    source.medication_unit,
+                ),
             };
             let total = days
                 .entry(holder)
@@ -180,10 +183,9 @@ fn add_source(total: &mut [Decimal], source: &DrawingSource, unit: Option<DoseUn
             continue;
         }
         let (amount, dose_unit) = match (plan.schedule_type, step) {
-            (ScheduleType::Tapering, Some(step)) => (
-                step.dose_amount,
-                step.dose_unit.unwrap_or(source.dose_unit),
-            ),
+            (ScheduleType::Tapering, Some(step)) => {
+                (step.dose_amount, step.dose_unit.unwrap_or(source.dose_unit))
+            }
             _ => (source.dose_amount, source.dose_unit),
         };
         if counts(dose_unit) {
@@ -238,7 +240,12 @@ mod tests {
         s.parse().unwrap()
     }
 
-    fn schedule(schedule_type: &str, config: Value, start: &str, end: Option<&str>) -> DrawingSource {
+    fn schedule(
+        schedule_type: &str,
+        config: Value,
+        start: &str,
+        end: Option<&str>,
+    ) -> DrawingSource {
         DrawingSource {
             medication_id: 1,
             medication_unit: Some(DoseUnit::Tablet),
@@ -257,8 +264,17 @@ mod tests {
         }
     }
 
-    fn status(sources: &[DrawingSource], today: &str, supply: &str, threshold: &str) -> (Option<i64>, Option<i64>) {
-        let s = Plan::of(sources, date(today)).status(Holder::Medication(1), d(supply), Some(d(threshold)));
+    fn status(
+        sources: &[DrawingSource],
+        today: &str,
+        supply: &str,
+        threshold: &str,
+    ) -> (Option<i64>, Option<i64>) {
+        let s = Plan::of(sources, date(today)).status(
+            Holder::Medication(1),
+            d(supply),
+            Some(d(threshold)),
+        );
         (s.days_until_low_stock, s.days_until_out_of_stock)
     }
 
@@ -268,10 +284,22 @@ mod tests {
     fn steady_use_counts_whole_days() {
         let twice = json!({"times": ["08:00", "20:00"]});
         let daily = schedule("daily", twice.clone(), "2027-01-01", None);
-        assert_eq!(status(&[daily.clone()], TODAY, "30", "10"), (Some(10), Some(15)));
-        assert_eq!(status(&[daily.clone()], TODAY, "31", "10"), (Some(10), Some(15)));
-        assert_eq!(status(&[daily.clone()], TODAY, "5", "10"), (Some(0), Some(2)));
-        assert_eq!(status(&[daily], TODAY, "10000", "0"), (Some(365), Some(365)));
+        assert_eq!(
+            status(std::slice::from_ref(&daily), TODAY, "30", "10"),
+            (Some(10), Some(15))
+        );
+        assert_eq!(
+            status(std::slice::from_ref(&daily), TODAY, "31", "10"),
+            (Some(10), Some(15))
+        );
+        assert_eq!(
+            status(std::slice::from_ref(&daily), TODAY, "5", "10"),
+            (Some(0), Some(2))
+        );
+        assert_eq!(
+            status(&[daily], TODAY, "10000", "0"),
+            (Some(365), Some(365))
+        );
         assert_eq!(status(&[], TODAY, "5", "10"), (None, None));
         // 2 a week: 4 tablets last exactly 14 days.
         let weekly = schedule(
@@ -295,7 +323,10 @@ mod tests {
         assert_eq!(status(&[ending], TODAY, "30", "10"), (Some(365), Some(365)));
         let ended_soon = schedule("daily", twice, "2027-01-01", Some("2027-03-20"));
         // 11 days of 2: 22 used, 8 left; low after 10 days, never out.
-        assert_eq!(status(&[ended_soon], TODAY, "30", "10"), (Some(10), Some(365)));
+        assert_eq!(
+            status(&[ended_soon], TODAY, "30", "10"),
+            (Some(10), Some(365))
+        );
         let next_year = schedule("daily", json!({"times": ["08:00"]}), "2028-03-10", None);
         assert_eq!(status(&[next_year], TODAY, "30", "10"), (None, None));
     }
@@ -318,7 +349,10 @@ mod tests {
         taper.medication_unit = Some(DoseUnit::Mg);
         taper.dose_unit = DoseUnit::Mg;
         // 1 + 2 + 3 + 4 = 10 ≤ 12 < 15: lasts 4 days.
-        assert_eq!(status(&[taper.clone()], TODAY, "12", "0").1, Some(4));
+        assert_eq!(
+            status(std::slice::from_ref(&taper), TODAY, "12", "0").1,
+            Some(4)
+        );
         // A step in another unit draws on nothing.
         taper.medication_unit = Some(DoseUnit::Tablet);
         assert_eq!(status(&[taper], TODAY, "12", "0").1, None);
@@ -330,12 +364,21 @@ mod tests {
         weekly.schedule = None;
         weekly.dose_cycle = Some(DoseCycle::Weekly);
         weekly.max_daily_doses = Some(2);
-        assert_eq!(status(&[weekly.clone()], TODAY, "4", "0").1, Some(14));
+        assert_eq!(
+            status(std::slice::from_ref(&weekly), TODAY, "4", "0").1,
+            Some(14)
+        );
         let mut own = weekly;
         own.own_stock_option = Some((7, DoseUnit::Tablet));
         let plan = Plan::of(&[own], date(TODAY));
-        assert_eq!(plan.status(Holder::Medication(1), d("4"), None), StockStatus::default());
+        assert_eq!(
+            plan.status(Holder::Medication(1), d("4"), None),
+            StockStatus::default()
+        );
         let option = plan.status(Holder::DosageOption(7), d("4"), Some(d("2")));
-        assert_eq!((option.days_until_low_stock, option.days_until_out_of_stock), (Some(7), Some(14)));
+        assert_eq!(
+            (option.days_until_low_stock, option.days_until_out_of_stock),
+            (Some(7), Some(14))
+        );
     }
 }

@@ -57,7 +57,11 @@ fn from_row(r: &Row<'_>) -> rusqlite::Result<DrawingSource> {
         Some(schedule_type) => {
             let config: String = r.get(5)?;
             let config = serde_json::from_str(&config).map_err(|e| {
-                rusqlite::Error::FromSqlConversionFailure(5, rusqlite::types::Type::Text, Box::new(e))
+                rusqlite::Error::FromSqlConversionFailure(
+                    5,
+                    rusqlite::types::Type::Text,
+                    Box::new(e),
+                )
             })?;
             let start_date = date(r.get(6)?, 6)?.unwrap_or(Date::MIN);
             let slot_times = if r.get::<_, bool>(12)? {

@@ -4,6 +4,7 @@ pub mod dosage_options;
 pub mod forecast;
 pub mod forecast_store;
 pub mod medications;
+pub mod stock;
 pub mod stock_removals;
 pub mod vocab;
 

@@ -68,7 +68,9 @@ async fn row_count(app: &TestApp, table: &'static str) -> i64 {
 async fn a_receipt_with_nothing_on_order_adds_nothing_however_often_it_is_tapped() {
     let app = TestApp::new().await;
     let (id, _) = medication(&app, "3").await;
-    order(&app, id, json!({"quantity": "5"})).await.assert_status(200);
+    order(&app, id, json!({"quantity": "5"}))
+        .await
+        .assert_status(200);
     let received = receive(&app, id, None).await;
     received.assert_status(200);
     assert_eq!(received.data()["current_supply"], "8");
@@ -317,11 +319,18 @@ async fn deleting_a_medication_tombstones_its_dosage_options() {
     let cursor = snapshot.data()["cursor"].as_str().unwrap().to_string();
 
     let etag = read(&app, id).await.etag();
-    app.delete(&app.hh(&format!("/medications/{id}")), &app.owner, Some(&etag))
-        .await
-        .assert_status(204);
+    app.delete(
+        &app.hh(&format!("/medications/{id}")),
+        &app.owner,
+        Some(&etag),
+    )
+    .await
+    .assert_status(204);
     let changes = app
-        .get(&app.hh(&format!("/sync/changes?cursor={cursor}")), &app.owner)
+        .get(
+            &app.hh(&format!("/sync/changes?cursor={cursor}")),
+            &app.owner,
+        )
         .await;
     changes.assert_status(200);
     let tombstones: Vec<(String, String)> = changes.data()["tombstones"]
@@ -343,8 +352,14 @@ async fn deleting_a_medication_tombstones_its_dosage_options() {
     assert_eq!(tombstones, expected);
     // A fresh snapshot agrees: the options are gone.
     let fresh = app.get(&app.hh("/sync/snapshot"), &app.owner).await;
-    let listed = fresh.data()["records"]["dosage_options"].as_array().unwrap();
-    assert!(listed.iter().all(|o| !options.contains(&o["portable_id"].as_str().unwrap().to_string())));
+    let listed = fresh.data()["records"]["dosage_options"]
+        .as_array()
+        .unwrap();
+    assert!(
+        listed
+            .iter()
+            .all(|o| !options.contains(&o["portable_id"].as_str().unwrap().to_string()))
+    );
 }
 
 #[tokio::test]
@@ -352,7 +367,11 @@ async fn deleting_a_location_moves_the_people_it_served_on_in_the_feed() {
     let app = TestApp::new().await;
     let person = crate::schedules::new_person(&app, "Ada").await;
     let location = app
-        .post(&app.hh("/locations"), &app.owner, json!({"location": {"name": "Nan's"}}))
+        .post(
+            &app.hh("/locations"),
+            &app.owner,
+            json!({"location": {"name": "Nan's"}}),
+        )
         .await;
     location.assert_status(201);
     let location_id = location.id();
@@ -387,7 +406,10 @@ async fn deleting_a_location_moves_the_people_it_served_on_in_the_feed() {
     assert_eq!(after.data()["location_ids"], json!([]));
     assert_ne!(after.etag(), before.etag());
     let changes = app
-        .get(&app.hh(&format!("/sync/changes?cursor={cursor}")), &app.owner)
+        .get(
+            &app.hh(&format!("/sync/changes?cursor={cursor}")),
+            &app.owner,
+        )
         .await;
     let data = changes.data();
     assert!(data["changes"].as_array().unwrap().iter().any(|c| {
@@ -425,7 +447,11 @@ async fn plan(app: &TestApp, person: i64, medication: i64, attrs: Value) -> Test
         .unwrap()
         .extend(attrs.as_object().unwrap().clone());
     let created = app
-        .post(&app.hh("/schedules"), &app.owner, json!({ "schedule": body }))
+        .post(
+            &app.hh("/schedules"),
+            &app.owner,
+            json!({ "schedule": body }),
+        )
         .await;
     created.assert_status(201);
     created
@@ -446,38 +472,68 @@ async fn run_out_forecasts_step_through_the_plan_day_by_day() {
 
     // Starts in six months (182 days): nothing is used until then.
     let later = stocked(&app, "tablet", "30", "10").await;
-    plan(&app, ada, later, json!({"schedule_type": "daily", "schedule_config": twice,
-        "dose_amount": "1", "dose_unit": "tablet", "start_date": day(182)}))
+    plan(
+        &app,
+        ada,
+        later,
+        json!({"schedule_type": "daily", "schedule_config": twice,
+        "dose_amount": "1", "dose_unit": "tablet", "start_date": day(182)}),
+    )
     .await;
     // Ends in two days: 6 are used, the stock never runs out.
     let ending = stocked(&app, "tablet", "30", "10").await;
-    plan(&app, ada, ending, json!({"schedule_type": "daily", "schedule_config": twice,
-        "dose_amount": "1", "dose_unit": "tablet", "start_date": day(-10), "end_date": day(2)}))
+    plan(
+        &app,
+        ada,
+        ending,
+        json!({"schedule_type": "daily", "schedule_config": twice,
+        "dose_amount": "1", "dose_unit": "tablet", "start_date": day(-10), "end_date": day(2)}),
+    )
     .await;
     // A taper rising from 1 mg to 10 mg a day: 1 + 1 + 10 + 10 = 22, then 32 > 30.
     let taper = stocked(&app, "mg", "30", "10").await;
-    plan(&app, ada, taper, json!({"schedule_type": "tapering", "dose_amount": "1",
+    plan(
+        &app,
+        ada,
+        taper,
+        json!({"schedule_type": "tapering", "dose_amount": "1",
         "dose_unit": "mg", "start_date": day(0), "end_date": day(40),
         "schedule_config": {"times": ["08:00"], "taper_steps": [
             {"start_date": day(0), "end_date": day(1), "dose_amount": "1"},
-            {"start_date": day(2), "end_date": day(40), "dose_amount": "10"}]}}))
+            {"start_date": day(2), "end_date": day(40), "dose_amount": "10"}]}}),
+    )
     .await;
     // A taper and a daily schedule starting in 40 days forecast alike.
     let taper_later = stocked(&app, "tablet", "30", "10").await;
-    plan(&app, ada, taper_later, json!({"schedule_type": "tapering", "dose_amount": "1",
+    plan(
+        &app,
+        ada,
+        taper_later,
+        json!({"schedule_type": "tapering", "dose_amount": "1",
         "dose_unit": "tablet", "start_date": day(40), "end_date": day(120),
         "schedule_config": {"times": ["08:00", "20:00"], "taper_steps": [
-            {"start_date": day(40), "end_date": day(120), "dose_amount": "1"}]}}))
+            {"start_date": day(40), "end_date": day(120), "dose_amount": "1"}]}}),
+    )
     .await;
     let daily_later = stocked(&app, "tablet", "30", "10").await;
-    plan(&app, ada, daily_later, json!({"schedule_type": "daily", "schedule_config": twice,
-        "dose_amount": "1", "dose_unit": "tablet", "start_date": day(40)}))
+    plan(
+        &app,
+        ada,
+        daily_later,
+        json!({"schedule_type": "daily", "schedule_config": twice,
+        "dose_amount": "1", "dose_unit": "tablet", "start_date": day(40)}),
+    )
     .await;
     // Paused: nothing is planned while the pause lasts, so no forecast.
     let paused = stocked(&app, "tablet", "30", "10").await;
-    let schedule = plan(&app, ada, paused, json!({"schedule_type": "daily",
+    let schedule = plan(
+        &app,
+        ada,
+        paused,
+        json!({"schedule_type": "daily",
         "schedule_config": twice, "dose_amount": "1", "dose_unit": "tablet",
-        "start_date": day(-3)}))
+        "start_date": day(-3)}),
+    )
     .await;
     app.post(
         &app.hh("/medication_pause_periods"),
@@ -500,7 +556,11 @@ async fn run_out_forecasts_step_through_the_plan_day_by_day() {
         .get(&app.hh("/medications?per_page=100"), &app.owner)
         .await;
     for (id, want) in expected {
-        assert_eq!(forecast(read(&app, id).await.data()), want, "medication {id}");
+        assert_eq!(
+            forecast(read(&app, id).await.data()),
+            want,
+            "medication {id}"
+        );
         let row = listed
             .data()
             .as_array()
@@ -512,6 +572,146 @@ async fn run_out_forecasts_step_through_the_plan_day_by_day() {
     }
     // The contract says how the fields are computed.
     let doc = app.document();
-    let field = &doc["components"]["schemas"]["Medication"]["properties"]["days_until_out_of_stock"];
-    assert!(field["description"].as_str().unwrap().contains("null only when nothing"));
+    let field =
+        &doc["components"]["schemas"]["Medication"]["properties"]["days_until_out_of_stock"];
+    assert!(
+        field["description"]
+            .as_str()
+            .unwrap()
+            .contains("null only when nothing")
+    );
+}
+
+#[tokio::test]
+async fn a_dosage_option_with_its_own_stock_is_looked_after_like_a_medication() {
+    let app = TestApp::new().await;
+    let ada = crate::schedules::new_person(&app, "Ada").await.id;
+    let medication = stocked(&app, "tablet", "100", "10").await;
+    let option_with = |supply: Value, threshold: Value| {
+        json!({"dosage_option": {"medication_id": medication, "amount": "1", "unit": "tablet",
+               "current_supply": supply, "reorder_threshold": threshold}})
+    };
+    let tracked = app
+        .post(
+            &app.hh("/dosage_options"),
+            &app.owner,
+            option_with(json!("10"), json!("4")),
+        )
+        .await;
+    tracked.assert_status(201);
+    let tracked_id = tracked.id();
+    let untracked = app
+        .post(
+            &app.hh("/dosage_options"),
+            &app.owner,
+            option_with(Value::Null, Value::Null),
+        )
+        .await;
+    untracked.assert_status(201);
+    let untracked_id = untracked.id();
+    let schedule = plan(
+        &app,
+        ada,
+        medication,
+        json!({"schedule_type": "daily",
+        "schedule_config": {"times": ["08:00", "20:00"]}, "start_date": day(-1),
+        "source_dosage_option_id": tracked_id}),
+    )
+    .await;
+
+    let option = |id: i64| {
+        let app = &app;
+        async move {
+            let got = app
+                .get(&app.hh(&format!("/dosage_options/{id}")), &app.owner)
+                .await;
+            got.assert_status(200);
+            got.data().clone()
+        }
+    };
+    // Two a day from its own 10: at its threshold of 4 in 3 days, out in 5.
+    let shown = option(tracked_id).await;
+    assert_eq!(
+        (shown["low_stock"].clone(), shown["out_of_stock"].clone()),
+        (json!(false), json!(false))
+    );
+    assert_eq!(forecast(&shown), (json!(3), json!(5)));
+    // The medication's own stock is not drawn on by that schedule.
+    assert_eq!(
+        forecast(read(&app, medication).await.data()),
+        (Value::Null, Value::Null)
+    );
+    let plain = option(untracked_id).await;
+    assert_eq!(plain["low_stock"], json!(false));
+    assert_eq!(forecast(&plain), (Value::Null, Value::Null));
+    // The list shows the same.
+    let listed = app
+        .get(
+            &app.hh(&format!("/dosage_options?medication_id={medication}")),
+            &app.owner,
+        )
+        .await;
+    let row = listed
+        .data()
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|o| o["id"] == tracked_id)
+        .unwrap()
+        .clone();
+    assert_eq!(forecast(&row), (json!(3), json!(5)));
+
+    // A take under the schedule deducts from the option's stock.
+    let snapshot = app.get(&app.hh("/sync/snapshot"), &app.owner).await;
+    let cursor = snapshot.data()["cursor"].as_str().unwrap().to_string();
+    let taken = app
+        .post(
+            &app.hh("/medication_takes"),
+            &app.owner,
+            json!({"medication_take": {"source_type": "schedule",
+                   "source_id": schedule.data()["portable_id"],
+                   "taken_at": jiff::Timestamp::now().to_string()}}),
+        )
+        .await;
+    taken.assert_status(201);
+    let shown = option(tracked_id).await;
+    assert_eq!(shown["current_supply"], "9");
+    assert_eq!(supply(&app, medication).await, "100");
+    let changes = app
+        .get(
+            &app.hh(&format!("/sync/changes?cursor={cursor}")),
+            &app.owner,
+        )
+        .await;
+    assert!(
+        changes.data()["changes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|c| {
+                c["record_type"] == "MedicationDosageOption"
+                    && c["record_id"] == json!(tracked_id.to_string())
+            })
+    );
+
+    // At or below its threshold, and empty.
+    let etag = app
+        .get(
+            &app.hh(&format!("/dosage_options/{tracked_id}")),
+            &app.owner,
+        )
+        .await
+        .etag();
+    let low = app
+        .patch(
+            &app.hh(&format!("/dosage_options/{tracked_id}")),
+            &app.owner,
+            json!({"dosage_option": {"current_supply": "0"}}),
+            Some(&etag),
+        )
+        .await;
+    low.assert_status(200);
+    assert_eq!(low.data()["low_stock"], json!(true));
+    assert_eq!(low.data()["out_of_stock"], json!(true));
+    assert_eq!(forecast(low.data()), (json!(0), json!(0)));
 }

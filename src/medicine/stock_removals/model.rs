@@ -177,7 +177,9 @@ mod tests {
                 "0192a5b0-0000-7000-8000-00000000000a".into()
             ))
         );
-        for bad in ["0", "-1", "\"0\"", "\"+3\"", "\"abc\"", "1.5", "true", "\"\""] {
+        for bad in [
+            "0", "-1", "\"0\"", "\"+3\"", "\"abc\"", "1.5", "true", "\"\"",
+        ] {
             assert!(d(bad).is_err(), "{bad} accepted");
         }
         let upper = SubmissionId::parse("0192A5B0-0000-7000-8000-00000000000A").unwrap();

@@ -130,9 +130,10 @@ pub fn find_dosage(
             "SELECT id, portable_id, current_supply FROM dosage_options
              WHERE (id = ?1 OR portable_id = ?2) AND household_id = ?3 AND medication_id = ?4",
         )?
-        .query_row(params![numeric, portable, household_id, medication_id], |r| {
-            Ok((r.get(0)?, r.get(1)?, r.get(2)?))
-        })
+        .query_row(
+            params![numeric, portable, household_id, medication_id],
+            |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
+        )
         .optional()?)
 }
 
