@@ -386,6 +386,12 @@ async fn deleting_a_location_moves_the_people_it_served_on_in_the_feed() {
         .get(&app.hh(&format!("/people/{}", person.id)), &app.owner)
         .await;
     assert_eq!(before.data()["location_ids"], json!([location_id]));
+    let mut body = paracetamol();
+    body["medication"]["location_id"] = json!(location_id);
+    let kept_there = app.post(&app.hh("/medications"), &app.owner, body).await;
+    kept_there.assert_status(201);
+    assert_eq!(kept_there.data()["location_id"], json!(location_id));
+    let medication_id = kept_there.id();
     let snapshot = app.get(&app.hh("/sync/snapshot"), &app.owner).await;
     let cursor = snapshot.data()["cursor"].as_str().unwrap().to_string();
 
@@ -414,6 +420,16 @@ async fn deleting_a_location_moves_the_people_it_served_on_in_the_feed() {
     let data = changes.data();
     assert!(data["changes"].as_array().unwrap().iter().any(|c| {
         c["record_type"] == "Person" && c["record_portable_id"] == json!(person.portable)
+    }));
+    // The medication kept there has no location any more, as a fresh
+    // snapshot shows it, and the feed says it changed.
+    let medication = read(&app, medication_id).await;
+    assert_eq!(medication.data()["location_id"], Value::Null);
+    assert_eq!(medication.data()["location_portable_id"], Value::Null);
+    assert_ne!(medication.etag(), kept_there.etag());
+    assert!(data["changes"].as_array().unwrap().iter().any(|c| {
+        c["record_type"] == "Medication"
+            && c["record_portable_id"] == kept_there.data()["portable_id"]
     }));
     assert_eq!(data["tombstones"].as_array().unwrap().len(), 1);
 }

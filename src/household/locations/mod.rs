@@ -194,10 +194,11 @@ pub fn replace(
     save(conn, actor, row, attrs)
 }
 
-/// `deleteLocation`: soft delete; the location disappears from reads and
-/// from people's `location_ids` (each such person moves to a new version
-/// with a change-feed entry, so a feed-following client sees it too), while
-/// records that name it keep working.
+/// `deleteLocation`: soft delete; the location disappears from reads, from
+/// people's `location_ids` and from medications' `location_id` (each such
+/// person and medication moves to a new version with a change-feed entry,
+/// so a feed-following client sees it too), while records that name it
+/// keep working.
 pub fn delete(conn: &Connection, actor: &Actor, id: &ResourceId, if_match: &IfMatch) -> Result<()> {
     let mut row = find_for_change(conn, actor, id, if_match)?;
     row.lock_version += 1;
@@ -212,6 +213,7 @@ pub fn delete(conn: &Connection, actor: &Actor, id: &ResourceId, if_match: &IfMa
             memberships::touch_person(conn, actor, person)?;
         }
     }
+    crate::medicine::medications::location_deleted(conn, actor, row.id)?;
     record(conn, actor, &row, Action::Delete)
 }
 

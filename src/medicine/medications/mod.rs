@@ -241,6 +241,28 @@ pub fn create(conn: &Connection, actor: &Actor, attrs: MedicationAttributes) -> 
     shape(conn, actor, row)
 }
 
+/// The location `location_id` is being deleted: every live medication kept
+/// there no longer has a location in any read, so each moves to a new
+/// version with a change-feed entry, in the caller's transaction.
+pub fn location_deleted(conn: &Connection, actor: &Actor, location_id: i64) -> Result<()> {
+    let now = crate::time::now();
+    for (id, portable_id) in store::ids_at_location(conn, location_id)? {
+        store::touch(conn, id, &now)?;
+        change_feed::append(
+            conn,
+            Change {
+                household_id: actor.household_id,
+                record_type: RECORD_TYPE,
+                record_id: id,
+                record_portable_id: &portable_id,
+                action: Action::Update,
+                person_id: None,
+            },
+        )?;
+    }
+    Ok(())
+}
+
 /// Loads the medication for a change: permission, then the precondition.
 fn for_change(
     conn: &Connection,

@@ -7,14 +7,17 @@ use crate::db::page::{self, PageQuery};
 use crate::error::Result;
 use crate::http::extract::{Page, ResourceId};
 
-const COLUMNS: &str = "m.id, m.portable_id, m.location_id, l.portable_id, m.name, m.friendly_name,
+const COLUMNS: &str = "m.id, m.portable_id, l.id, l.portable_id, m.name, m.friendly_name,
     m.category, m.description, m.dose_amount, m.dose_unit, m.default_schedule_type,
     m.current_supply, m.reorder_threshold, m.barcode, m.dmd_code, m.dmd_system,
     m.dmd_concept_class, m.reorder_status, m.reorder_supplier, m.reorder_quantity,
     m.reorder_expected_on, m.reorder_ordered_at, m.reorder_received_at, m.lock_version,
     m.created_at, m.updated_at";
 
-const FROM: &str = "medications m LEFT JOIN locations l ON l.id = m.location_id";
+/// A deleted location is no medication's location any more (as in the
+/// sync snapshot); the stored reference stays until the row is next saved.
+const FROM: &str =
+    "medications m LEFT JOIN locations l ON l.id = m.location_id AND l.deleted_at IS NULL";
 
 fn from_row(r: &Row<'_>) -> rusqlite::Result<MedicationRow> {
     Ok(MedicationRow {
@@ -158,6 +161,26 @@ pub fn soft_delete(conn: &Connection, id: i64, now: &str) -> Result<()> {
     conn.prepare_cached(
         "UPDATE medications SET deleted_at = ?2, updated_at = ?2, lock_version = lock_version + 1
          WHERE id = ?1",
+    )?
+    .execute(params![id, now])?;
+    Ok(())
+}
+
+/// The live medications kept at a location: (id, portable id).
+pub fn ids_at_location(conn: &Connection, location_id: i64) -> Result<Vec<(i64, String)>> {
+    Ok(conn
+        .prepare_cached(
+            "SELECT id, portable_id FROM medications
+             WHERE location_id = ?1 AND deleted_at IS NULL ORDER BY id",
+        )?
+        .query_map([location_id], |r| Ok((r.get(0)?, r.get(1)?)))?
+        .collect::<rusqlite::Result<Vec<_>>>()?)
+}
+
+/// Moves a medication to a new version without changing its stored fields.
+pub fn touch(conn: &Connection, id: i64, now: &str) -> Result<()> {
+    conn.prepare_cached(
+        "UPDATE medications SET lock_version = lock_version + 1, updated_at = ?2 WHERE id = ?1",
     )?
     .execute(params![id, now])?;
     Ok(())
