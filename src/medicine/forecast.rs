@@ -332,6 +332,38 @@ mod tests {
     }
 
     #[test]
+    fn each_pattern_plans_its_own_days() {
+        // Every other day from 2027-03-09: the 11th, 13th, ... (the 10th is off).
+        let alternate = schedule(
+            "every_other_day",
+            json!({"times": ["08:00"]}),
+            "2027-03-09",
+            None,
+        );
+        // Doses on days 1, 3, 5, 7 use the 4; day 9 finds none.
+        assert_eq!(status(&[alternate], TODAY, "4", "0").1, Some(9));
+        let dates = schedule(
+            "specific_dates",
+            json!({"times": ["08:00"], "dates": ["2027-03-01", "2027-03-12", "2027-06-01"]}),
+            "2027-03-01",
+            None,
+        );
+        // Only the 12 March and 1 June doses lie ahead: 1 left lasts to 1 June.
+        assert_eq!(status(&[dates], TODAY, "1", "0").1, Some(83));
+        // A slot the person cleared gives no dose; the others use their times.
+        let mut slotted = schedule(
+            "daily",
+            json!({"slots": ["morning", "evening"]}),
+            "2027-01-01",
+            None,
+        );
+        if let Some(plan) = slotted.schedule.as_mut() {
+            plan.slot_times.evening = None;
+        }
+        assert_eq!(status(&[slotted], TODAY, "10", "0").1, Some(10));
+    }
+
+    #[test]
     fn tapers_use_each_steps_amount() {
         let steps: Vec<Value> = (1..=10)
             .map(|n| {
