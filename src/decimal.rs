@@ -13,6 +13,12 @@ use serde::{Deserialize, Deserializer, Serialize, Serializer};
 /// Largest number of fraction digits accepted (a microgram of a gram).
 pub const MAX_SCALE: u32 = 6;
 
+/// Largest number of digits before the decimal point accepted. Inputs and
+/// every stored result stay within ±999999999999.999999, so a sum or
+/// difference of two of them (at most 19 significant digits) is always
+/// exact in `Decimal`'s 28: arithmetic never rounds.
+pub const MAX_WHOLE_DIGITS: usize = 12;
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
 pub struct Dec(pub Decimal);
 
@@ -27,13 +33,44 @@ impl Dec {
         self.0 < Decimal::ZERO
     }
 
-    pub fn checked_add(self, other: Dec) -> Option<Dec> {
-        self.0.checked_add(other.0).map(Dec)
+    /// The largest quantity accepted and stored.
+    pub const MAX: Dec = Dec(Decimal::from_parts(2_808_348_671, 232_830_643, 0, false, 6));
+
+    /// Within the accepted range and scale.
+    pub fn in_range(self) -> bool {
+        self.0.abs() <= Dec::MAX.0 && self.0.normalize().scale() <= MAX_SCALE
     }
 
-    pub fn checked_sub(self, other: Dec) -> Option<Dec> {
-        self.0.checked_sub(other.0).map(Dec)
+    /// The exact sum, or `None` when it leaves the accepted range.
+    pub fn checked_add(self, other: Dec) -> Option<Dec> {
+        self.0
+            .checked_add(other.0)
+            .map(Dec)
+            .filter(|d| d.in_range())
     }
+
+    /// The exact difference, or `None` when it leaves the accepted range.
+    pub fn checked_sub(self, other: Dec) -> Option<Dec> {
+        self.0
+            .checked_sub(other.0)
+            .map(Dec)
+            .filter(|d| d.in_range())
+    }
+}
+
+/// Stock plus an addition, for every path that adds to stock: a 422 naming
+/// `field` when the result would leave the accepted range (nothing is
+/// changed, since the caller's transaction fails).
+pub fn stock_sum(stock: Dec, addition: Dec, field: &str) -> crate::error::Result<Dec> {
+    stock.checked_add(addition).ok_or_else(|| {
+        crate::error::ApiError::invalid(
+            field,
+            format!(
+                "would take the stock above the largest quantity kept ({}); nothing was changed",
+                Dec::MAX
+            ),
+        )
+    })
 }
 
 /// Why a text is not a decimal we accept.
@@ -65,6 +102,11 @@ impl FromStr for Dec {
         if fraction.len() > MAX_SCALE as usize {
             return Err(ParseDecError(
                 "must have at most 6 digits after the decimal point",
+            ));
+        }
+        if whole.trim_start_matches('0').len() > MAX_WHOLE_DIGITS {
+            return Err(ParseDecError(
+                "must have at most 12 digits before the decimal point",
             ));
         }
         let value = Decimal::from_str_exact(s).map_err(|_| ParseDecError("is too large"))?;
@@ -135,8 +177,13 @@ impl ToSql for Dec {
 impl FromSql for Dec {
     fn column_result(value: ValueRef<'_>) -> FromSqlResult<Dec> {
         let text = value.as_str()?;
-        text.parse()
-            .map_err(|e: ParseDecError| FromSqlError::Other(e.to_string().into()))
+        // A row written before the range was enforced still reads back
+        // exactly; only new results are held to the range.
+        text.parse().or_else(|e: ParseDecError| {
+            Decimal::from_str_exact(text)
+                .map(|d| Dec(d.normalize()))
+                .map_err(|_| FromSqlError::Other(e.to_string().into()))
+        })
     }
 }
 
@@ -144,7 +191,7 @@ impl FromSql for Dec {
 pub fn schema() -> serde_json::Value {
     serde_json::json!({
         "type": "string",
-        "pattern": "^-?[0-9]+(\\.[0-9]{1,6})?$",
+        "pattern": "^-?0*[0-9]{1,12}(\\.[0-9]{1,6})?$",
         "description": "An exact decimal written as a string, e.g. \"2.5\"",
     })
 }
@@ -153,7 +200,7 @@ pub fn schema() -> serde_json::Value {
 pub fn non_negative_schema() -> serde_json::Value {
     serde_json::json!({
         "type": "string",
-        "pattern": "^[0-9]+(\\.[0-9]{1,6})?$",
+        "pattern": "^0*[0-9]{1,12}(\\.[0-9]{1,6})?$",
         "description": "An exact decimal of zero or more written as a string, e.g. \"2.5\"",
     })
 }
@@ -163,7 +210,7 @@ pub fn non_negative_schema() -> serde_json::Value {
 pub fn positive_schema() -> serde_json::Value {
     serde_json::json!({
         "type": "string",
-        "pattern": "^([0-9]*[1-9][0-9]*(\\.[0-9]{1,6})?|0+\\.([1-9][0-9]{0,5}|0[1-9][0-9]{0,4}|00[1-9][0-9]{0,3}|000[1-9][0-9]{0,2}|0000[1-9][0-9]?|00000[1-9]))$",
+        "pattern": "^(0*[1-9][0-9]{0,11}(\\.[0-9]{1,6})?|0+\\.([1-9][0-9]{0,5}|0[1-9][0-9]{0,4}|00[1-9][0-9]{0,3}|000[1-9][0-9]{0,2}|0000[1-9][0-9]?|00000[1-9]))$",
         "description": "An exact decimal greater than zero written as a string, e.g. \"0.5\"",
     })
 }
@@ -185,6 +232,24 @@ mod tests {
         assert_eq!(d("0.1").checked_add(d("0.2")).unwrap().to_string(), "0.3");
         assert_eq!(d("10.50").to_string(), "10.5");
         assert_eq!(d("3.000").to_string(), "3");
+    }
+
+    #[test]
+    fn results_stay_within_the_input_range() {
+        assert_eq!(Dec::MAX.to_string(), "999999999999.999999");
+        assert_eq!(d("999999999999.999999"), Dec::MAX);
+        assert!("1000000000000".parse::<Dec>().is_err());
+        assert!("-1000000000000".parse::<Dec>().is_err());
+        assert_eq!(Dec::MAX.checked_add(d("0.000001")), None);
+        assert_eq!(d("999999999999").checked_add(d("0.999999")), Some(Dec::MAX));
+        assert_eq!(
+            d("999999999999")
+                .checked_sub(d("0.000001"))
+                .unwrap()
+                .to_string(),
+            "999999999998.999999"
+        );
+        assert!(stock_sum(Dec::MAX, d("1"), "quantity").is_err());
     }
 
     #[test]
@@ -235,8 +300,12 @@ mod tests {
             assert_eq!(positive(text), value.is_positive(), "positive {text}");
             assert!(non_negative(text), "non-negative {text}");
         }
-        for text in ["-1", "-0.5", "0.0000001", "1e2", ".5"] {
+        for text in ["-1", "-0.5", "0.0000001", "1e2", ".5", "1000000000000"] {
             assert!(!positive(text) && !non_negative(text), "{text}");
+        }
+        for text in ["999999999999.999999", "000999999999999"] {
+            assert!(text.parse::<Dec>().is_ok(), "{text}");
+            assert!(positive(text) && non_negative(text), "{text}");
         }
     }
 }

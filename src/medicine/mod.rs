@@ -1,7 +1,10 @@
 //! Medicines: medications, dosage options and stock.
 
 pub mod dosage_options;
+pub mod forecast;
+pub mod forecast_store;
 pub mod medications;
+pub mod stock;
 pub mod stock_removals;
 pub mod vocab;
 

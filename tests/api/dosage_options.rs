@@ -6,7 +6,7 @@ use serde_json::{Value, json};
 use crate::medications::{paracetamol, stock_keeper};
 use crate::support::{TestApp, TestResponse};
 
-const KEYS: [&str; 17] = [
+const KEYS: [&str; 21] = [
     "id",
     "portable_id",
     "medication_id",
@@ -22,6 +22,10 @@ const KEYS: [&str; 17] = [
     "default_dose_cycle",
     "current_supply",
     "reorder_threshold",
+    "low_stock",
+    "out_of_stock",
+    "days_until_low_stock",
+    "days_until_out_of_stock",
     "created_at",
     "updated_at",
 ];

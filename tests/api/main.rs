@@ -16,6 +16,7 @@ mod location_memberships;
 mod locations;
 mod medication_takes;
 mod medications;
+mod medicine_stock;
 mod notification_preferences;
 mod pause_periods;
 mod people;

@@ -634,10 +634,13 @@ async fn a_dosage_id_decrements_that_dosage_options_own_stock() {
     let foreign = dosage_option(&app, foreign_household, foreign_medication, Some("5")).await;
     let changes = change_count(&app).await;
     // Dosage options that are not this medication's are "not found".
+    // (A portable id that names no option of this medication too: issue 10
+    // point 12 made portable ids acceptable references.)
     for dosage_id in [
         json!(elsewhere),
         json!(foreign.to_string()),
         json!("999999"),
+        json!(pillbox::db::new_portable_id()),
     ] {
         let mut body = removal("1", "lost", &submission());
         body["stock_removal"]["dosage_id"] = dosage_id.clone();
@@ -651,7 +654,6 @@ async fn a_dosage_id_decrements_that_dosage_options_own_stock() {
         json!("0"),
         json!(-3),
         json!(1.5),
-        json!(pillbox::db::new_portable_id()),
     ] {
         let mut body = removal("1", "lost", &submission());
         body["stock_removal"]["dosage_id"] = dosage_id.clone();

@@ -6,8 +6,9 @@
 //! (defaulting from what the source calls for when it is recorded, a taper
 //! step's dose included), so changing the plan later never rewrites it;
 //! takes are immutable and never deleted. Recording deducts the dose from
-//! the taken-from medication's stock exactly once, in the same transaction,
-//! never below zero. An occurrence key links the take to one expected dose
+//! the taken-from medication's stock (or the own stock of the dosage option
+//! its source was built from: `medicine::stock::deduct_take`) exactly once,
+//! in the same transaction, never below zero. An occurrence key links the take to one expected dose
 //! only when it was given within that dose's window (widened by
 //! [`OCCURRENCE_GRACE`]), and turns that dose's saved outcome taken. A
 //! client_uuid makes recording safe to retry: the same client_uuid returns
@@ -37,7 +38,6 @@ use crate::error::{ApiError, Problems, Result};
 use crate::household::{locations, people};
 use crate::http::extract::{Page, ResourceId};
 use crate::medicine::medications;
-use crate::medicine::stock_removals;
 use crate::medicine::vocab::{DoseUnit, ScheduleType};
 use model::{MedicationTake, NewMedicationTake, SourceType, Warning};
 pub use store::Filter;
@@ -318,37 +318,17 @@ pub fn create(conn: &Connection, actor: &Actor, input: NewMedicationTake) -> Res
         )?;
     }
 
-    let mut stock_warnings = Vec::new();
-    if medication.dose_unit.is_none_or(|unit| unit == dose_unit) {
-        let before = medication.current_supply;
-        let after = match before.checked_sub(dose_amount) {
-            Some(after) if !after.is_negative() => after,
-            _ => {
-                stock_warnings.push(Warning {
-                    code: "stock_ran_out",
-                    message: format!("stock ran out: supply was {before}"),
-                });
-                Dec::ZERO
-            }
-        };
-        stock_removals::store::set_medication_supply(conn, medication.id, after, &now)?;
-        change_feed::append(
-            conn,
-            Change {
-                household_id: actor.household_id,
-                record_type: medications::RECORD_TYPE,
-                record_id: medication.id,
-                record_portable_id: &medication.portable_id,
-                action: Action::Update,
-                person_id: None,
-            },
-        )?;
-    } else {
-        stock_warnings.push(Warning {
-            code: "stock_not_deducted",
-            message: "stock not deducted: the take's unit differs from the medication's".into(),
-        });
-    }
+    let stock_warnings = crate::medicine::stock::deduct_take(
+        conn,
+        actor.household_id,
+        &medication,
+        (source.source_type.as_str(), source.id),
+        dose_amount,
+        dose_unit,
+        &now,
+    )?
+    .into_iter()
+    .map(|(code, message)| Warning { code, message });
 
     let take = store::find(conn, id)?.ok_or_else(|| ApiError::internal("saved take is missing"))?;
     let (mut warnings, next_dose_allowed_at) =

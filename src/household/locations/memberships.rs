@@ -40,7 +40,7 @@ fn shape(row: &MembershipRow, location: &LocationRow, person: &PersonRow) -> Loc
 
 /// The person's `location_ids` changed: a new version (so a new ETag) and a
 /// Person change-feed entry, in the caller's transaction.
-fn touch_person(conn: &Connection, actor: &Actor, mut person: PersonRow) -> Result<()> {
+pub(super) fn touch_person(conn: &Connection, actor: &Actor, mut person: PersonRow) -> Result<()> {
     person.lock_version += 1;
     person.updated_at = crate::time::now();
     people::store::update(conn, &person)?;

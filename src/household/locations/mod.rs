@@ -194,13 +194,26 @@ pub fn replace(
     save(conn, actor, row, attrs)
 }
 
-/// `deleteLocation`: soft delete; the location disappears from reads and
-/// from people's `location_ids`, while records that name it keep working.
+/// `deleteLocation`: soft delete; the location disappears from reads, from
+/// people's `location_ids` and from medications' `location_id` (each such
+/// person and medication moves to a new version with a change-feed entry,
+/// so a feed-following client sees it too), while records that name it
+/// keep working.
 pub fn delete(conn: &Connection, actor: &Actor, id: &ResourceId, if_match: &IfMatch) -> Result<()> {
     let mut row = find_for_change(conn, actor, id, if_match)?;
     row.lock_version += 1;
     row.updated_at = crate::time::now();
     store::soft_delete(conn, &row)?;
+    for person_id in store::people_at(conn, row.id)? {
+        if let Some(person) = crate::household::people::store::find(
+            conn,
+            actor.household_id,
+            &ResourceId::Numeric(person_id),
+        )? {
+            memberships::touch_person(conn, actor, person)?;
+        }
+    }
+    crate::medicine::medications::location_deleted(conn, actor, row.id)?;
     record(conn, actor, &row, Action::Delete)
 }
 

@@ -180,3 +180,13 @@ pub fn delete_membership(conn: &Connection, id: i64) -> Result<()> {
         .execute([id])?;
     Ok(())
 }
+
+/// The people assigned to a location.
+pub fn people_at(conn: &Connection, location_id: i64) -> Result<Vec<i64>> {
+    Ok(conn
+        .prepare_cached(
+            "SELECT person_id FROM location_memberships WHERE location_id = ?1 ORDER BY person_id",
+        )?
+        .query_map([location_id], |r| r.get(0))?
+        .collect::<rusqlite::Result<Vec<_>>>()?)
+}

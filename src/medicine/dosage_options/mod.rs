@@ -15,8 +15,9 @@ use crate::decimal::Dec;
 use crate::error::{ApiError, Problems, Result};
 use crate::http::extract::{IfMatch, Page, ResourceId, trimmed};
 use crate::http::respond::etag;
+use crate::medicine::forecast::{Holder, Plan, StockStatus};
 use crate::medicine::medications::require_inventory;
-use model::{DosageOption, DosageOptionAttributes};
+use model::{DosageOption, DosageOptionAttributes, DosageOptionView};
 
 pub const RECORD_TYPE: &str = "MedicationDosageOption";
 
@@ -35,8 +36,46 @@ pub fn find(conn: &Connection, actor: &Actor, id: &ResourceId) -> Result<DosageO
     store::find(conn, actor.household_id, id)?.ok_or_else(|| ApiError::not_found("dosage option"))
 }
 
-pub fn get(conn: &Connection, actor: &Actor, id: &ResourceId) -> Result<DosageOption> {
-    find(conn, actor, id)
+/// Adds the derived stock fields to options, planning the stock of all
+/// their medications at once (a bounded number of queries for a page).
+fn shape(
+    conn: &Connection,
+    actor: &Actor,
+    rows: Vec<DosageOption>,
+) -> Result<Vec<DosageOptionView>> {
+    let mut medication_ids: Vec<i64> = rows
+        .iter()
+        .filter(|o| o.current_supply.is_some())
+        .map(|o| o.medication_id)
+        .collect();
+    medication_ids.sort_unstable();
+    medication_ids.dedup();
+    let plan = Plan::load(conn, actor.household_id, &medication_ids)?;
+    Ok(rows
+        .into_iter()
+        .map(|option| {
+            let stock = match option.current_supply {
+                Some(supply) => plan.status(
+                    Holder::DosageOption(option.id),
+                    supply,
+                    option.reorder_threshold,
+                ),
+                None => StockStatus::default(),
+            };
+            DosageOptionView { option, stock }
+        })
+        .collect())
+}
+
+fn shape_one(conn: &Connection, actor: &Actor, row: DosageOption) -> Result<DosageOptionView> {
+    shape(conn, actor, vec![row])?
+        .pop()
+        .ok_or_else(|| ApiError::internal("shaped dosage option is missing"))
+}
+
+pub fn get(conn: &Connection, actor: &Actor, id: &ResourceId) -> Result<DosageOptionView> {
+    let row = find(conn, actor, id)?;
+    shape_one(conn, actor, row)
 }
 
 /// The household's dosage options in id order, optionally of one medication.
@@ -47,7 +86,7 @@ pub fn list(
     medication: Option<&ResourceId>,
     updated_since: Option<&str>,
     page: Page,
-) -> Result<(Vec<DosageOption>, i64)> {
+) -> Result<(Vec<DosageOptionView>, i64)> {
     let medication_id = match medication {
         None => None,
         Some(id) => Some(
@@ -56,7 +95,8 @@ pub fn list(
                 .ok_or_else(|| ApiError::not_found("medication"))?,
         ),
     };
-    store::list(conn, actor.household_id, medication_id, updated_since, page)
+    let (rows, total) = store::list(conn, actor.household_id, medication_id, updated_since, page)?;
+    Ok((shape(conn, actor, rows)?, total))
 }
 
 /// Whether a body reference names the option's own medication.
@@ -165,12 +205,37 @@ fn record_change(
     )
 }
 
+/// The medication `medication_id` is being deleted, and its options stop
+/// existing with it (no read reaches them): each gets its deletion marker
+/// in the caller's transaction, so a client following the feed drops them
+/// (and their stock) just as a fresh snapshot leaves them out.
+pub fn tombstone_all_of_medication(
+    conn: &Connection,
+    actor: &Actor,
+    medication_id: i64,
+) -> Result<()> {
+    for (id, portable_id) in store::ids_of_medication(conn, medication_id)? {
+        change_feed::append(
+            conn,
+            Change {
+                household_id: actor.household_id,
+                record_type: RECORD_TYPE,
+                record_id: id,
+                record_portable_id: &portable_id,
+                action: Action::Delete,
+                person_id: None,
+            },
+        )?;
+    }
+    Ok(())
+}
+
 /// Adds a dosage option to a live medication of the household.
 pub fn create(
     conn: &Connection,
     actor: &Actor,
     mut attrs: DosageOptionAttributes,
-) -> Result<DosageOption> {
+) -> Result<DosageOptionView> {
     require_inventory(actor)?;
     let medication = match attrs.medication_id.take() {
         None => return Err(ApiError::invalid("medication_id", "is required")),
@@ -188,7 +253,7 @@ pub fn create(
     apply(&mut row, attrs, Mode::Create)?;
     row.id = store::insert(conn, actor.household_id, &row)?;
     record_change(conn, actor, &row, Action::Create)?;
-    Ok(row)
+    shape_one(conn, actor, row)
 }
 
 /// Loads the option for a change: permission, then the precondition, then
@@ -213,12 +278,12 @@ fn for_change(
     }
 }
 
-fn save(conn: &Connection, actor: &Actor, mut row: DosageOption) -> Result<DosageOption> {
+fn save(conn: &Connection, actor: &Actor, mut row: DosageOption) -> Result<DosageOptionView> {
     row.lock_version += 1;
     row.updated_at = crate::time::now();
     store::update(conn, &row)?;
     record_change(conn, actor, &row, Action::Update)?;
-    Ok(row)
+    shape_one(conn, actor, row)
 }
 
 /// PATCH: the given attributes change; the rest stay.
@@ -228,7 +293,7 @@ pub fn update(
     id: &ResourceId,
     if_match: &IfMatch,
     mut attrs: DosageOptionAttributes,
-) -> Result<DosageOption> {
+) -> Result<DosageOptionView> {
     let mut row = for_change(conn, actor, id, if_match, &mut attrs)?;
     apply(&mut row, attrs, Mode::Update)?;
     save(conn, actor, row)
@@ -244,7 +309,7 @@ pub fn replace(
     id: &ResourceId,
     if_match: &IfMatch,
     mut attrs: DosageOptionAttributes,
-) -> Result<DosageOption> {
+) -> Result<DosageOptionView> {
     let current = for_change(conn, actor, id, if_match, &mut attrs)?;
     let mut row = DosageOption {
         id: current.id,

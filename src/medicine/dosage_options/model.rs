@@ -6,6 +6,7 @@ use serde_json::{Value, json};
 use crate::decimal::{self, Dec};
 use crate::http::extract::{ResourceId, present, resource_ref_schema};
 use crate::http::respond::{Versioned, etag};
+use crate::medicine::forecast::{self, StockStatus};
 use crate::medicine::vocab::{DoseCycle, DoseUnit};
 
 /// A dosage option as stored and as sent: it has no derived fields.
@@ -64,6 +65,23 @@ impl DosageOption {
 impl Versioned for DosageOption {
     fn etag(&self) -> String {
         etag(&self.portable_id, self.lock_version)
+    }
+}
+
+/// A dosage option as sent: the stored fields and, for an option that
+/// keeps its own stock, the same derived stock fields as a medication's
+/// (false and null for one drawing on the medication's stock).
+#[derive(Debug, Clone, Serialize)]
+pub struct DosageOptionView {
+    #[serde(flatten)]
+    pub option: DosageOption,
+    #[serde(flatten)]
+    pub stock: StockStatus,
+}
+
+impl Versioned for DosageOptionView {
+    fn etag(&self) -> String {
+        self.option.etag()
     }
 }
 
@@ -131,6 +149,16 @@ pub fn dosage_option_schema() -> Value {
         "created_at": {"$ref": "#/components/schemas/Timestamp"},
         "updated_at": {"$ref": "#/components/schemas/Timestamp"},
     });
+    let mut props = props;
+    if let (Some(props), Some(stock)) = (
+        props.as_object_mut(),
+        forecast::schema_properties(
+            "this option's own current_supply (false or null when it draws on the medication's stock)",
+        )
+        .as_object(),
+    ) {
+        props.extend(stock.clone());
+    }
     let required: Vec<&String> = props
         .as_object()
         .map(|o| o.keys().collect())

@@ -154,3 +154,13 @@ pub fn find_medication(
         })
         .optional()?)
 }
+
+/// The (id, portable id) of every dosage option of a medication.
+pub fn ids_of_medication(conn: &Connection, medication_id: i64) -> Result<Vec<(i64, String)>> {
+    Ok(conn
+        .prepare_cached(
+            "SELECT id, portable_id FROM dosage_options WHERE medication_id = ?1 ORDER BY id",
+        )?
+        .query_map([medication_id], |r| Ok((r.get(0)?, r.get(1)?)))?
+        .collect::<rusqlite::Result<Vec<_>>>()?)
+}

@@ -91,7 +91,12 @@ fn check_order_quantity(quantity: Option<Dec>) -> Result<()> {
     }
 }
 
-/// Records that more has been ordered.
+/// Records an order. While an order is outstanding (`reorder_status`
+/// `ordered`) a repeated order amends it rather than adding a second one:
+/// each field sent replaces the recorded one (quantity is the whole amount
+/// still expected, so a retried request never counts twice) and fields not
+/// sent are kept, `reorder_ordered_at` included. Once the last order was
+/// received (or none was placed) an order starts afresh.
 pub fn mark_as_ordered(
     conn: &Connection,
     actor: &Actor,
@@ -99,22 +104,35 @@ pub fn mark_as_ordered(
     if_match: &IfMatch,
     details: OrderDetails,
 ) -> Result<Medication> {
-    let quantity = details.quantity.flatten();
-    check_order_quantity(quantity)?;
-    let supplier = trimmed(details.supplier.flatten());
-    if supplier.as_ref().is_some_and(|s| s.chars().count() > 200) {
+    let quantity = details.quantity;
+    check_order_quantity(quantity.flatten())?;
+    let supplier = details.supplier.map(trimmed);
+    if supplier
+        .as_ref()
+        .is_some_and(|s| s.as_ref().is_some_and(|s| s.chars().count() > 200))
+    {
         return Err(ApiError::invalid(
             "supplier",
             "must be at most 200 characters",
         ));
     }
     let mut row = for_change(conn, actor, id, if_match)?;
+    let outstanding = row.reorder.status == Some(ReorderStatus::Ordered);
+    let previous = if outstanding {
+        row.reorder.clone()
+    } else {
+        model::Reorder::default()
+    };
+    let expected_on = details
+        .expected_on
+        .map(|d| d.map(|d| d.to_string()))
+        .unwrap_or(previous.expected_on);
     row.reorder = model::Reorder {
         status: Some(ReorderStatus::Ordered),
-        supplier,
-        quantity,
-        expected_on: details.expected_on.flatten().map(|d| d.to_string()),
-        ordered_at: Some(crate::time::now()),
+        supplier: supplier.unwrap_or(previous.supplier),
+        quantity: quantity.unwrap_or(previous.quantity),
+        expected_on,
+        ordered_at: previous.ordered_at.or_else(|| Some(crate::time::now())),
         received_at: None,
     };
     audit::record(
@@ -123,12 +141,17 @@ pub fn mark_as_ordered(
         Some(actor.membership_id),
         "medication.marked_as_ordered",
         ("medication", row.id),
-        json!({"quantity": quantity}),
+        json!({"quantity": row.reorder.quantity, "amended": outstanding}),
     )?;
     save(conn, actor, row)
 }
 
-/// Records a delivery: its quantity (or else the ordered quantity) is added to the stock.
+/// Records a delivery, which is added to the stock: the quantity sent, or
+/// else everything still outstanding on the open order. With neither it is
+/// a 409 `no_order_quantity` (a receipt never repeats an earlier one). A
+/// delivery short of the outstanding quantity leaves the rest on order
+/// (`reorder_status` stays `ordered`, `reorder_quantity` becomes what is
+/// still expected); one that covers it closes the order.
 pub fn mark_as_received(
     conn: &Connection,
     actor: &Actor,
@@ -142,34 +165,43 @@ pub fn mark_as_received(
             "a receipt takes only quantity",
         ));
     }
+    let sent = details.quantity.flatten();
+    check_order_quantity(sent)?;
     let mut row = for_change(conn, actor, id, if_match)?;
-    let received = details
-        .quantity
-        .flatten()
-        .or(row.reorder.quantity)
-        // With no quantity sent and none recorded by an order, the
-        // medication's state cannot say how much arrived.
-        .ok_or_else(|| {
-            ApiError::conflict(
-                "no_order_quantity",
-                "no ordered quantity is recorded; send order_details.quantity with the receipt",
-            )
-        })?;
-    check_order_quantity(Some(received))?;
+    let outstanding = match row.reorder.status {
+        Some(ReorderStatus::Ordered) => row.reorder.quantity,
+        _ => None,
+    };
+    let received = sent.or(outstanding).ok_or_else(|| {
+        ApiError::conflict(
+            "no_order_quantity",
+            "no quantity is outstanding on an order; send order_details.quantity with the receipt",
+        )
+    })?;
     let previous = row.current_supply;
-    row.current_supply = previous
-        .checked_add(received)
-        .ok_or_else(|| ApiError::invalid("quantity", "is too large"))?;
-    row.reorder.status = Some(ReorderStatus::Received);
-    row.reorder.quantity = Some(received);
-    row.reorder.received_at = Some(crate::time::now());
+    row.current_supply = crate::decimal::stock_sum(previous, received, "quantity")?;
+    let remaining = outstanding
+        .and_then(|o| o.checked_sub(received))
+        .filter(|r| r.is_positive());
+    let now = crate::time::now();
+    match remaining {
+        Some(remaining) => {
+            row.reorder.quantity = Some(remaining);
+        }
+        None => {
+            row.reorder.status = Some(ReorderStatus::Received);
+            row.reorder.quantity = Some(received);
+        }
+    }
+    row.reorder.received_at = Some(now);
     audit::record(
         conn,
         actor.household_id,
         Some(actor.membership_id),
         "medication.marked_as_received",
         ("medication", row.id),
-        json!({"quantity": received, "previous_supply": previous, "new_supply": row.current_supply}),
+        json!({"quantity": received, "previous_supply": previous, "new_supply": row.current_supply,
+               "still_on_order": remaining}),
     )?;
     save(conn, actor, row)
 }

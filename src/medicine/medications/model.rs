@@ -75,10 +75,8 @@ pub struct Medication {
     pub dmd_concept_class: Option<ConceptClass>,
     #[serde(flatten)]
     pub reorder: Reorder,
-    pub low_stock: bool,
-    pub out_of_stock: bool,
-    pub days_until_low_stock: Option<i64>,
-    pub days_until_out_of_stock: Option<i64>,
+    #[serde(flatten)]
+    pub stock: crate::medicine::forecast::StockStatus,
     #[serde(skip)]
     pub lock_version: i64,
 }
@@ -165,11 +163,14 @@ pub fn medication_schema() -> Value {
         "reorder_expected_on": nullable(json!({"type": "string", "format": "date"})),
         "reorder_ordered_at": nullable(json!({"$ref": "#/components/schemas/Timestamp"})),
         "reorder_received_at": nullable(json!({"$ref": "#/components/schemas/Timestamp"})),
-        "low_stock": {"type": "boolean", "description": "current_supply is at or below reorder_threshold"},
-        "out_of_stock": {"type": "boolean", "description": "current_supply is zero"},
-        "days_until_low_stock": nullable(json!({"type": "integer", "minimum": 0})),
-        "days_until_out_of_stock": nullable(json!({"type": "integer", "minimum": 0})),
     });
+    let mut props = props;
+    if let (Some(props), Some(stock)) = (
+        props.as_object_mut(),
+        crate::medicine::forecast::schema_properties("current_supply").as_object(),
+    ) {
+        props.extend(stock.clone());
+    }
     let required: Vec<&String> = props
         .as_object()
         .map(|o| o.keys().collect())

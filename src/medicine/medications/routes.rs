@@ -123,7 +123,7 @@ pub fn routes(api: Api) -> Api {
         .route(
             Op::patch("/households/{household_id}/medications/{id}/mark_as_ordered", "markMedicationAsOrdered", TAG)
                 .summary("Record that more has been ordered")
-                .description(WRITERS)
+                .description("While an order is outstanding (reorder_status ordered) a repeated order amends it, never adds a second: each field sent replaces the recorded one (quantity is the whole amount still expected, so a retry never counts twice; null clears a field) and fields not sent are kept, reorder_ordered_at included. After a receipt closed the last order (or before any) an order starts afresh. Needs the inventory management permission.")
                 .optional_body("OrderDetailsRequest")
                 .if_match()
                 .ok("MedicationResponse")
@@ -133,7 +133,7 @@ pub fn routes(api: Api) -> Api {
         .route(
             Op::patch("/households/{household_id}/medications/{id}/mark_as_received", "markMedicationAsReceived", TAG)
                 .summary("Record a delivery and add it to the stock")
-                .description("order_details.quantity is added to current_supply; without it the ordered quantity is used. Needs the inventory management permission.")
+                .description("order_details.quantity is added to current_supply; without it, the quantity still outstanding on the open order is received. With neither (nothing on order, or an order without a quantity) it is a 409 no_order_quantity: a receipt never repeats an earlier one. A delivery short of the outstanding quantity leaves the rest on order (reorder_status stays ordered, reorder_quantity becomes what is still expected); one that covers it closes the order (reorder_status received, reorder_quantity the quantity of this delivery). A result above 999999999999.999999 is a 422 naming quantity and changes nothing. Needs the inventory management permission.")
                 .optional_body("ReceiptRequest")
                 .if_match()
                 .ok("MedicationResponse")

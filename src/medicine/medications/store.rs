@@ -7,14 +7,17 @@ use crate::db::page::{self, PageQuery};
 use crate::error::Result;
 use crate::http::extract::{Page, ResourceId};
 
-const COLUMNS: &str = "m.id, m.portable_id, m.location_id, l.portable_id, m.name, m.friendly_name,
+const COLUMNS: &str = "m.id, m.portable_id, l.id, l.portable_id, m.name, m.friendly_name,
     m.category, m.description, m.dose_amount, m.dose_unit, m.default_schedule_type,
     m.current_supply, m.reorder_threshold, m.barcode, m.dmd_code, m.dmd_system,
     m.dmd_concept_class, m.reorder_status, m.reorder_supplier, m.reorder_quantity,
     m.reorder_expected_on, m.reorder_ordered_at, m.reorder_received_at, m.lock_version,
     m.created_at, m.updated_at";
 
-const FROM: &str = "medications m LEFT JOIN locations l ON l.id = m.location_id";
+/// A deleted location is no medication's location any more (as in the
+/// sync snapshot); the stored reference stays until the row is next saved.
+const FROM: &str =
+    "medications m LEFT JOIN locations l ON l.id = m.location_id AND l.deleted_at IS NULL";
 
 fn from_row(r: &Row<'_>) -> rusqlite::Result<MedicationRow> {
     Ok(MedicationRow {
@@ -163,76 +166,22 @@ pub fn soft_delete(conn: &Connection, id: i64, now: &str) -> Result<()> {
     Ok(())
 }
 
-/// One routine source drawing on a medication, for the run-out forecast.
-#[derive(Debug, Clone)]
-pub struct DrawingSource {
-    pub medication_id: i64,
-    /// The medication's own dose_unit (only sources in it are counted).
-    pub medication_unit: Option<crate::medicine::vocab::DoseUnit>,
-    pub dose_amount: crate::decimal::Dec,
-    pub dose_unit: crate::medicine::vocab::DoseUnit,
-    /// `None` for a routine person medication.
-    pub schedule: Option<(crate::medicine::vocab::ScheduleType, serde_json::Value)>,
-    pub dose_cycle: Option<crate::medicine::vocab::DoseCycle>,
-    pub max_daily_doses: Option<i64>,
+/// The live medications kept at a location: (id, portable id).
+pub fn ids_at_location(conn: &Connection, location_id: i64) -> Result<Vec<(i64, String)>> {
+    Ok(conn
+        .prepare_cached(
+            "SELECT id, portable_id FROM medications
+             WHERE location_id = ?1 AND deleted_at IS NULL ORDER BY id",
+        )?
+        .query_map([location_id], |r| Ok((r.get(0)?, r.get(1)?)))?
+        .collect::<rusqlite::Result<Vec<_>>>()?)
 }
 
-/// The live (unretired), running (not paused), unfinished (no end before
-/// `today`) routine schedules (prn excluded) and routine person medications
-/// drawing on any of `medication_ids`: one query for a whole page.
-pub fn drawing_sources(
-    conn: &Connection,
-    medication_ids: &[i64],
-    today: jiff::civil::Date,
-) -> Result<Vec<DrawingSource>> {
-    if medication_ids.is_empty() {
-        return Ok(Vec::new());
-    }
-    let ids = serde_json::Value::from(medication_ids.to_vec()).to_string();
-    let rows = conn
-        .prepare_cached(
-            "SELECT s.medication_id, m.dose_unit, s.dose_amount, s.dose_unit, s.schedule_type,
-                    s.schedule_config, s.dose_cycle, s.max_daily_doses
-             FROM schedules s JOIN medications m ON m.id = s.medication_id
-             WHERE s.medication_id IN (SELECT value FROM json_each(:ids))
-               AND s.retired_at IS NULL AND s.active = 1 AND s.schedule_type <> 'prn'
-               AND (s.end_date IS NULL OR s.end_date >= :today)
-             UNION ALL
-             SELECT a.medication_id, m.dose_unit, a.dose_amount, a.dose_unit, NULL, NULL,
-                    a.dose_cycle, a.max_daily_doses
-             FROM person_medications a JOIN medications m ON m.id = a.medication_id
-             WHERE a.medication_id IN (SELECT value FROM json_each(:ids))
-               AND a.retired_at IS NULL AND a.active = 1 AND a.administration_kind = 'routine'",
-        )?
-        .query_map(
-            named_params! {":ids": ids, ":today": today.to_string()},
-            |r| {
-                let schedule_type: Option<crate::medicine::vocab::ScheduleType> = r.get(4)?;
-                let config: Option<String> = r.get(5)?;
-                let schedule = match (schedule_type, config) {
-                    (Some(t), Some(c)) => Some((
-                        t,
-                        serde_json::from_str(&c).map_err(|e| {
-                            rusqlite::Error::FromSqlConversionFailure(
-                                5,
-                                rusqlite::types::Type::Text,
-                                Box::new(e),
-                            )
-                        })?,
-                    )),
-                    _ => None,
-                };
-                Ok(DrawingSource {
-                    medication_id: r.get(0)?,
-                    medication_unit: r.get(1)?,
-                    dose_amount: r.get(2)?,
-                    dose_unit: r.get(3)?,
-                    schedule,
-                    dose_cycle: r.get(6)?,
-                    max_daily_doses: r.get(7)?,
-                })
-            },
-        )?
-        .collect::<rusqlite::Result<Vec<_>>>()?;
-    Ok(rows)
+/// Moves a medication to a new version without changing its stored fields.
+pub fn touch(conn: &Connection, id: i64, now: &str) -> Result<()> {
+    conn.prepare_cached(
+        "UPDATE medications SET lock_version = lock_version + 1, updated_at = ?2 WHERE id = ?1",
+    )?
+    .execute(params![id, now])?;
+    Ok(())
 }

@@ -92,12 +92,21 @@ pub fn create(
     }
     problems.check("the stock removal is invalid")?;
 
+    // The option named (by numeric or portable id) is resolved first, so a
+    // retry naming it either way states the same facts.
+    let named_dosage = match &input.dosage_id {
+        Some(reference) => Some(
+            store::find_dosage(conn, actor.household_id, medication.id, &reference.0)?
+                .ok_or_else(|| ApiError::not_found("dosage option"))?,
+        ),
+        None => None,
+    };
     let submission_id = input.submission_id.0;
     let facts = Facts {
         quantity: input.quantity,
         reason: input.reason,
         note: note.as_deref(),
-        dosage_option_id: input.dosage_id.map(|d| d.0),
+        dosage_option_id: named_dosage.as_ref().map(|d| d.0),
     };
     if let Some(saved) = store::find_by_submission(conn, medication.id, &submission_id)? {
         if saved.facts() == facts {
@@ -111,35 +120,39 @@ pub fn create(
     }
 
     // Where the stock comes from: a dosage option's own stock, or the medication's.
-    let dosage = match facts.dosage_option_id {
-        Some(id) => match store::find_dosage(conn, actor.household_id, medication.id, id)? {
-            None => return Err(ApiError::not_found("dosage option")),
-            Some((id, portable_id, Some(current_supply))) => Some(store::TrackedDosage {
-                id,
-                portable_id,
-                current_supply,
-            }),
-            Some((_, _, None)) => {
-                return Err(ApiError::invalid(
-                    "dosage_id",
-                    "names a dosage option that does not keep its own stock",
-                ));
-            }
-        },
+    let dosage = match named_dosage {
+        Some((id, portable_id, Some(current_supply))) => Some(store::TrackedDosage {
+            id,
+            portable_id,
+            current_supply,
+        }),
+        Some((_, _, None)) => {
+            return Err(ApiError::invalid(
+                "dosage_id",
+                "names a dosage option that does not keep its own stock",
+            ));
+        }
         None => None,
     };
     let supply_before = dosage
         .as_ref()
         .map_or(medication.current_supply, |d| d.current_supply);
-    let supply_after = supply_before
-        .checked_sub(facts.quantity)
-        .filter(|after| !after.is_negative())
-        .ok_or_else(|| {
-            ApiError::invalid(
+    let supply_after = match supply_before.checked_sub(facts.quantity) {
+        Some(after) if !after.is_negative() => after,
+        Some(_) => {
+            return Err(ApiError::invalid(
                 "quantity",
                 format!("is more than the current supply of {supply_before}; nothing was removed"),
-            )
-        })?;
+            ));
+        }
+        // Only a stock saved before the range was enforced can get here.
+        None => {
+            return Err(ApiError::invalid(
+                "quantity",
+                "would leave a stock outside the range of quantities kept; count the stock (adjust_inventory) first",
+            ));
+        }
+    };
 
     let now = crate::time::now();
     let change = match &dosage {

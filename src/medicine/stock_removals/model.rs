@@ -4,6 +4,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
 use crate::decimal::{self, Dec};
+use crate::http::extract::ResourceId;
 use crate::medicine::vocab::StockRemovalReason;
 
 /// A saved stock removal, exactly as it is returned (also on a replay).
@@ -47,10 +48,11 @@ impl<'de> Deserialize<'de> for SubmissionId {
     }
 }
 
-/// `dosage_id`: the numeric id of a dosage option, as a numeric string
-/// ("12") or a JSON integer.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct DosageRef(pub i64);
+/// `dosage_id`: a dosage option by its numeric id (a numeric string such
+/// as "12" or a JSON integer) or its portable id (a UUID string, which is
+/// all an offline client holds from a snapshot).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DosageRef(pub ResourceId);
 
 impl<'de> Deserialize<'de> for DosageRef {
     fn deserialize<D: serde::Deserializer<'de>>(de: D) -> Result<Self, D::Error> {
@@ -60,15 +62,21 @@ impl<'de> Deserialize<'de> for DosageRef {
             Number(i64),
             Text(String),
         }
-        const EXPECTED: &str = "must be the numeric id of a dosage option, such as \"12\"";
+        const EXPECTED: &str =
+            "must be the numeric id (such as \"12\") or the portable id of a dosage option";
         let id = match Raw::deserialize(de).map_err(|_| serde::de::Error::custom(EXPECTED))? {
-            Raw::Number(n) => Some(n),
-            Raw::Text(text) if !text.starts_with('+') => text.parse::<i64>().ok(),
-            Raw::Text(_) => None,
+            Raw::Number(n) => Some(ResourceId::Numeric(n)),
+            Raw::Text(text) if text.bytes().all(|b| b.is_ascii_digit()) => {
+                text.parse::<i64>().ok().map(ResourceId::Numeric)
+            }
+            Raw::Text(text) => uuid::Uuid::parse_str(&text)
+                .ok()
+                .map(|u| ResourceId::Portable(u.hyphenated().to_string())),
         };
         match id {
-            Some(n) if n >= 1 => Ok(DosageRef(n)),
-            _ => Err(serde::de::Error::custom(EXPECTED)),
+            Some(ResourceId::Numeric(n)) if n < 1 => Err(serde::de::Error::custom(EXPECTED)),
+            Some(id) => Ok(DosageRef(id)),
+            None => Err(serde::de::Error::custom(EXPECTED)),
         }
     }
 }
@@ -142,10 +150,11 @@ pub fn new_stock_removal_schema() -> Value {
             },
             "note": {"type": ["string", "null"], "maxLength": 1000},
             "dosage_id": {
-                "description": "The numeric id of a dosage option of this medication that tracks its own stock (its current_supply is not null); that stock is decremented instead of the medication's",
+                "description": "A dosage option of this medication that tracks its own stock (its current_supply is not null), by numeric id or portable id; that stock is decremented instead of the medication's",
                 "anyOf": [
                     {"type": "integer", "minimum": 1, "maximum": i64::MAX},
                     {"type": "string", "pattern": "^[1-9][0-9]*$"},
+                    {"$ref": "#/components/schemas/PortableId"},
                     {"type": "null"},
                 ],
             },
@@ -160,9 +169,17 @@ mod tests {
     #[test]
     fn dosage_refs_and_submission_ids() {
         let d = |s: &str| serde_json::from_str::<DosageRef>(s);
-        assert_eq!(d("12").unwrap(), DosageRef(12));
-        assert_eq!(d("\"12\"").unwrap(), DosageRef(12));
-        for bad in ["0", "-1", "\"0\"", "\"+3\"", "\"abc\"", "1.5", "true"] {
+        assert_eq!(d("12").unwrap(), DosageRef(ResourceId::Numeric(12)));
+        assert_eq!(d("\"12\"").unwrap(), DosageRef(ResourceId::Numeric(12)));
+        assert_eq!(
+            d("\"0192A5B0-0000-7000-8000-00000000000A\"").unwrap(),
+            DosageRef(ResourceId::Portable(
+                "0192a5b0-0000-7000-8000-00000000000a".into()
+            ))
+        );
+        for bad in [
+            "0", "-1", "\"0\"", "\"+3\"", "\"abc\"", "1.5", "true", "\"\"",
+        ] {
             assert!(d(bad).is_err(), "{bad} accepted");
         }
         let upper = SubmissionId::parse("0192A5B0-0000-7000-8000-00000000000A").unwrap();

@@ -5,7 +5,7 @@ use rusqlite::{Connection, OptionalExtension, Row, params};
 use super::model::StockRemoval;
 use crate::decimal::Dec;
 use crate::error::Result;
-use crate::http::extract::Page;
+use crate::http::extract::{Page, ResourceId};
 
 const COLUMNS: &str = "s.id, s.portable_id, s.medication_id, m.portable_id, s.dosage_option_id,
     s.quantity, s.reason, s.note, s.submission_id, s.supply_before, s.supply_after,
@@ -116,22 +116,24 @@ pub struct TrackedDosage {
     pub current_supply: Dec,
 }
 
-/// The dosage option `id` of this medication with its own stock, which is
-/// `None` when it does not track any.
+/// The dosage option `id` (numeric or portable) of this medication with
+/// its own stock, which is `None` when it does not track any.
 pub fn find_dosage(
     conn: &Connection,
     household_id: i64,
     medication_id: i64,
-    id: i64,
+    id: &ResourceId,
 ) -> Result<Option<(i64, String, Option<Dec>)>> {
+    let (numeric, portable) = id.sql_parts();
     Ok(conn
         .prepare_cached(
             "SELECT id, portable_id, current_supply FROM dosage_options
-             WHERE id = ?1 AND household_id = ?2 AND medication_id = ?3",
+             WHERE (id = ?1 OR portable_id = ?2) AND household_id = ?3 AND medication_id = ?4",
         )?
-        .query_row(params![id, household_id, medication_id], |r| {
-            Ok((r.get(0)?, r.get(1)?, r.get(2)?))
-        })
+        .query_row(
+            params![numeric, portable, household_id, medication_id],
+            |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
+        )
         .optional()?)
 }
 
