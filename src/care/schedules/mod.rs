@@ -21,8 +21,9 @@ pub mod store;
 use rusqlite::Connection;
 
 use crate::auth::Actor;
+use crate::care::notification_preferences;
 use crate::care::pause_periods::model::SourceType;
-use crate::care::schedule_config;
+use crate::care::schedule_config::{self, PlanContext};
 pub use crate::care::sources::Filter;
 use crate::care::sources::{self, check_same_person, person_for_plan, text};
 use crate::db::change_feed::Action;
@@ -131,10 +132,12 @@ fn apply(
         None if whole => row.schedule_config = serde_json::json!({}),
         None => {}
     }
+    let mut config = None;
     if type_known {
-        let config =
+        let checked =
             schedule_config::collect(row.schedule_type, &row.schedule_config, &mut problems);
-        row.schedule_config = config.to_json();
+        row.schedule_config = checked.to_json();
+        config = Some(checked);
     }
     let mut start_known = true;
     match attrs.start_date {
@@ -165,6 +168,20 @@ fn apply(
         }
         None if whole => row.notes = None,
         None => {}
+    }
+    // The plan as a whole is judged only once each attribute is valid.
+    if let Some(config) = config.filter(|_| problems.is_empty()) {
+        let slot_times = notification_preferences::slot_times(conn, row.person_id)?;
+        let plan = PlanContext {
+            schedule_type: row.schedule_type,
+            start_date: row.start_date,
+            end_date: row.end_date,
+            dose_unit: row.dose.dose_unit,
+            dose_cycle: row.dose.dose_cycle,
+            max_daily_doses: row.dose.max_daily_doses,
+            slot_times: &slot_times,
+        };
+        schedule_config::check_plan(&config, &plan, &mut problems);
     }
     problems.check("the schedule's attributes are invalid")
 }
