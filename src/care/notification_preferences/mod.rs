@@ -18,6 +18,7 @@ use jiff::civil::Time;
 use rusqlite::Connection;
 
 use crate::auth::{AccessLevel, Actor, access};
+use crate::care::dose_occurrences::history;
 use crate::care::schedule_config::{self, Slot};
 use crate::care::schedules;
 use crate::db::change_feed::{self, Action, Change};
@@ -354,8 +355,19 @@ fn write(
     }
     apply(&mut row, attrs, whole)?;
     let before = existing.as_ref().map_or(SlotTimes::DEFAULT, slot_times_of);
-    refuse_clearing_used_slots(conn, actor, person.id, &before, &slot_times_of(&row))?;
+    let after = slot_times_of(&row);
+    refuse_clearing_used_slots(conn, actor, person.id, &before, &after)?;
     let now = crate::time::now();
+    // Slot doses before the change keep their times.
+    history::record(
+        conn,
+        actor.household_id,
+        history::SLOT_TIMES,
+        person.id,
+        &history::slot_times_state(&before),
+        &history::slot_times_state(&after),
+        &now,
+    )?;
     if existing.is_some() {
         row.lock_version += 1;
         row.updated_at = now;
