@@ -703,3 +703,56 @@ async fn a_database_from_before_plan_history_migrates_to_the_current_schema() {
     reference.execute_batch(pillbox::db::SCHEMA_SQL).unwrap();
     assert_eq!(schema(&migrated), schema(&reference));
 }
+
+#[tokio::test]
+async fn schedule_history_gives_the_listed_doses_and_the_step_in_force() {
+    let app = TestApp::new().await;
+    let ada = new_person(&app, "Ada").await;
+    let med = new_medication(&app, "Tablets").await;
+    let created = create_schedule(
+        &app,
+        &ada,
+        &med,
+        json!({"schedule_type": "tapering", "start_date": day(-10),
+               "schedule_config": {"times": ["08:00"], "taper_steps": [
+                   {"start_date": day(-10), "end_date": day(-1), "dose_amount": "20",
+                    "times": ["08:00", "20:00"]},
+                   {"start_date": day(0), "end_date": day(30), "dose_amount": "10"}]}}),
+    )
+    .await;
+    created.assert_status(201);
+    let schedule = ids(created.data());
+    change_schedule(&app, &schedule, json!({"dose_amount": "2"})).await;
+    let past = day(-3);
+    let listed = doses(&app, &past, "schedule", &schedule).await;
+    let (household_id, schedule_id, date) = (app.household_id, schedule.id, past.clone());
+    let (planned, step) = app
+        .db
+        .read(move |conn| {
+            let history = pillbox::care::dose_occurrences::ScheduleHistory::load(
+                conn,
+                household_id,
+                schedule_id,
+            )?
+            .unwrap();
+            let planned = history.doses_on(date.parse().unwrap())?;
+            let step = history.taper_step_at(planned[0].scheduled_at);
+            Ok((planned, step))
+        })
+        .await
+        .unwrap();
+    assert_eq!(planned.len(), listed.len());
+    for (planned, listed) in planned.iter().zip(&listed) {
+        assert_eq!(
+            i64::from(planned.position),
+            listed["position"].as_i64().unwrap()
+        );
+        assert_eq!(
+            pillbox::time::format(planned.scheduled_at),
+            listed["scheduled_at"]
+        );
+        assert_eq!(planned.dose_amount.to_string(), "20");
+        assert_eq!(listed["dose_amount"], "20");
+    }
+    assert_eq!(step.unwrap().dose_amount.to_string(), "20");
+}

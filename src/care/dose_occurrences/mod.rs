@@ -82,7 +82,7 @@ use crate::http::extract::ResourceId;
 use crate::medicine::vocab::{DoseCycle, DoseUnit, ScheduleType};
 use history::{AssignmentPlan, Revisions, SchedulePlan, Timeline};
 use model::{DayMeta, DoseOccurrence, MAX_DAILY_DOSES_EXCEEDED, TOO_SOON};
-use store::{Pause, PersonRef, SourceCommon, SourceIds, Take};
+use store::{Pause, PersonRef, ScheduleSource, SourceCommon, SourceIds, Take};
 
 pub const SCHEDULE: &str = "schedule";
 pub const PERSON_MEDICATION: &str = "person_medication";
@@ -306,6 +306,82 @@ pub fn untimed_window(
         return Ok(None);
     }
     Ok(Some((window, plan.clone())))
+}
+
+/// One schedule's plan over time with everything its doses depend on, for
+/// rules outside the listing (a take linked to an occurrence, or recorded
+/// at a time, follows the dose the plan gave then).
+pub struct ScheduleHistory {
+    pub source: ScheduleSource,
+    plans: Timeline<SchedulePlan>,
+    zones: Timeline<TimeZone>,
+    slots: Timeline<SlotTimes>,
+    pauses: Vec<Pause>,
+}
+
+impl ScheduleHistory {
+    /// The schedule `schedule_id` of the household (retired ones too).
+    pub fn load(
+        conn: &Connection,
+        household_id: i64,
+        schedule_id: i64,
+    ) -> Result<Option<ScheduleHistory>> {
+        let Some(source) = store::schedule(conn, household_id, schedule_id)? else {
+            return Ok(None);
+        };
+        let revisions = Revisions::load(conn, household_id)?;
+        let person = PersonRef {
+            id: source.common.person_id,
+            portable_id: source.common.person_portable_id.clone(),
+        };
+        let pauses = store::pauses(conn, household_id, &[person])?
+            .into_iter()
+            .filter(|p| p.source_type == SCHEDULE && p.source_id == schedule_id)
+            .collect();
+        let zone = household_store::time_zone(conn, household_id)?;
+        let slot_times = notification_preferences::slot_times(conn, source.common.person_id)?;
+        Ok(Some(ScheduleHistory {
+            plans: revisions.schedule(schedule_id, source.plan.clone(), source.updated_at),
+            zones: revisions.time_zone(household_id, zone),
+            slots: revisions.slot_times(source.common.person_id, slot_times),
+            pauses,
+            source,
+        }))
+    }
+
+    /// The schedule's expected doses on `date` exactly as
+    /// `listDoseOccurrences` lists them (positions from the plan; doses in
+    /// a pause or after deletion left out), each with the dose and limits
+    /// (a taper step's) in force for it.
+    pub fn doses_on(&self, date: Date) -> Result<Vec<PlannedDose>> {
+        let pauses: Vec<&Pause> = self.pauses.iter().collect();
+        Ok(planned_doses(date, &self.plans, &self.zones, &self.slots)?
+            .into_iter()
+            .filter(|d| {
+                self.source.retired_at.is_none_or(|r| d.scheduled_at < r)
+                    && !paused_at(&pauses, d.scheduled_at)
+            })
+            .collect())
+    }
+
+    /// The plan in force at `at`.
+    pub fn plan_at(&self, at: Timestamp) -> &SchedulePlan {
+        self.plans.at(at)
+    }
+
+    /// The taper step in force at `at` (the step covering that day in the
+    /// zone then in force), for a tapering plan.
+    pub fn taper_step_at(&self, at: Timestamp) -> Option<TaperStep> {
+        let plan = self.plans.at(at);
+        if plan.schedule_type != ScheduleType::Tapering {
+            return None;
+        }
+        let date = at.to_zoned_datetime(self.zones.at(at).clone()).date();
+        schedule_config::parse(plan.schedule_type, &plan.schedule_config)
+            .ok()?
+            .taper_step_on(date)
+            .cloned()
+    }
 }
 
 /// Whether `at` falls inside a pause of the source (from its start up to

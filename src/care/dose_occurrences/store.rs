@@ -143,6 +143,20 @@ pub fn schedules(
     household_id: i64,
     people: &[PersonRef],
 ) -> Result<Vec<ScheduleSource>> {
+    schedules_where(conn, household_id, Some(people), None)
+}
+
+/// One schedule of the household by id, retired or not.
+pub fn schedule(conn: &Connection, household_id: i64, id: i64) -> Result<Option<ScheduleSource>> {
+    Ok(schedules_where(conn, household_id, None, Some(id))?.pop())
+}
+
+fn schedules_where(
+    conn: &Connection,
+    household_id: i64,
+    people: Option<&[PersonRef]>,
+    id: Option<i64>,
+) -> Result<Vec<ScheduleSource>> {
     let rows = conn
         .prepare_cached(&format!(
             "SELECT {COMMON}, x.schedule_type, x.schedule_config, x.start_date, x.end_date
@@ -150,13 +164,15 @@ pub fn schedules(
              JOIN people p ON p.id = x.person_id
              JOIN medications m ON m.id = x.medication_id
              WHERE x.household_id = :household_id
-               AND x.person_id IN (SELECT value FROM json_each(:people))
+               AND (:people IS NULL OR x.person_id IN (SELECT value FROM json_each(:people)))
+               AND (:id IS NULL OR x.id = :id)
              ORDER BY x.id"
         ))?
         .query_map(
             named_params! {
                 ":household_id": household_id,
-                ":people": ids_json(people),
+                ":people": people.map(ids_json),
+                ":id": id,
             },
             |r| {
                 let common = common(r)?;
