@@ -350,3 +350,49 @@ impl Revisions {
         })
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_first_state_holds_before_the_first_change() {
+        let mut revisions = Revisions::default();
+        revisions.by_subject.insert(
+            (TIME_ZONE.into(), 1),
+            vec![
+                (None, time_zone_state("Europe/London")),
+                (
+                    Some("2027-03-10T12:00:00Z".parse().unwrap()),
+                    time_zone_state("America/New_York"),
+                ),
+            ],
+        );
+        let zones = revisions.time_zone(1, TimeZone::get("America/New_York").unwrap());
+        let name = |at: &str| {
+            zones
+                .at(at.parse().unwrap())
+                .iana_name()
+                .unwrap()
+                .to_string()
+        };
+        assert_eq!(name("2000-01-01T00:00:00Z"), "Europe/London");
+        assert_eq!(name("2027-03-10T11:59:59Z"), "Europe/London");
+        assert_eq!(name("2027-03-10T12:00:00Z"), "America/New_York");
+        assert_eq!(zones.changes().count(), 1);
+        // No history: the current state all along.
+        let other = revisions.time_zone(2, TimeZone::UTC);
+        assert_eq!(other.changes().count(), 0);
+        assert_eq!(other.first(), &TimeZone::UTC);
+        // A current state the history does not know holds from when it was set.
+        let since: Timestamp = "2027-04-01T00:00:00Z".parse().unwrap();
+        let plans = revisions.timeline(TIME_ZONE, 1, time_zone_state("UTC"), Some(since), |v| {
+            Some(v.clone())
+        });
+        assert_eq!(plans.at(since), &time_zone_state("UTC"));
+        assert_eq!(
+            plans.at("2027-03-31T00:00:00Z".parse().unwrap()),
+            &time_zone_state("America/New_York")
+        );
+    }
+}

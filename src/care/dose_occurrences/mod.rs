@@ -810,6 +810,52 @@ mod tests {
         assert_eq!(at("2027-10-31", t(1, 30)), "2027-10-31T00:30:00.000000Z");
     }
 
+    fn pause(from: &str, until: Option<&str>) -> Pause {
+        Pause {
+            source_type: SCHEDULE.into(),
+            source_id: 1,
+            from: from.parse().unwrap(),
+            until: until.map(|u| u.parse().unwrap()),
+        }
+    }
+
+    #[test]
+    fn pauses_cover_instants_and_whole_windows() {
+        let a = pause("2027-03-10T07:00:00Z", Some("2027-03-10T09:00:00Z"));
+        let b = pause("2027-03-10T09:00:00Z", Some("2027-03-11T00:00:00Z"));
+        let open = pause("2027-03-12T10:00:00Z", None);
+        let ts = |text: &str| text.parse::<Timestamp>().unwrap();
+        let all = [&a, &b, &open];
+        assert!(paused_at(&all, ts("2027-03-10T07:00:00Z")));
+        assert!(
+            !paused_at(&[&a], ts("2027-03-10T09:00:00Z")),
+            "the end is open"
+        );
+        assert!(!paused_at(&all, ts("2027-03-12T09:59:59Z")));
+        assert!(paused_at(&all, ts("2030-01-01T00:00:00Z")));
+        // Adjacent periods together cover a window; a gap does not.
+        assert!(paused_throughout(
+            &all,
+            ts("2027-03-10T07:00:00Z"),
+            ts("2027-03-11T00:00:00Z")
+        ));
+        assert!(!paused_throughout(
+            &[&b],
+            ts("2027-03-10T00:00:00Z"),
+            ts("2027-03-11T00:00:00Z")
+        ));
+        assert!(!paused_throughout(
+            &all,
+            ts("2027-03-12T00:00:00Z"),
+            ts("2027-03-13T00:00:00Z")
+        ));
+        assert!(paused_throughout(
+            &all,
+            ts("2027-03-13T00:00:00Z"),
+            ts("2027-03-14T00:00:00Z")
+        ));
+    }
+
     #[test]
     fn slots_resolve_through_preferences() {
         let slots = SlotTimes {
