@@ -15,6 +15,7 @@
 
 pub mod dose;
 pub mod model;
+pub mod plan;
 pub mod routes;
 pub mod store;
 
@@ -23,7 +24,7 @@ use rusqlite::Connection;
 use crate::auth::Actor;
 use crate::care::notification_preferences;
 use crate::care::pause_periods::model::SourceType;
-use crate::care::schedule_config::{self, PlanContext};
+use crate::care::schedule_config;
 pub use crate::care::sources::Filter;
 use crate::care::sources::{self, check_same_person, person_for_plan, text};
 use crate::db::change_feed::Action;
@@ -31,6 +32,7 @@ use crate::error::{Problems, Result};
 use crate::http::extract::{IfMatch, Page, ResourceId};
 use dose::Dose;
 use model::{Schedule, ScheduleAttributes, ScheduleRow};
+use plan::PlanContext;
 
 pub const RECORD_TYPE: &str = "Schedule";
 const MAX_FREQUENCY: usize = 200;
@@ -181,7 +183,7 @@ fn apply(
             max_daily_doses: row.dose.max_daily_doses,
             slot_times: &slot_times,
         };
-        schedule_config::check_plan(&config, &plan, &mut problems);
+        plan::check_plan(&config, &plan, &mut problems);
     }
     problems.check("the schedule's attributes are invalid")
 }
