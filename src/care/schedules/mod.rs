@@ -11,7 +11,10 @@
 //! history that point at it, the schedule stops and leaves every list and
 //! read (404), and the change feed records the retirement and a deletion
 //! marker. `active` is false while paused and is set only by pausing and
-//! resuming, never by these attributes.
+//! resuming, never by these attributes. A change of the plan is kept in the
+//! plan history (`dose_occurrences::history`) effective from the change, so
+//! expected doses before it never move; the plan must hold together as a
+//! whole (`plan::check_plan`).
 
 pub mod dose;
 pub mod model;
