@@ -461,3 +461,20 @@ CREATE TABLE dose_occurrences (
 ) STRICT;
 CREATE INDEX dose_occurrences_by_person ON dose_occurrences (person_id, window_starts_on);
 CREATE INDEX dose_occurrences_by_household ON dose_occurrences (household_id, updated_at);
+
+-- Plan history (src/care/dose_occurrences/history.rs): what the expected-dose
+-- projection depends on, as it was from each change on, so a plan change never
+-- rewrites past doses. subject_type names what changed: a schedule's or a
+-- direct assignment's plan (subject_id: its id), a person's slot times
+-- (the person's id) or the household time zone (the household's id). state
+-- is JSON. effective_at NULL: the state before the first change, all along.
+CREATE TABLE plan_revisions (
+    id           INTEGER PRIMARY KEY,
+    household_id INTEGER NOT NULL REFERENCES households (id),
+    subject_type TEXT NOT NULL CHECK (subject_type IN ('schedule', 'person_medication', 'slot_times', 'time_zone')),
+    subject_id   INTEGER NOT NULL,
+    effective_at TEXT,
+    state        TEXT NOT NULL
+) STRICT;
+CREATE INDEX plan_revisions_by_subject ON plan_revisions (subject_type, subject_id, effective_at);
+CREATE INDEX plan_revisions_by_household ON plan_revisions (household_id);

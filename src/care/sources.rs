@@ -11,6 +11,7 @@ use serde::Serialize;
 
 use crate::auth::store::{VISIBLE_PERSON, Visibility};
 use crate::auth::{AccessLevel, Actor, access};
+use crate::care::dose_occurrences::history::{self, Planned};
 use crate::care::pause_periods::{
     self,
     model::{PausePeriod, SourceType},
@@ -26,7 +27,7 @@ use crate::http::respond::{Versioned, etag};
 pub const WRITE_LEVEL: AccessLevel = AccessLevel::Manage;
 
 /// A stored schedule or direct assignment.
-pub trait SourceRow: Sized {
+pub trait SourceRow: Sized + Planned {
     const KIND: SourceType;
     const RECORD_TYPE: &'static str;
     /// How a missing one is named in a 404.
@@ -254,9 +255,14 @@ pub fn find_for_change<R: SourceRow>(
     Ok(row)
 }
 
-/// Writes a changed source as a new version.
+/// Writes a changed source as a new version. A change of its plan is kept
+/// in the plan history, effective now, so doses before it stay as they were.
 pub fn save<R: SourceRow>(conn: &Connection, actor: &Actor, mut row: R) -> Result<Sourced<R>> {
-    row.touch(crate::time::now());
+    let now = crate::time::now();
+    let before = R::find(conn, actor.household_id, &ResourceId::Numeric(row.id()))?
+        .ok_or_else(|| ApiError::not_found(R::NOUN))?;
+    history::record_source(conn, actor.household_id, row.id(), &before, &row, &now)?;
+    row.touch(now);
     R::update(conn, &row)?;
     record(conn, actor, &row, Action::Update)?;
     to_api(conn, row)

@@ -14,8 +14,11 @@ use super::OpenError;
 pub const SCHEMA_SQL: &str = include_str!("../../schema.sql");
 
 /// Migration N (1-based) moves a database from version N-1 to N.
-/// Migration 1 is the first release's schema, identical to `schema.sql` then.
-const MIGRATIONS: &[&str] = &[include_str!("../../schema.sql")];
+/// Migration 1 is the first release's schema, as `schema.sql` was then.
+const MIGRATIONS: &[&str] = &[
+    include_str!("migrations/0001_initial.sql"),
+    include_str!("migrations/0002_plan_revisions.sql"),
+];
 
 pub const SCHEMA_VERSION: i64 = MIGRATIONS.len() as i64;
 

@@ -277,18 +277,15 @@ async fn paused_retired_and_as_needed_sources_are_excluded_and_keys_are_stable()
     )
     .await;
     let paused_assignment = assignment(&app, &ada, &med, json!({})).await;
-    let (paused_id, paused_assignment_id) = (paused.id, paused_assignment.id);
-    app.db
-        .write(move |conn| {
-            conn.execute("UPDATE schedules SET active = 0 WHERE id = ?1", [paused_id])?;
-            conn.execute(
-                "UPDATE person_medications SET active = 0 WHERE id = ?1",
-                [paused_assignment_id],
-            )?;
-            Ok(())
-        })
-        .await
-        .unwrap();
+    // Paused now (an open period): every dose of March 2027 falls inside it.
+    for path in [
+        format!("/schedules/{}/pause", paused.id),
+        format!("/person_medications/{}/pause", paused_assignment.id),
+    ] {
+        app.patch(&app.hh(&path), &app.owner, json!({}), None)
+            .await
+            .assert_status(200);
+    }
     app.delete(
         &app.hh(&format!("/schedules/{}", retired.id)),
         &app.owner,

@@ -21,6 +21,7 @@ mod notification_preferences;
 mod pause_periods;
 mod people;
 mod person_medications;
+mod plan_history;
 mod profile;
 mod schedules;
 mod stock_removals;

@@ -5,10 +5,25 @@
 //!
 //! Projection rules:
 //!
-//! - Sources: live (unretired), running (`active`, i.e. not paused)
-//!   schedules in effect on the day (start_date ≤ day ≤ end_date, or no
-//!   end), and live, running routine person medications. prn schedules and
-//!   as-needed assignments have no expected doses.
+//! - History: a plan change never rewrites past doses. Each input of the
+//!   projection (a schedule's or assignment's plan, the person's slot
+//!   times, the household time zone) is a [`history::Timeline`]; a timed
+//!   dose is what the plan, slot times and zone in force at its own
+//!   scheduled time give ([`planned_doses`]), so a change moves only doses
+//!   after it. Positions count the day's planned doses in time order, so
+//!   doses before a change keep their positions, outcomes and takes. An
+//!   untimed window follows the plan in force at its end, or now for the
+//!   current window ([`untimed_window`]).
+//! - Sources: every schedule and assignment of the people, retired and
+//!   paused ones too: a schedule has doses on the days its plan is in
+//!   effect (start_date ≤ day ≤ end_date, end_date included, or no end);
+//!   prn schedules and as-needed assignments have none.
+//! - Pauses are periods: a timed dose is left out when its scheduled time
+//!   falls inside a pause period (from its start up to its end; a legacy
+//!   period with no start counts from when it was recorded), or at or after
+//!   the source's retirement; everything before and after stays listed with
+//!   its outcome. An untimed window is left out only when pauses cover all
+//!   of it, or the source was retired before it began.
 //! - Schedules, by type: `daily` and `multiple_daily` every day; `weekly` on
 //!   its weekdays; `specific_dates` on its dates; `every_other_day` on days
 //!   an even number of days after start_date; `tapering` on days a taper
@@ -24,8 +39,8 @@
 //!   time always gives exactly one dose. A schedule's window is the day;
 //!   positions count its doses from 1 in time order.
 //! - Routine person medications have no set times: `max_daily_doses`
-//!   (default 1; at most [`MAX_POSITIONS`]) doses per dose-cycle window (`daily` the day, `weekly` the
-//!   ISO week Monday to Sunday, `monthly` the calendar month; default
+//!   (default 1; at most [`MAX_POSITIONS`]) doses per dose-cycle window
+//!   (`daily` the day, `weekly` the ISO week Monday to Sunday, `monthly` the calendar month; default
 //!   daily), scheduled_at null. They are listed on every day of their
 //!   window with the same keys.
 //! - Outcome: `taken` when a medication take names the occurrence (source,
@@ -36,12 +51,15 @@
 //!   (a taper step's own limits win), and two consecutive takes closer than
 //!   `min_hours_between_doses`.
 //!
-//! Queries: visible people (one), schedules (one), assignments (one), slot
-//! times once per person with slotted schedules, takes (one), saved
-//! outcomes (one). The signing secret is read once per request.
+//! Queries: visible people (one), schedules (one), assignments (one),
+//! pause periods (one), plan revisions (one), slot times once per person
+//! with schedules, takes (one), saved outcomes (one). The signing secret is
+//! read once per request.
 
+pub mod history;
 pub mod model;
 pub mod outcomes;
+pub mod projection;
 pub mod routes;
 pub mod store;
 
@@ -62,8 +80,11 @@ use crate::error::{ApiError, Result};
 use crate::household::{people, store as household_store};
 use crate::http::extract::ResourceId;
 use crate::medicine::vocab::{DoseCycle, ScheduleType};
+use history::{Revisions, Timeline};
 use model::{DayMeta, DoseOccurrence, MAX_DAILY_DOSES_EXCEEDED, TOO_SOON};
-use store::{PersonRef, SourceCommon, SourceIds, Take};
+pub use projection::{PlannedDose, ScheduleHistory, planned_doses, untimed_window};
+use projection::{paused_at, paused_throughout};
+use store::{Pause, PersonRef, SourceCommon, SourceIds, Take};
 
 pub const SCHEDULE: &str = "schedule";
 pub const PERSON_MEDICATION: &str = "person_medication";
@@ -148,7 +169,7 @@ pub fn instant(tz: &TimeZone, date: Date, time: Time) -> Result<Timestamp> {
 }
 
 /// The start of `date` in `tz` as an instant.
-fn start_of(tz: &TimeZone, date: Date) -> Result<Timestamp> {
+pub(super) fn start_of(tz: &TimeZone, date: Date) -> Result<Timestamp> {
     tz.to_ambiguous_timestamp(date.to_datetime(Time::midnight()))
         .compatible()
         .map_err(|e| ApiError::internal(format!("start of {date}: {e}")))
@@ -247,6 +268,27 @@ fn warnings(takes: &[&Take], max_doses: Option<i64>, min_hours: Option<Dec>) -> 
     out
 }
 
+/// Everything a projection reads besides the sources themselves: the
+/// saved plan history, the household zone over time, and slot times over
+/// time per person (read once each).
+struct Inputs<'c> {
+    conn: &'c Connection,
+    revisions: Revisions,
+    zones: Timeline<TimeZone>,
+    slots: HashMap<i64, Timeline<SlotTimes>>,
+}
+
+impl Inputs<'_> {
+    fn slots(&mut self, person_id: i64) -> Result<&Timeline<SlotTimes>> {
+        if !self.slots.contains_key(&person_id) {
+            let current = notification_preferences::slot_times(self.conn, person_id)?;
+            let timeline = self.revisions.slot_times(person_id, current);
+            self.slots.insert(person_id, timeline);
+        }
+        Ok(&self.slots[&person_id])
+    }
+}
+
 /// `listDoseOccurrences`: the expected doses of `date` (default today in
 /// the household's time zone) for one person or everyone the caller may
 /// view, ordered by person, then time (untimed doses last), source and
@@ -258,9 +300,10 @@ pub fn list(
     person_id: Option<&ResourceId>,
 ) -> Result<(Vec<DoseOccurrence>, DayMeta)> {
     let tz = household_store::time_zone(conn, actor.household_id)?;
+    let now = Timestamp::now();
     let date = match date {
         Some(date) => date,
-        None => Timestamp::now().to_zoned_datetime(tz.clone()).date(),
+        None => now.to_zoned_datetime(tz.clone()).date(),
     };
     let meta = DayMeta {
         date,
@@ -270,16 +313,31 @@ pub fn list(
     if people.is_empty() {
         return Ok((Vec::new(), meta));
     }
-    let schedules = store::schedules(conn, actor.household_id, &people, date)?;
-    let assignments = store::routine_assignments(conn, actor.household_id, &people)?;
+    let schedules = store::schedules(conn, actor.household_id, &people)?;
+    let assignments = store::assignments(conn, actor.household_id, &people)?;
+    let pauses = store::pauses(conn, actor.household_id, &people)?;
+    let pauses_of = |source_type: &str, source_id: i64| -> Vec<&Pause> {
+        pauses
+            .iter()
+            .filter(|p| p.source_type == source_type && p.source_id == source_id)
+            .collect()
+    };
+    let revisions = Revisions::load(conn, actor.household_id)?;
+    let zones = revisions.time_zone(actor.household_id, tz.clone());
+    let mut inputs = Inputs {
+        conn,
+        revisions,
+        zones,
+        slots: HashMap::new(),
+    };
 
-    let mut slot_times: HashMap<i64, SlotTimes> = HashMap::new();
     let mut expected: Vec<Expected> = Vec::new();
     let mut limits: Vec<Limits> = Vec::new();
     let mut sources = SourceIds::default();
     let (mut first_window, mut last_window) = (date, date);
 
     let mut add_limits = |limits: &mut Vec<Limits>,
+                          zone: &TimeZone,
                           source_type: &'static str,
                           source: &SourceCommon,
                           window: (Date, Date),
@@ -291,8 +349,8 @@ pub fn list(
         limits.push(Limits {
             source_type,
             source_id: source.id,
-            from: crate::time::format(start_of(&tz, window.0)?),
-            until: crate::time::format(start_of(&tz, window.1.tomorrow().unwrap_or(window.1))?),
+            from: crate::time::format(start_of(zone, window.0)?),
+            until: crate::time::format(start_of(zone, window.1.tomorrow().unwrap_or(window.1))?),
             max_doses,
             min_hours,
         });
@@ -300,79 +358,91 @@ pub fn list(
     };
 
     for schedule in &schedules {
-        let Ok(config) = schedule_config::parse(schedule.schedule_type, &schedule.schedule_config)
-        else {
-            tracing::warn!(
-                schedule_id = schedule.common.id,
-                "stored schedule_config does not parse; no expected doses"
-            );
-            continue;
-        };
         let source = &schedule.common;
-        let uses_slots = !config.slots.is_empty();
-        let slots = if uses_slots {
-            match slot_times.get(&source.person_id) {
-                Some(times) => *times,
-                None => {
-                    let times = notification_preferences::slot_times(conn, source.person_id)?;
-                    slot_times.insert(source.person_id, times);
-                    times
-                }
-            }
-        } else {
-            SlotTimes::DEFAULT
-        };
-        let (times, step) = schedule_times_on(
-            schedule.schedule_type,
-            &config,
-            schedule.start_date,
-            date,
-            &slots,
-        );
-        if times.is_empty() {
+        let plans =
+            inputs
+                .revisions
+                .schedule(source.id, schedule.plan.clone(), schedule.updated_at);
+        let slots = inputs.slots(source.person_id)?.clone();
+        let planned = planned_doses(date, &plans, &inputs.zones, &slots)?;
+        let paused = pauses_of(SCHEDULE, source.id);
+        let listed: Vec<&PlannedDose> = planned
+            .iter()
+            .filter(|d| {
+                schedule.retired_at.is_none_or(|r| d.scheduled_at < r)
+                    && !paused_at(&paused, d.scheduled_at)
+            })
+            .collect();
+        let Some(governing) = listed
+            .iter()
+            .rev()
+            .find(|d| d.scheduled_at <= now)
+            .or(listed.first())
+        else {
             continue;
-        }
+        };
         sources.schedules.push(source.id);
+        let zone = inputs.zones.at(governing.scheduled_at.min(now)).clone();
         let limit = add_limits(
             &mut limits,
+            &zone,
             SCHEDULE,
             source,
-            cycle_window(source.dose_cycle, date),
-            step.and_then(|s| s.max_daily_doses)
-                .or(source.max_daily_doses),
-            step.and_then(|s| s.min_hours_between_doses)
-                .or(source.min_hours_between_doses),
+            cycle_window(governing.dose_cycle, date),
+            governing.max_daily_doses,
+            governing.min_hours_between_doses,
         )?;
-        let mut instants = times
-            .iter()
-            .map(|&t| Ok((instant(&tz, date, t)?, t)))
-            .collect::<Result<Vec<_>>>()?;
-        instants.sort();
-        for (index, (at, _)) in instants.into_iter().enumerate() {
-            let mut dose = blank(SCHEDULE, source, (date, date), index as u32 + 1);
-            dose.scheduled_at = Some(crate::time::format(at));
-            if let Some(step) = step {
-                dose.dose_amount = step.dose_amount;
-                dose.dose_unit = step.dose_unit.unwrap_or(source.dose_unit);
-            }
+        for planned in listed {
+            let mut dose = blank(SCHEDULE, source, (date, date), planned.position);
+            dose.scheduled_at = Some(crate::time::format(planned.scheduled_at));
+            dose.dose_amount = planned.dose_amount;
+            dose.dose_unit = planned.dose_unit;
             expected.push(Expected { dose, limit });
         }
     }
 
-    for source in &assignments {
-        let window = cycle_window(source.dose_cycle, date);
+    for assignment in &assignments {
+        let source = &assignment.common;
+        let plans =
+            inputs
+                .revisions
+                .assignment(source.id, assignment.plan.clone(), assignment.updated_at);
+        let Some((window, plan)) = untimed_window(date, &plans, &inputs.zones, now)? else {
+            continue;
+        };
+        // The window in the zone of the plan that governs it (its end, or now).
+        let end_now = start_of(
+            inputs.zones.at(now),
+            window.1.tomorrow().unwrap_or(window.1),
+        )?;
+        let governed_at = (end_now - jiff::SignedDuration::from_micros(1)).min(now);
+        let zone = inputs.zones.at(governed_at).clone();
+        let window_from = start_of(&zone, window.0)?;
+        let window_until = start_of(&zone, window.1.tomorrow().unwrap_or(window.1))?;
+        if assignment.retired_at.is_some_and(|r| r <= window_from)
+            || paused_throughout(
+                &pauses_of(PERSON_MEDICATION, source.id),
+                window_from,
+                window_until,
+            )
+        {
+            continue;
+        }
         sources.person_medications.push(source.id);
         let limit = add_limits(
             &mut limits,
+            &zone,
             PERSON_MEDICATION,
             source,
             window,
-            source.max_daily_doses,
-            source.min_hours_between_doses,
+            plan.max_daily_doses,
+            plan.min_hours_between_doses,
         )?;
-        let count = source.max_daily_doses.unwrap_or(1).clamp(1, MAX_POSITIONS);
+        let count = plan.max_daily_doses.unwrap_or(1).clamp(1, MAX_POSITIONS);
         for position in 1..=count {
-            let dose = blank(PERSON_MEDICATION, source, window, position as u32);
+            let mut dose = blank(PERSON_MEDICATION, source, window, position as u32);
+            dose.dose_amount = plan.dose_amount;
+            dose.dose_unit = plan.dose_unit;
             expected.push(Expected { dose, limit });
         }
     }
@@ -381,11 +451,17 @@ pub fn list(
         return Ok((Vec::new(), meta));
     }
 
-    let from = crate::time::format(start_of(&tz, first_window)?);
-    let until = crate::time::format(start_of(
-        &tz,
-        last_window.tomorrow().unwrap_or(last_window),
-    )?);
+    // Each source's window is read in its own zone (the zone may have changed).
+    let from = limits
+        .iter()
+        .map(|l| l.from.clone())
+        .min()
+        .unwrap_or_default();
+    let until = limits
+        .iter()
+        .map(|l| l.until.clone())
+        .max()
+        .unwrap_or_default();
     let takes = store::takes(conn, &sources, &from, &until, first_window, last_window)?;
     let outcomes = store::saved_outcomes(conn, actor.household_id, &people, date)?;
 

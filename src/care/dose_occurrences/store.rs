@@ -5,17 +5,19 @@
 
 use std::collections::HashMap;
 
+use jiff::Timestamp;
 use jiff::civil::Date;
 use rusqlite::types::Type;
 use rusqlite::{Connection, OptionalExtension, Row, named_params, params};
 
+use super::history::{AssignmentPlan, SchedulePlan};
 use super::outcomes::DoseOutcome;
 use crate::auth::Actor;
 use crate::auth::store::VISIBLE_PERSON;
 use crate::decimal::Dec;
 use crate::error::Result;
 use crate::http::extract::ResourceId;
-use crate::medicine::vocab::{DoseCycle, DoseUnit, ScheduleType};
+use crate::medicine::vocab::{DoseCycle, DoseUnit};
 
 /// A person whose doses are listed.
 #[derive(Debug, Clone)]
@@ -41,13 +43,23 @@ pub struct SourceCommon {
     pub min_hours_between_doses: Option<Dec>,
 }
 
-/// A live, running (not paused) schedule in effect on the day.
+/// A schedule of a listed person as stored now (retired and paused ones
+/// included: their past doses stay listed).
 #[derive(Debug, Clone)]
 pub struct ScheduleSource {
     pub common: SourceCommon,
-    pub schedule_type: ScheduleType,
-    pub schedule_config: serde_json::Value,
-    pub start_date: Date,
+    pub plan: SchedulePlan,
+    pub retired_at: Option<Timestamp>,
+    pub updated_at: Option<Timestamp>,
+}
+
+/// A direct assignment of a listed person as stored now.
+#[derive(Debug, Clone)]
+pub struct AssignmentSource {
+    pub common: SourceCommon,
+    pub plan: AssignmentPlan,
+    pub retired_at: Option<Timestamp>,
+    pub updated_at: Option<Timestamp>,
 }
 
 fn conversion(
@@ -60,6 +72,17 @@ fn conversion(
 fn date(r: &Row<'_>, index: usize) -> rusqlite::Result<Date> {
     let text: String = r.get(index)?;
     text.parse::<Date>().map_err(|e| conversion(index, e))
+}
+
+fn optional_date(r: &Row<'_>, index: usize) -> rusqlite::Result<Option<Date>> {
+    r.get::<_, Option<String>>(index)?
+        .map(|text| text.parse::<Date>().map_err(|e| conversion(index, e)))
+        .transpose()
+}
+
+fn instant(r: &Row<'_>, index: usize) -> rusqlite::Result<Option<Timestamp>> {
+    Ok(r.get::<_, Option<String>>(index)?
+        .and_then(|text| text.parse::<Timestamp>().ok()))
 }
 
 fn ids_json(people: &[PersonRef]) -> String {
@@ -94,7 +117,7 @@ pub fn visible_people(conn: &Connection, actor: &Actor) -> Result<Vec<PersonRef>
 
 const COMMON: &str = "x.id, x.portable_id, x.person_id, p.portable_id, x.medication_id,
     m.portable_id, COALESCE(m.friendly_name, m.name), x.dose_amount, x.dose_unit, x.dose_cycle,
-    x.max_daily_doses, x.min_hours_between_doses";
+    x.max_daily_doses, x.min_hours_between_doses, x.retired_at, x.updated_at";
 
 fn common(r: &Row<'_>) -> rusqlite::Result<SourceCommon> {
     Ok(SourceCommon {
@@ -113,40 +136,63 @@ fn common(r: &Row<'_>) -> rusqlite::Result<SourceCommon> {
     })
 }
 
-/// The live (unretired), running (active) schedules of these people that
-/// are in effect on `on` and have set times (prn excluded), in id order.
+/// Every schedule of these people, retired and paused ones too (the plan
+/// in force decides, day by day, whether it has doses), in id order.
 pub fn schedules(
     conn: &Connection,
     household_id: i64,
     people: &[PersonRef],
-    on: Date,
+) -> Result<Vec<ScheduleSource>> {
+    schedules_where(conn, household_id, Some(people), None)
+}
+
+/// One schedule of the household by id, retired or not.
+pub fn schedule(conn: &Connection, household_id: i64, id: i64) -> Result<Option<ScheduleSource>> {
+    Ok(schedules_where(conn, household_id, None, Some(id))?.pop())
+}
+
+fn schedules_where(
+    conn: &Connection,
+    household_id: i64,
+    people: Option<&[PersonRef]>,
+    id: Option<i64>,
 ) -> Result<Vec<ScheduleSource>> {
     let rows = conn
         .prepare_cached(&format!(
-            "SELECT {COMMON}, x.schedule_type, x.schedule_config, x.start_date
+            "SELECT {COMMON}, x.schedule_type, x.schedule_config, x.start_date, x.end_date
              FROM schedules x
              JOIN people p ON p.id = x.person_id
              JOIN medications m ON m.id = x.medication_id
              WHERE x.household_id = :household_id
-               AND x.person_id IN (SELECT value FROM json_each(:people))
-               AND x.retired_at IS NULL AND x.active = 1 AND x.schedule_type <> 'prn'
-               AND x.start_date <= :on AND (x.end_date IS NULL OR x.end_date >= :on)
+               AND (:people IS NULL OR x.person_id IN (SELECT value FROM json_each(:people)))
+               AND (:id IS NULL OR x.id = :id)
              ORDER BY x.id"
         ))?
         .query_map(
             named_params! {
                 ":household_id": household_id,
-                ":people": ids_json(people),
-                ":on": on.to_string(),
+                ":people": people.map(ids_json),
+                ":id": id,
             },
             |r| {
-                let config: String = r.get(13)?;
+                let common = common(r)?;
+                let config: String = r.get(15)?;
                 Ok(ScheduleSource {
-                    common: common(r)?,
-                    schedule_type: r.get(12)?,
-                    schedule_config: serde_json::from_str(&config)
-                        .map_err(|e| conversion(13, e))?,
-                    start_date: date(r, 14)?,
+                    plan: SchedulePlan {
+                        schedule_type: r.get(14)?,
+                        schedule_config: serde_json::from_str(&config)
+                            .map_err(|e| conversion(15, e))?,
+                        start_date: date(r, 16)?,
+                        end_date: optional_date(r, 17)?,
+                        dose_amount: common.dose_amount,
+                        dose_unit: common.dose_unit,
+                        dose_cycle: common.dose_cycle,
+                        max_daily_doses: common.max_daily_doses,
+                        min_hours_between_doses: common.min_hours_between_doses,
+                    },
+                    common,
+                    retired_at: instant(r, 12)?,
+                    updated_at: instant(r, 13)?,
                 })
             },
         )?
@@ -154,23 +200,21 @@ pub fn schedules(
     Ok(rows)
 }
 
-/// The live, running routine assignments of these people, in id order
-/// (as-needed assignments have no expected doses).
-pub fn routine_assignments(
+/// Every direct assignment of these people (as-needed, retired and paused
+/// ones too), in id order.
+pub fn assignments(
     conn: &Connection,
     household_id: i64,
     people: &[PersonRef],
-) -> Result<Vec<SourceCommon>> {
+) -> Result<Vec<AssignmentSource>> {
     Ok(conn
         .prepare_cached(&format!(
-            "SELECT {COMMON}
+            "SELECT {COMMON}, x.administration_kind
              FROM person_medications x
              JOIN people p ON p.id = x.person_id
              JOIN medications m ON m.id = x.medication_id
              WHERE x.household_id = :household_id
                AND x.person_id IN (SELECT value FROM json_each(:people))
-               AND x.retired_at IS NULL AND x.active = 1
-               AND x.administration_kind = 'routine'
              ORDER BY x.id"
         ))?
         .query_map(
@@ -178,9 +222,66 @@ pub fn routine_assignments(
                 ":household_id": household_id,
                 ":people": ids_json(people),
             },
-            common,
+            |r| {
+                let common = common(r)?;
+                Ok(AssignmentSource {
+                    plan: AssignmentPlan {
+                        administration_kind: r.get(14)?,
+                        dose_amount: common.dose_amount,
+                        dose_unit: common.dose_unit,
+                        dose_cycle: common.dose_cycle,
+                        max_daily_doses: common.max_daily_doses,
+                        min_hours_between_doses: common.min_hours_between_doses,
+                    },
+                    common,
+                    retired_at: instant(r, 12)?,
+                    updated_at: instant(r, 13)?,
+                })
+            },
         )?
         .collect::<rusqlite::Result<Vec<_>>>()?)
+}
+
+/// A pause of a listed source: from its start (a legacy period with an
+/// unknown start counts from when it was recorded) until its end (`None`
+/// while open).
+#[derive(Debug, Clone)]
+pub struct Pause {
+    pub source_type: String,
+    pub source_id: i64,
+    pub from: Timestamp,
+    pub until: Option<Timestamp>,
+}
+
+/// The pause periods of these people's sources (one query).
+pub fn pauses(conn: &Connection, household_id: i64, people: &[PersonRef]) -> Result<Vec<Pause>> {
+    let rows = conn
+        .prepare_cached(
+            "SELECT source_type, source_id, COALESCE(started_at, created_at), ended_at
+             FROM medication_pause_periods
+             WHERE household_id = ?1 AND person_id IN (SELECT value FROM json_each(?2))
+             ORDER BY id",
+        )?
+        .query_map(params![household_id, ids_json(people)], |r| {
+            Ok((
+                r.get::<_, String>(0)?,
+                r.get::<_, i64>(1)?,
+                instant(r, 2)?,
+                instant(r, 3)?,
+            ))
+        })?
+        .collect::<rusqlite::Result<Vec<_>>>()?;
+    Ok(rows
+        .into_iter()
+        .filter_map(|(source_type, source_id, from, until)| {
+            Some(Pause {
+                source_type,
+                source_id,
+                from: from?,
+                until,
+            })
+        })
+        .collect())
 }
 
 /// A recorded dose of one of the listed sources.

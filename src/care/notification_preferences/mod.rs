@@ -18,9 +18,13 @@ use jiff::civil::Time;
 use rusqlite::Connection;
 
 use crate::auth::{AccessLevel, Actor, access};
+use crate::care::dose_occurrences::history;
+use crate::care::schedule_config::{self, Slot};
+use crate::care::schedules;
 use crate::db::change_feed::{self, Action, Change};
 use crate::error::{ApiError, Problems, Result};
 use crate::household::people::{self, store::PersonRow};
+use crate::household::store as household_store;
 use crate::http::extract::{IfMatch, ResourceId};
 use crate::http::respond::etag;
 
@@ -28,6 +32,8 @@ use model::{NotificationPreference, NotificationPreferenceAttributes};
 use store::PreferenceRow;
 
 pub const RECORD_TYPE: &str = "NotificationPreference";
+/// Clearing a slot time that a running schedule uses.
+pub const SLOT_TIME_IN_USE: &str = "slot_time_in_use";
 
 /// The times of a person's four day slots; `None` when the person cleared
 /// the slot.
@@ -66,16 +72,70 @@ impl SlotTimes {
 pub fn slot_times(conn: &Connection, person_id: i64) -> Result<SlotTimes> {
     Ok(match store::find_by_person(conn, person_id)? {
         None => SlotTimes::DEFAULT,
-        Some(row) => {
-            let time = |t: &Option<String>| t.as_deref().and_then(parse_time);
-            SlotTimes {
-                morning: time(&row.morning_time),
-                afternoon: time(&row.afternoon_time),
-                evening: time(&row.evening_time),
-                night: time(&row.night_time),
-            }
-        }
+        Some(row) => slot_times_of(&row),
     })
+}
+
+fn slot_times_of(row: &PreferenceRow) -> SlotTimes {
+    let time = |t: &Option<String>| t.as_deref().and_then(parse_time);
+    SlotTimes {
+        morning: time(&row.morning_time),
+        afternoon: time(&row.afternoon_time),
+        evening: time(&row.evening_time),
+        night: time(&row.night_time),
+    }
+}
+
+/// A slot time that a running schedule uses cannot be cleared (409
+/// `slot_time_in_use` naming the schedules): the schedule would silently
+/// have no dose at that part of the day.
+fn refuse_clearing_used_slots(
+    conn: &Connection,
+    actor: &Actor,
+    person_id: i64,
+    before: &SlotTimes,
+    after: &SlotTimes,
+) -> Result<()> {
+    let cleared: Vec<Slot> = Slot::ALL
+        .iter()
+        .filter_map(|name| Slot::parse(name))
+        .filter(|slot| before.slot(slot.as_str()).is_some() && after.slot(slot.as_str()).is_none())
+        .collect();
+    if cleared.is_empty() {
+        return Ok(());
+    }
+    let tz = household_store::time_zone(conn, actor.household_id)?;
+    let today = jiff::Timestamp::now().to_zoned_datetime(tz).date();
+    let mut users = Vec::new();
+    let mut slots_used = Vec::new();
+    for (portable_id, schedule_type, config) in
+        schedules::store::running_for_person(conn, person_id, today)?
+    {
+        let Ok(config) = schedule_config::parse(schedule_type, &config) else {
+            continue;
+        };
+        let used: Vec<&Slot> = cleared
+            .iter()
+            .filter(|s| config.slots.contains(s))
+            .collect();
+        if !used.is_empty() {
+            users.push(portable_id);
+            slots_used.extend(used.into_iter().map(|s| format!("{}_time", s.as_str())));
+        }
+    }
+    if users.is_empty() {
+        return Ok(());
+    }
+    slots_used.sort();
+    slots_used.dedup();
+    Err(ApiError::conflict(
+        SLOT_TIME_IN_USE,
+        format!(
+            "{} cannot be cleared: schedules {} use it; change or delete those schedules first",
+            slots_used.join(", "),
+            users.join(", ")
+        ),
+    ))
 }
 
 /// A time of day written `HH:MM` or `HH:MM:SS` (two digits each, 00:00 to
@@ -294,7 +354,20 @@ fn write(
         row.night_time = None;
     }
     apply(&mut row, attrs, whole)?;
+    let before = existing.as_ref().map_or(SlotTimes::DEFAULT, slot_times_of);
+    let after = slot_times_of(&row);
+    refuse_clearing_used_slots(conn, actor, person.id, &before, &after)?;
     let now = crate::time::now();
+    // Slot doses before the change keep their times.
+    history::record(
+        conn,
+        actor.household_id,
+        history::SLOT_TIMES,
+        person.id,
+        &history::slot_times_state(&before),
+        &history::slot_times_state(&after),
+        &now,
+    )?;
     if existing.is_some() {
         row.lock_version += 1;
         row.updated_at = now;

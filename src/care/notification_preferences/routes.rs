@@ -41,7 +41,7 @@ pub fn routes(api: Api) -> Api {
         .route(
             Op::patch(PATH, "updateNotificationPreference", TAG)
                 .summary("Update your notification preferences")
-                .description("Changes any subset of the flags and slot times of the person linked to the caller's membership; the first write saves the defaults with the changes. Times are HH:MM or HH:MM:SS and are answered as HH:MM:SS; null clears a slot. Needs manage access to that person. If-Match is optional; a stale one returns 409.")
+                .description("Changes any subset of the flags and slot times of the person linked to the caller's membership; the first write saves the defaults with the changes. Times are HH:MM or HH:MM:SS and are answered as HH:MM:SS; null clears a slot, except one that a live schedule (not deleted, not prn, not ended before today) uses: that is 409 slot_time_in_use naming those schedules and nothing changes. A changed slot time moves only the slot doses scheduled after the change: earlier doses (the rest of today's before now included) keep their times, positions and outcomes. Needs manage access to that person. If-Match is optional; a stale one returns 409.")
                 .body("NotificationPreferenceUpdateRequest")
                 .if_match()
                 .ok("NotificationPreferenceResponse")
@@ -51,7 +51,7 @@ pub fn routes(api: Api) -> Api {
         .route(
             Op::put(PATH, "replaceNotificationPreference", TAG)
                 .summary("Replace your notification preferences")
-                .description("Replaces the preferences of the person linked to the caller's membership: all five flags are required and absent slot times become null. Times are HH:MM or HH:MM:SS and are answered as HH:MM:SS. Needs manage access to that person. If-Match is optional; a stale one returns 409.")
+                .description("Replaces the preferences of the person linked to the caller's membership: all five flags are required and absent slot times become null (409 slot_time_in_use, naming the schedules, when a live schedule uses a slot that would be cleared). A changed slot time moves only the slot doses scheduled after the change. Times are HH:MM or HH:MM:SS and are answered as HH:MM:SS. Needs manage access to that person. If-Match is optional; a stale one returns 409.")
                 .body("NotificationPreferenceReplaceRequest")
                 .if_match()
                 .ok("NotificationPreferenceResponse")

@@ -75,7 +75,7 @@ pub fn routes(api: Api) -> Api {
         .route(
             Op::patch(MEMBER, "updatePersonMedication", TAG)
                 .summary("Change some attributes of a direct assignment")
-                .description("Changes any subset of the attributes; person_id, when sent, must name the assignment's person. Naming a different dosage option fills the dose attributes the body leaves out from its defaults. A changed dose applies from now on: recorded takes keep theirs. Needs manage access to the assignment's person. If-Match is optional; a stale one returns 409.")
+                .description("Changes any subset of the attributes; person_id, when sent, must name the assignment's person. Naming a different dosage option fills the dose attributes the body leaves out from its defaults. A changed dose applies from now on: recorded takes keep theirs. Changes never rewrite the past: past windows keep their doses, positions, outcomes and linked takes; the current dose-cycle window and later ones follow the plan in force now. Needs manage access to the assignment's person. If-Match is optional; a stale one returns 409.")
                 .body("PersonMedicationUpdateRequest")
                 .if_match()
                 .ok("PersonMedicationResponse")

@@ -11,16 +11,21 @@
 //! history that point at it, the schedule stops and leaves every list and
 //! read (404), and the change feed records the retirement and a deletion
 //! marker. `active` is false while paused and is set only by pausing and
-//! resuming, never by these attributes.
+//! resuming, never by these attributes. A change of the plan is kept in the
+//! plan history (`dose_occurrences::history`) effective from the change, so
+//! expected doses before it never move; the plan must hold together as a
+//! whole (`plan::check_plan`).
 
 pub mod dose;
 pub mod model;
+pub mod plan;
 pub mod routes;
 pub mod store;
 
 use rusqlite::Connection;
 
 use crate::auth::Actor;
+use crate::care::notification_preferences;
 use crate::care::pause_periods::model::SourceType;
 use crate::care::schedule_config;
 pub use crate::care::sources::Filter;
@@ -30,6 +35,7 @@ use crate::error::{Problems, Result};
 use crate::http::extract::{IfMatch, Page, ResourceId};
 use dose::Dose;
 use model::{Schedule, ScheduleAttributes, ScheduleRow};
+use plan::PlanContext;
 
 pub const RECORD_TYPE: &str = "Schedule";
 const MAX_FREQUENCY: usize = 200;
@@ -131,10 +137,12 @@ fn apply(
         None if whole => row.schedule_config = serde_json::json!({}),
         None => {}
     }
+    let mut config = None;
     if type_known {
-        let config =
+        let checked =
             schedule_config::collect(row.schedule_type, &row.schedule_config, &mut problems);
-        row.schedule_config = config.to_json();
+        row.schedule_config = checked.to_json();
+        config = Some(checked);
     }
     let mut start_known = true;
     match attrs.start_date {
@@ -165,6 +173,20 @@ fn apply(
         }
         None if whole => row.notes = None,
         None => {}
+    }
+    // The plan as a whole is judged only once each attribute is valid.
+    if let Some(config) = config.filter(|_| problems.is_empty()) {
+        let slot_times = notification_preferences::slot_times(conn, row.person_id)?;
+        let plan = PlanContext {
+            schedule_type: row.schedule_type,
+            start_date: row.start_date,
+            end_date: row.end_date,
+            dose_unit: row.dose.dose_unit,
+            dose_cycle: row.dose.dose_cycle,
+            max_daily_doses: row.dose.max_daily_doses,
+            slot_times: &slot_times,
+        };
+        plan::check_plan(&config, &plan, &mut problems);
     }
     problems.check("the schedule's attributes are invalid")
 }

@@ -105,7 +105,13 @@ every_other_day (counted from start_date) at least one time or slot; multiple_da
 times and slots in total; weekly at least one weekday and a time or slot; specific_dates at least \
 one date and a time or slot; tapering at least one taper step (in date order, each starting the \
 day after the one before ends; a step without times uses the schedule's times and slots); prn \
-nothing (as_needed is always true). weekdays, dates and taper_steps are refused on other types.";
+nothing (as_needed is always true; times are refused). weekdays, dates and taper_steps are \
+refused on other types. The plan must also hold together (422 naming the field): end_date is \
+inclusive (the last day with doses) and dates and taper steps lie within start_date..end_date; \
+every slot resolves to a time in the person's notification preferences; a taper step's dose_unit, \
+when given, is the schedule's; max_daily_doses (and a step's own) is not below the doses the plan \
+itself gives in every dose cycle (daily: its times per day; weekly and monthly cycles count the \
+days the pattern is sure to have in any week, or in 28 days).";
 
 pub fn schedule_schema() -> Value {
     let props = json!({

@@ -59,7 +59,7 @@ pub fn routes(api: Api) -> Api {
         .route(
             Op::post(COLLECTION, "createSchedule", TAG)
                 .summary("Schedule a medication for a person")
-                .description("person_id, medication_id and start_date are required. A source_dosage_option_id (an option of the medication) fills dose_amount, dose_unit, dose_cycle, max_daily_doses, min_hours_between_doses and frequency from its defaults unless the body gives them; otherwise dose_amount, dose_unit and schedule_type default to the medication's. dose_cycle defaults to daily. Needs manage access to the person (view and record access get 403, a person outside the caller's scope 404).")
+                .description("person_id, medication_id and start_date are required. A source_dosage_option_id (an option of the medication) fills dose_amount, dose_unit, dose_cycle, max_daily_doses, min_hours_between_doses and frequency from its defaults unless the body gives them; otherwise dose_amount, dose_unit and schedule_type default to the medication's. dose_cycle defaults to daily. The plan is checked as a whole (see Schedule): a slot without a time in the person's notification preferences, dates or taper steps outside start_date..end_date (end_date inclusive), a taper step in another unit, times on a prn schedule and a max_daily_doses the plan itself exceeds are each a 422 naming the field. Needs manage access to the person (view and record access get 403, a person outside the caller's scope 404).")
                 .body("ScheduleCreateRequest")
                 .created("ScheduleResponse")
                 .etag(),
@@ -76,7 +76,7 @@ pub fn routes(api: Api) -> Api {
         .route(
             Op::patch(MEMBER, "updateSchedule", TAG)
                 .summary("Change some attributes of a schedule")
-                .description("Changes any subset of the attributes; person_id, when sent, must name the schedule's person (a schedule cannot move to another person). Naming a different dosage option fills the dose attributes the body leaves out from its defaults. A changed dose applies from now on: recorded takes keep theirs. Needs manage access to the schedule's person. If-Match is optional; a stale one returns 409.")
+                .description("Changes any subset of the attributes; person_id, when sent, must name the schedule's person (a schedule cannot move to another person). Naming a different dosage option fills the dose attributes the body leaves out from its defaults. A changed dose applies from now on: recorded takes keep theirs. Changes never rewrite the past: a change applies from the moment it is made, so every expected dose scheduled before it (earlier days and the doses of today already due) keeps its time, dose, position, outcome and linked take, and doses later today and after follow the new plan (positions of today's later doses count on after the earlier ones). Untimed windows of the current cycle follow the plan in force now. The plan is checked as a whole (see Schedule): a slot without a time in the person's notification preferences, dates or taper steps outside start_date..end_date (end_date inclusive), a taper step in another unit, times on a prn schedule and a max_daily_doses the plan itself exceeds are each a 422 naming the field. Needs manage access to the schedule's person. If-Match is optional; a stale one returns 409.")
                 .body("ScheduleUpdateRequest")
                 .if_match()
                 .ok("ScheduleResponse")
@@ -86,7 +86,7 @@ pub fn routes(api: Api) -> Api {
         .route(
             Op::put(MEMBER, "replaceSchedule", TAG)
                 .summary("Replace a schedule's attributes")
-                .description("The whole schedule as on create: start_date is required; an omitted medication_id keeps the medication, person_id cannot change; other omitted attributes take their defaults (from the dosage option or the medication) or become null. Needs manage access to the schedule's person. If-Match is optional; a stale one returns 409.")
+                .description("The whole schedule as on create: start_date is required; an omitted medication_id keeps the medication, person_id cannot change; other omitted attributes take their defaults (from the dosage option or the medication) or become null. Changes never rewrite the past: a change applies from the moment it is made, so every expected dose scheduled before it (earlier days and the doses of today already due) keeps its time, dose, position, outcome and linked take, and doses later today and after follow the new plan (positions of today's later doses count on after the earlier ones). Untimed windows of the current cycle follow the plan in force now. The plan is checked as a whole (see Schedule): a slot without a time in the person's notification preferences, dates or taper steps outside start_date..end_date (end_date inclusive), a taper step in another unit, times on a prn schedule and a max_daily_doses the plan itself exceeds are each a 422 naming the field. Needs manage access to the schedule's person. If-Match is optional; a stale one returns 409.")
                 .body("ScheduleReplaceRequest")
                 .if_match()
                 .ok("ScheduleResponse")

@@ -190,3 +190,35 @@ pub fn count_live_for_medication(conn: &Connection, medication_id: i64) -> Resul
         )?
         .query_row([medication_id], |r| r.get(0))?)
 }
+
+/// The live (unretired) schedules of a person with set times (prn
+/// excluded) that have not ended before `today`: (portable id, type,
+/// stored config).
+pub fn running_for_person(
+    conn: &Connection,
+    person_id: i64,
+    today: Date,
+) -> Result<
+    Vec<(
+        String,
+        crate::medicine::vocab::ScheduleType,
+        serde_json::Value,
+    )>,
+> {
+    Ok(conn
+        .prepare_cached(
+            "SELECT portable_id, schedule_type, schedule_config FROM schedules
+             WHERE person_id = ?1 AND retired_at IS NULL AND schedule_type <> 'prn'
+               AND (end_date IS NULL OR end_date >= ?2)
+             ORDER BY id",
+        )?
+        .query_map(params![person_id, today.to_string()], |r| {
+            let config: String = r.get(2)?;
+            Ok((
+                r.get(0)?,
+                r.get(1)?,
+                serde_json::from_str(&config).map_err(|e| conversion(2, e))?,
+            ))
+        })?
+        .collect::<rusqlite::Result<Vec<_>>>()?)
+}

@@ -9,6 +9,7 @@ use rusqlite::Connection;
 use serde_json::json;
 
 use crate::auth::Actor;
+use crate::care::dose_occurrences::history;
 use crate::error::{ApiError, Problems, Result};
 use crate::household::{audit, check_time_zone};
 use crate::http::extract::IfMatch;
@@ -96,6 +97,16 @@ fn change(
     }
     settings.lock_version += 1;
     settings.updated_at = crate::time::now();
+    // Doses before the change keep the zone they were scheduled in.
+    history::record(
+        conn,
+        actor.household_id,
+        history::TIME_ZONE,
+        actor.household_id,
+        &history::time_zone_state(&before.time_zone),
+        &history::time_zone_state(&settings.time_zone),
+        &settings.updated_at,
+    )?;
     store::update(conn, &settings)?;
     audit::record(
         conn,

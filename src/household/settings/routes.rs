@@ -37,7 +37,7 @@ pub fn routes(api: Api) -> Api {
         .route(
             Op::patch(PATH, "updateHouseholdAdminSettings", TAG)
                 .summary("Change some of the household's settings")
-                .description("Fields left out keep their values. A changed setting moves the ETag on and is audited.")
+                .description("Fields left out keep their values. A changed setting moves the ETag on and is audited. A changed time_zone applies from the moment of the change: expected doses scheduled before it keep the times they had in the old zone, later ones follow the new zone.")
                 .body("HouseholdSettingsUpdateRequest")
                 .if_match()
                 .ok("HouseholdSettingsResponse")
