@@ -13,7 +13,7 @@ use axum::http::request::Parts;
 use serde::{Deserialize, Serialize};
 
 use crate::error::{ApiError, Result};
-use crate::http::extract::raw_param;
+use crate::http::extract::{numeric_id, raw_param};
 use crate::state::AppState;
 
 pub use access::AccessLevel;
@@ -163,11 +163,11 @@ impl FromRequestParts<AppState> for Actor {
             .read(move |conn| {
                 let authenticated = store::authenticate(conn, &presented)?;
                 // Anything that is not a household id names no household.
-                let actor = match raw.parse::<i64>() {
-                    Ok(household_id) if household_id >= 1 => {
+                let actor = match numeric_id(&raw) {
+                    Some(household_id) => {
                         store::household_actor(conn, &authenticated, household_id)
                     }
-                    _ => Err(ApiError::not_found("household")),
+                    None => Err(ApiError::not_found("household")),
                 };
                 Ok((authenticated, actor))
             })

@@ -2,9 +2,58 @@
 //! parsing, errors in our own words, and a rate limit keyed on what was
 //! verified.
 
-use axum::http::Method;
+use axum::body::Body;
+use axum::http::{Method, Request};
+use serde_json::{Value, json};
 
-use crate::support::TestApp;
+use crate::support::{TestApp, TestResponse};
+
+/// A POST with exactly this body and these headers (no JSON content type added).
+async fn post_raw(
+    app: &TestApp,
+    path: &str,
+    body: &str,
+    content_type: Option<&str>,
+) -> TestResponse {
+    send_raw(app, Method::POST, path, body, content_type).await
+}
+
+async fn send_raw(
+    app: &TestApp,
+    method: Method,
+    path: &str,
+    body: &str,
+    content_type: Option<&str>,
+) -> TestResponse {
+    let mut builder = Request::builder()
+        .method(method.clone())
+        .uri(path)
+        .header("authorization", format!("Bearer {}", app.owner));
+    if let Some(content_type) = content_type {
+        builder = builder.header("content-type", content_type);
+    }
+    let response = app
+        .raw_request(builder.body(Body::from(body.to_string())).unwrap())
+        .await;
+    crate::support::Contract::new(app.document().clone()).check(&method, path, &response);
+    response
+}
+
+async fn people_count(app: &TestApp) -> i64 {
+    app.get(&app.hh("/people"), &app.owner).await.body["meta"]["total_count"]
+        .as_i64()
+        .unwrap()
+}
+
+/// The single field a 422 names, and its message.
+#[track_caller]
+fn only_field(response: &TestResponse) -> (String, String) {
+    response.assert_error(422, "validation_failed");
+    let errors = response.body["error"]["errors"].as_object().unwrap();
+    assert_eq!(errors.len(), 1, "{}", response.body);
+    let (field, messages) = errors.iter().next().unwrap();
+    (field.clone(), messages[0].as_str().unwrap().to_string())
+}
 
 #[tokio::test]
 async fn pages_carry_a_strict_content_security_policy_and_refuse_framing() {
@@ -44,4 +93,272 @@ async fn pages_carry_a_strict_content_security_policy_and_refuse_framing() {
         .raw(Method::GET, "/api/v1/capabilities", None, None, &[])
         .await;
     assert!(json.header("content-security-policy").is_none());
+}
+
+#[tokio::test]
+async fn json_bodies_without_the_json_media_type_are_415_and_change_nothing() {
+    let app = TestApp::new().await;
+    let before = people_count(&app).await;
+    let body = json!({"person": {"name": "Ada", "date_of_birth": "2015-03-01"}}).to_string();
+    let path = app.hh("/people");
+    for content_type in [
+        Some("text/plain"),
+        Some("application/x-www-form-urlencoded"),
+        Some("multipart/form-data; boundary=x"),
+        Some("application/jsonx"),
+        None,
+    ] {
+        let refused = post_raw(&app, &path, &body, content_type).await;
+        refused.assert_error(415, "unsupported_media_type");
+    }
+    assert_eq!(people_count(&app).await, before);
+    // The JSON media type with parameters, in any case, is JSON.
+    post_raw(&app, &path, &body, Some("Application/JSON; charset=utf-8"))
+        .await
+        .assert_status(201);
+    // An operation whose body may be left out still takes no body without a
+    // Content-Type, but a body it is sent must be declared JSON.
+    let medication = app
+        .post(
+            &app.hh("/medications"),
+            &app.owner,
+            crate::medications::paracetamol(),
+        )
+        .await;
+    medication.assert_status(201);
+    let ordered = app.hh(&format!("/medications/{}/mark_as_ordered", medication.id()));
+    send_raw(&app, Method::PATCH, &ordered, "", None)
+        .await
+        .assert_status(200);
+    send_raw(&app, Method::PATCH, &ordered, "{}", None)
+        .await
+        .assert_error(415, "unsupported_media_type");
+    send_raw(&app, Method::PATCH, &ordered, "{}", Some("text/plain"))
+        .await
+        .assert_error(415, "unsupported_media_type");
+}
+
+#[tokio::test]
+async fn repeated_keys_are_422_naming_the_key_at_any_depth() {
+    let app = TestApp::new().await;
+    let before = people_count(&app).await;
+    let path = app.hh("/people");
+    let inner = r#"{"person": {"name": "Ada", "date_of_birth": "2015-03-01", "name": "Eve"}}"#;
+    let refused = post_raw(&app, &path, inner, Some("application/json")).await;
+    assert_eq!(only_field(&refused).0, "name");
+    let outer = r#"{"person": {"name": "Ada", "date_of_birth": "2015-03-01"}, "person": {"name": "Eve", "date_of_birth": "2015-03-01"}}"#;
+    let refused = post_raw(&app, &path, outer, Some("application/json")).await;
+    assert_eq!(only_field(&refused).0, "person");
+    assert_eq!(people_count(&app).await, before);
+
+    // The issue's case: a removal whose quantity appears twice removes nothing.
+    let medication = app
+        .post(
+            &app.hh("/medications"),
+            &app.owner,
+            crate::medications::paracetamol(),
+        )
+        .await;
+    medication.assert_status(201);
+    let supply = medication.data()["current_supply"].clone();
+    let removals = app.hh(&format!("/medications/{}/stock_removals", medication.id()));
+    let doubled = r#"{"stock_removal": {"quantity": "1", "reason": "expired", "submission_id": "0192a5b0-0000-7000-8000-000000000001", "quantity": "50"}}"#;
+    let refused = post_raw(&app, &removals, doubled, Some("application/json")).await;
+    assert_eq!(only_field(&refused).0, "quantity");
+    let after = app
+        .get(
+            &app.hh(&format!("/medications/{}", medication.id())),
+            &app.owner,
+        )
+        .await;
+    assert_eq!(after.data()["current_supply"], supply);
+}
+
+#[tokio::test]
+async fn path_ids_must_be_canonical() {
+    let app = TestApp::new().await;
+    let person = app
+        .post(
+            &app.hh("/people"),
+            &app.owner,
+            json!({"person": {"name": "Ada", "date_of_birth": "2015-03-01"}}),
+        )
+        .await;
+    person.assert_status(201);
+    let id = person.id();
+    let portable = person.data()["portable_id"].as_str().unwrap().to_string();
+    app.get(&app.hh(&format!("/people/{id}")), &app.owner)
+        .await
+        .assert_status(200);
+    for spelling in [
+        format!("0{id}"),
+        format!("+{id}"),
+        format!("{id}.0"),
+        format!("%2B{id}"),
+    ] {
+        app.get(&app.hh(&format!("/people/{spelling}")), &app.owner)
+            .await
+            .assert_error(404, "not_found");
+    }
+    let medication = app
+        .post(
+            &app.hh("/medications"),
+            &app.owner,
+            crate::medications::paracetamol(),
+        )
+        .await;
+    medication.assert_status(201);
+    let m = medication.id();
+    let m_portable = medication.data()["portable_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    app.get(&app.hh(&format!("/medications/{m}")), &app.owner)
+        .await
+        .assert_status(200);
+    app.get(&app.hh(&format!("/medications/{m_portable}")), &app.owner)
+        .await
+        .assert_status(200);
+    let simple = m_portable.replace('-', "");
+    for spelling in [
+        format!("{m}.0"),
+        format!("0{m}"),
+        format!("+{m}"),
+        format!("{{{m_portable}}}"),
+        format!("urn:uuid:{m_portable}"),
+        simple,
+    ] {
+        app.get(&app.hh(&format!("/medications/{spelling}")), &app.owner)
+            .await
+            .assert_error(404, "not_found");
+    }
+    // People are addressed by number only; the household id is canonical too.
+    app.get(&app.hh(&format!("/people/{portable}")), &app.owner)
+        .await
+        .assert_error(404, "not_found");
+    let household = app.household_id;
+    for spelling in [
+        format!("0{household}"),
+        format!("+{household}"),
+        format!("{household}.0"),
+    ] {
+        app.get(&format!("/api/v1/households/{spelling}/people"), &app.owner)
+            .await
+            .assert_error(404, "not_found");
+    }
+}
+
+#[tokio::test]
+async fn text_with_control_or_bidi_override_characters_is_422_naming_the_field() {
+    let app = TestApp::new().await;
+    let before = people_count(&app).await;
+    for name in [
+        r"Ada\u0000",
+        r"Ada\u0007",
+        r"A\nda",
+        r"\u202Eada",
+        r"Ada\u2066x\u2069",
+    ] {
+        let body = format!(r#"{{"person": {{"name": "{name}", "date_of_birth": "2015-03-01"}}}}"#);
+        let refused = post_raw(&app, &app.hh("/people"), &body, Some("application/json")).await;
+        let (field, message) = only_field(&refused);
+        assert_eq!(field, "name", "{name}");
+        assert!(
+            !refused.body.to_string().contains("Ada"),
+            "{}",
+            refused.body
+        );
+        assert!(message.starts_with("must not contain"), "{message}");
+    }
+    assert_eq!(people_count(&app).await, before);
+    // Multi-line text keeps its line breaks and tabs, and nothing else.
+    let location = app
+        .post(
+            &app.hh("/locations"),
+            &app.owner,
+            json!({"location": {"name": "Kitchen", "description": "top shelf\n\tleft side"}}),
+        )
+        .await;
+    location.assert_status(201);
+    assert_eq!(location.data()["description"], "top shelf\n\tleft side");
+    let refused = app
+        .post(
+            &app.hh("/locations"),
+            &app.owner,
+            json!({"location": {"name": "Hall", "description": "bell\u{7}"}}),
+        )
+        .await;
+    assert_eq!(only_field(&refused).0, "description");
+    // Right-to-left names themselves are welcome.
+    app.post(
+        &app.hh("/people"),
+        &app.owner,
+        json!({"person": {"name": "\u{5e9}\u{5dc}\u{5d5}\u{5dd}", "date_of_birth": "2015-03-01"}}),
+    )
+    .await
+    .assert_status(201);
+}
+
+#[tokio::test]
+async fn validation_messages_are_ours_and_never_repeat_the_value() {
+    let app = TestApp::new().await;
+    let cases: Vec<(&str, Value, &str, &str)> = vec![
+        (
+            "/people",
+            json!({"person": {"name": "Ada", "date_of_birth": "2015-02-30"}}),
+            "date_of_birth",
+            "2015",
+        ),
+        (
+            "/people",
+            json!({"person": {"name": "Ada", "date_of_birth": "2015-2-3"}}),
+            "date_of_birth",
+            "2015",
+        ),
+        (
+            "/people",
+            json!({"person": {"name": "Ada", "date_of_birth": "yesterday-ish"}}),
+            "date_of_birth",
+            "yesterday",
+        ),
+        (
+            "/people",
+            json!({"person": {"name": "Ada", "date_of_birth": "2015-03-01", "has_capacity": "sure-thing"}}),
+            "has_capacity",
+            "sure-thing",
+        ),
+        (
+            "/medications",
+            json!({"medication": {"name": "X", "dose_unit": "tablet", "current_supply": "1e999"}}),
+            "current_supply",
+            "1e999",
+        ),
+    ];
+    for (path, body, field, secret) in cases {
+        let refused = app.post(&app.hh(path), &app.owner, body).await;
+        refused.assert_error(422, "validation_failed");
+        let errors = &refused.body["error"]["errors"];
+        assert!(errors.get(field).is_some(), "{field}: {}", refused.body);
+        let text = refused.body.to_string();
+        assert!(!text.contains(secret), "{secret} echoed: {text}");
+        for word in ["parse", "parameter", "invalid digit", "line 1", "column"] {
+            assert!(!text.contains(word), "library wording {word:?}: {text}");
+        }
+    }
+    let settings = app.hh("/admin/settings");
+    let etag = app.get(&settings, &app.owner).await.etag();
+    let refused = app
+        .patch(
+            &settings,
+            &app.owner,
+            json!({"household": {"time_zone": "Mars/Olympus_Mons"}}),
+            Some(&etag),
+        )
+        .await;
+    assert_eq!(only_field(&refused).0, "time_zone");
+    assert!(
+        !refused.body.to_string().contains("Olympus"),
+        "{}",
+        refused.body
+    );
 }
