@@ -9,6 +9,7 @@ use clap::Args;
 pub const DEFAULT_DATA_DIR: &str = "./pillbox-data";
 pub const DEFAULT_LISTEN: &str = "127.0.0.1:8080";
 pub const DEFAULT_RATE_LIMIT: u32 = 600;
+pub const DEFAULT_AUTH_FAILURE_LIMIT: u32 = 20;
 
 /// Where the data lives; every command takes it.
 #[derive(Debug, Clone, Args)]
@@ -28,9 +29,15 @@ pub struct ServeArgs {
     /// Public base URL of this server (used in links), e.g. https://pillbox.home.example
     #[arg(long, env = "PILLBOX_PUBLIC_URL")]
     pub public_url: Option<String>,
-    /// Requests a minute allowed per credential (bursts up to the same number); 0 switches the limit off
+    /// Requests a minute allowed per verified credential, and per client address for requests without one (bursts up to the same number); 0 switches the limit off
     #[arg(long, env = "PILLBOX_RATE_LIMIT", default_value_t = DEFAULT_RATE_LIMIT)]
     pub rate_limit: u32,
+    /// Failed authentications a minute allowed per client address before it must wait; 0 switches the limit off
+    #[arg(long, env = "PILLBOX_AUTH_FAILURE_LIMIT", default_value_t = DEFAULT_AUTH_FAILURE_LIMIT)]
+    pub auth_failure_limit: u32,
+    /// Reverse proxies in front of the server whose X-Forwarded-For entries are believed (0: the connection's address is the client's)
+    #[arg(long, env = "PILLBOX_TRUSTED_PROXIES", default_value_t = 0)]
+    pub trusted_proxies: usize,
     /// Log format
     #[arg(long, env = "PILLBOX_LOG_FORMAT", value_enum, default_value_t = LogFormat::Text)]
     pub log_format: LogFormat,
@@ -47,6 +54,8 @@ pub enum LogFormat {
 pub struct Settings {
     pub public_url: Option<String>,
     pub rate_limit_per_minute: u32,
+    pub auth_failure_limit_per_minute: u32,
+    pub trusted_proxies: usize,
 }
 
 impl Default for Settings {
@@ -54,6 +63,8 @@ impl Default for Settings {
         Settings {
             public_url: None,
             rate_limit_per_minute: DEFAULT_RATE_LIMIT,
+            auth_failure_limit_per_minute: DEFAULT_AUTH_FAILURE_LIMIT,
+            trusted_proxies: 0,
         }
     }
 }
@@ -63,6 +74,8 @@ impl From<&ServeArgs> for Settings {
         Settings {
             public_url: args.public_url.clone(),
             rate_limit_per_minute: args.rate_limit,
+            auth_failure_limit_per_minute: args.auth_failure_limit,
+            trusted_proxies: args.trusted_proxies,
         }
     }
 }

@@ -362,3 +362,196 @@ async fn validation_messages_are_ours_and_never_repeat_the_value() {
         refused.body
     );
 }
+
+mod rate_limits {
+    use std::net::SocketAddr;
+
+    use axum::body::Body;
+    use axum::extract::ConnectInfo;
+    use axum::http::{Method, Request};
+    use pillbox::config::Settings;
+
+    use crate::support::{TestApp, TestResponse};
+
+    async fn limited_app(per_minute: u32, trusted_proxies: usize) -> TestApp {
+        TestApp::with_settings(Settings {
+            rate_limit_per_minute: per_minute,
+            auth_failure_limit_per_minute: 20,
+            trusted_proxies,
+            ..Settings::default()
+        })
+        .await
+    }
+
+    /// A GET from `peer`, as the real server (which knows the peer) sees it.
+    async fn get_from(
+        app: &TestApp,
+        peer: &str,
+        path: &str,
+        token: Option<&str>,
+        forwarded_for: Option<&str>,
+    ) -> TestResponse {
+        let mut builder = Request::builder().method(Method::GET).uri(path);
+        if let Some(token) = token {
+            builder = builder.header("authorization", format!("Bearer {token}"));
+        }
+        if let Some(forwarded) = forwarded_for {
+            builder = builder.header("x-forwarded-for", forwarded);
+        }
+        let mut request = builder.body(Body::empty()).unwrap();
+        let addr: SocketAddr = format!("{peer}:40000").parse().unwrap();
+        request.extensions_mut().insert(ConnectInfo(addr));
+        app.raw_request(request).await
+    }
+
+    fn random_token() -> String {
+        let mut bytes = [0u8; 8];
+        getrandom::fill(&mut bytes).unwrap();
+        let selector: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
+        format!("pbx_app_{selector}_not-the-secret")
+    }
+
+    #[tokio::test]
+    async fn wrong_secrets_with_a_victims_selector_do_not_lock_the_victim_out() {
+        let app = limited_app(5, 0).await;
+        let people = app.hh("/people");
+        // The victim's selector with a wrong secret, 700 times, from elsewhere.
+        let selector = &app.owner["pbx_app_".len().."pbx_app_".len() + 16];
+        let forged = format!("pbx_app_{selector}_wrong-secret");
+        let mut limited = 0;
+        for _ in 0..700 {
+            let r = get_from(&app, "198.51.100.66", &people, Some(&forged), None).await;
+            match r.status.as_u16() {
+                401 => {}
+                429 => limited += 1,
+                other => panic!("unexpected {other}: {}", r.body),
+            }
+        }
+        assert!(
+            limited >= 600,
+            "failed authentications slow down: {limited}"
+        );
+        // The victim's whole bucket is still there, from any address.
+        for peer in [
+            "192.0.2.10",
+            "192.0.2.10",
+            "192.0.2.11",
+            "198.51.100.67",
+            "192.0.2.10",
+        ] {
+            get_from(&app, peer, &people, Some(&app.owner), None)
+                .await
+                .assert_status(200);
+        }
+        // ... and it is theirs: the sixth request is over the limit.
+        let over = get_from(&app, "192.0.2.10", &people, Some(&app.owner), None).await;
+        over.assert_status(429);
+        assert!(over.header("retry-after").is_some());
+    }
+
+    #[tokio::test]
+    async fn unverified_credentials_and_anonymous_requests_are_limited_by_address() {
+        let app = limited_app(600, 0).await;
+        let people = app.hh("/people");
+        let mut statuses = Vec::new();
+        for _ in 0..200 {
+            let r = get_from(&app, "203.0.113.5", &people, Some(&random_token()), None).await;
+            statuses.push(r.status.as_u16());
+        }
+        assert!(statuses[..20].iter().all(|s| *s == 401), "{statuses:?}");
+        assert!(statuses[20..].iter().all(|s| *s == 429), "{statuses:?}");
+        let limited = get_from(&app, "203.0.113.5", &people, Some(&random_token()), None).await;
+        limited.assert_error(429, "rate_limited");
+        let retry: u64 = limited.header("retry-after").unwrap().parse().unwrap();
+        assert!(retry >= 1);
+        // Another address is not affected. The waiting address is refused
+        // before anything is verified (else the wait would still answer
+        // whether a guess was right).
+        get_from(&app, "203.0.113.6", &people, Some(&random_token()), None)
+            .await
+            .assert_status(401);
+        get_from(&app, "203.0.113.6", &people, Some(&app.owner), None)
+            .await
+            .assert_status(200);
+        get_from(&app, "203.0.113.5", &people, Some(&app.owner), None)
+            .await
+            .assert_status(429);
+
+        // Requests without a credential share their address's bucket.
+        let app = limited_app(5, 0).await;
+        let caps = "/api/v1/capabilities";
+        for _ in 0..5 {
+            get_from(&app, "203.0.113.7", caps, None, None)
+                .await
+                .assert_status(200);
+        }
+        get_from(&app, "203.0.113.7", caps, None, None)
+            .await
+            .assert_status(429);
+        get_from(&app, "203.0.113.8", caps, None, None)
+            .await
+            .assert_status(200);
+    }
+
+    #[tokio::test]
+    async fn forwarded_for_is_believed_only_from_trusted_proxies() {
+        // No trusted proxy: a fresh X-Forwarded-For per request changes nothing.
+        let app = limited_app(600, 0).await;
+        let people = app.hh("/people");
+        for i in 0..20 {
+            let spoofed = format!("192.0.2.{i}");
+            get_from(
+                &app,
+                "203.0.113.5",
+                &people,
+                Some(&random_token()),
+                Some(&spoofed),
+            )
+            .await
+            .assert_status(401);
+        }
+        get_from(
+            &app,
+            "203.0.113.5",
+            &people,
+            Some(&random_token()),
+            Some("192.0.2.200"),
+        )
+        .await
+        .assert_status(429);
+
+        // Behind one trusted proxy, the entry it appended is the client.
+        let app = limited_app(600, 1).await;
+        let proxy = "10.0.0.1";
+        for _ in 0..20 {
+            get_from(
+                &app,
+                proxy,
+                &people,
+                Some(&random_token()),
+                Some("spoofed, 192.0.2.1"),
+            )
+            .await
+            .assert_status(401);
+        }
+        get_from(
+            &app,
+            proxy,
+            &people,
+            Some(&random_token()),
+            Some("192.0.2.1"),
+        )
+        .await
+        .assert_status(429);
+        // A client's own leftmost entries are not believed; another client is unaffected.
+        get_from(
+            &app,
+            proxy,
+            &people,
+            Some(&random_token()),
+            Some("192.0.2.1, 192.0.2.2"),
+        )
+        .await
+        .assert_status(401);
+    }
+}
