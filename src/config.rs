@@ -10,6 +10,10 @@ pub const DEFAULT_DATA_DIR: &str = "./pillbox-data";
 pub const DEFAULT_LISTEN: &str = "127.0.0.1:8080";
 pub const DEFAULT_RATE_LIMIT: u32 = 600;
 pub const DEFAULT_AUTH_FAILURE_LIMIT: u32 = 20;
+pub const DEFAULT_HEADER_READ_TIMEOUT_SECS: u64 = 10;
+pub const DEFAULT_IDLE_TIMEOUT_SECS: u64 = 5;
+pub const DEFAULT_MAX_CONNECTIONS: u32 = 256;
+pub const DEFAULT_BLOCKING_THREADS: u32 = 8;
 
 /// Where the data lives; every command takes it.
 #[derive(Debug, Clone, Args)]
@@ -38,9 +42,31 @@ pub struct ServeArgs {
     /// Reverse proxies in front of the server whose X-Forwarded-For entries are believed (0: the connection's address is the client's)
     #[arg(long, env = "PILLBOX_TRUSTED_PROXIES", default_value_t = 0)]
     pub trusted_proxies: usize,
+    /// Seconds a client has to send a request's headers once the connection is ready for one
+    #[arg(long, env = "PILLBOX_HEADER_READ_TIMEOUT", default_value_t = DEFAULT_HEADER_READ_TIMEOUT_SECS, value_parser = clap::value_parser!(u64).range(1..=3600))]
+    pub header_read_timeout: u64,
+    /// Seconds a kept-alive connection may stay without a request before it is closed
+    #[arg(long, env = "PILLBOX_IDLE_TIMEOUT", default_value_t = DEFAULT_IDLE_TIMEOUT_SECS, value_parser = clap::value_parser!(u64).range(1..=3600))]
+    pub idle_timeout: u64,
+    /// Connections served at once; more wait in the listen queue until one closes
+    #[arg(long, env = "PILLBOX_MAX_CONNECTIONS", default_value_t = DEFAULT_MAX_CONNECTIONS, value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
+    pub max_connections: u32,
+    /// Threads for blocking work (database reads, password hashing); bounds memory under load
+    #[arg(long, env = "PILLBOX_BLOCKING_THREADS", default_value_t = DEFAULT_BLOCKING_THREADS, value_parser = clap::value_parser!(u32).range(1..=1024))]
+    pub blocking_threads: u32,
     /// Log format
     #[arg(long, env = "PILLBOX_LOG_FORMAT", value_enum, default_value_t = LogFormat::Text)]
     pub log_format: LogFormat,
+}
+
+impl ServeArgs {
+    pub fn connection_limits(&self) -> crate::http::server::ConnectionLimits {
+        crate::http::server::ConnectionLimits {
+            header_read_timeout: std::time::Duration::from_secs(self.header_read_timeout),
+            idle_timeout: std::time::Duration::from_secs(self.idle_timeout),
+            max_connections: self.max_connections,
+        }
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]

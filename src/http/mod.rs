@@ -6,6 +6,7 @@ pub mod openapi;
 pub mod rate_limit;
 pub mod request_id;
 pub mod respond;
+pub mod server;
 pub mod stream;
 
 use axum::Router;

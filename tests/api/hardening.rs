@@ -555,3 +555,298 @@ mod rate_limits {
         .assert_status(401);
     }
 }
+
+/// The real binary: connection limits and the process's own limits.
+mod connections {
+    use std::io::{Read, Write};
+    use std::net::TcpStream;
+    use std::path::Path;
+    use std::process::{Command, Stdio};
+    use std::time::{Duration, Instant};
+
+    use crate::process::{
+        BIN, Guard, free_port, http_get, pillbox, set_up_household, token_create,
+        wait_until_serving,
+    };
+
+    fn serve_with(data: &Path, port: u16, log: &Path, extra: &[&str]) -> Guard {
+        let listen = format!("127.0.0.1:{port}");
+        let mut args = vec![
+            "serve",
+            "--data-dir",
+            data.to_str().unwrap(),
+            "--listen",
+            &listen,
+            "--rate-limit",
+            "0",
+        ];
+        args.extend_from_slice(extra);
+        spawn(pillbox(&args), port, log)
+    }
+
+    fn spawn(mut cmd: Command, port: u16, log: &Path) -> Guard {
+        let log_file = std::fs::File::create(log).unwrap();
+        cmd.stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::from(log_file));
+        let mut server = Guard(cmd.spawn().expect("spawn pillbox serve"));
+        wait_until_serving(&mut server, port);
+        server
+    }
+
+    fn connect(port: u16) -> TcpStream {
+        let stream = TcpStream::connect(("127.0.0.1", port)).unwrap();
+        stream
+            .set_read_timeout(Some(Duration::from_secs(15)))
+            .unwrap();
+        stream
+    }
+
+    /// Reads until the server closes the connection; `Err` when it has not
+    /// within the read timeout.
+    fn read_until_closed(stream: &mut TcpStream) -> std::io::Result<Vec<u8>> {
+        let mut all = Vec::new();
+        let mut buf = [0u8; 4096];
+        loop {
+            match stream.read(&mut buf) {
+                Ok(0) => return Ok(all),
+                Ok(n) => all.extend_from_slice(&buf[..n]),
+                Err(e) if e.kind() == std::io::ErrorKind::ConnectionReset => return Ok(all),
+                Err(e) => return Err(e),
+            }
+        }
+    }
+
+    /// Reads one response whose body has a Content-Length, leaving the
+    /// connection open.
+    fn read_one_response(stream: &mut TcpStream) -> String {
+        let mut all = Vec::new();
+        let mut buf = [0u8; 4096];
+        loop {
+            let n = stream.read(&mut buf).expect("a response");
+            assert!(n > 0, "closed before a whole response");
+            all.extend_from_slice(&buf[..n]);
+            let text = String::from_utf8_lossy(&all).to_string();
+            if let Some((head, body)) = text.split_once("\r\n\r\n") {
+                let length: usize = head
+                    .lines()
+                    .find_map(|l| {
+                        let (name, value) = l.split_once(':')?;
+                        name.eq_ignore_ascii_case("content-length")
+                            .then(|| value.trim().parse().unwrap())
+                    })
+                    .expect("Content-Length");
+                if body.len() >= length {
+                    return text;
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn a_half_sent_request_line_is_closed_after_the_header_read_timeout() {
+        let (dir, data, _) = set_up_household();
+        let port = free_port();
+        let _server = serve_with(
+            &data,
+            port,
+            &dir.path().join("serve.log"),
+            &["--header-read-timeout", "1", "--idle-timeout", "60"],
+        );
+        let mut stalled = connect(port);
+        stalled.write_all(b"GET /api/v1/capa").unwrap();
+        let answer = read_until_closed(&mut stalled).expect("closed within the read timeout");
+        let answer = String::from_utf8_lossy(&answer);
+        assert!(
+            answer.is_empty() || answer.starts_with("HTTP/1.1 408"),
+            "{answer}"
+        );
+        // Headers trickled in a byte at a time get no more time in total.
+        let mut trickle = connect(port);
+        let started = Instant::now();
+        let mut closed = false;
+        for byte in b"GET /api/v1/capabilities HTTP/1.1\r\nHost: x\r\nX-Slow: "
+            .iter()
+            .cycle()
+        {
+            if trickle.write_all(&[*byte]).is_err() {
+                closed = true;
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(100));
+            if started.elapsed() > Duration::from_secs(15) {
+                break;
+            }
+        }
+        assert!(closed, "a trickling client was never cut off");
+        http_get(port, "/api/v1/capabilities", None)
+            .unwrap()
+            .status
+            .eq(&200)
+            .then_some(())
+            .expect("the server still answers");
+    }
+
+    #[test]
+    fn an_idle_kept_alive_connection_is_closed_after_the_idle_timeout() {
+        let (dir, data, _) = set_up_household();
+        let port = free_port();
+        let _server = serve_with(
+            &data,
+            port,
+            &dir.path().join("serve.log"),
+            &["--header-read-timeout", "60", "--idle-timeout", "1"],
+        );
+        let mut kept = connect(port);
+        for _ in 0..2 {
+            kept.write_all(b"GET /api/v1/capabilities HTTP/1.1\r\nHost: x\r\n\r\n")
+                .unwrap();
+            assert!(read_one_response(&mut kept).starts_with("HTTP/1.1 200"));
+        }
+        let rest = read_until_closed(&mut kept).expect("closed within the read timeout");
+        assert!(rest.is_empty());
+    }
+
+    #[test]
+    fn connections_beyond_the_cap_wait_and_are_served_once_others_close() {
+        let (dir, data, _) = set_up_household();
+        let port = free_port();
+        let _server = serve_with(
+            &data,
+            port,
+            &dir.path().join("serve.log"),
+            &[
+                "--max-connections",
+                "2",
+                "--header-read-timeout",
+                "60",
+                "--idle-timeout",
+                "60",
+            ],
+        );
+        let hogs: Vec<TcpStream> = (0..2).map(|_| connect(port)).collect();
+        // Give the server time to accept both.
+        std::thread::sleep(Duration::from_millis(300));
+        let mut waiting = connect(port);
+        waiting
+            .write_all(b"GET /api/v1/capabilities HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+            .unwrap();
+        waiting
+            .set_read_timeout(Some(Duration::from_millis(700)))
+            .unwrap();
+        let mut buf = [0u8; 64];
+        let early = waiting.read(&mut buf);
+        assert!(
+            matches!(&early, Err(e) if matches!(e.kind(), std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut)),
+            "served beyond the cap: {early:?}"
+        );
+        drop(hogs);
+        waiting
+            .set_read_timeout(Some(Duration::from_secs(15)))
+            .unwrap();
+        let answer = read_until_closed(&mut waiting).unwrap();
+        assert!(
+            String::from_utf8_lossy(&answer).starts_with("HTTP/1.1 200"),
+            "{}",
+            String::from_utf8_lossy(&answer)
+        );
+    }
+
+    /// `(soft, hard)` open-file limits of a running process.
+    #[cfg(target_os = "linux")]
+    fn open_file_limits(pid: u32) -> (String, String) {
+        let limits = std::fs::read_to_string(format!("/proc/{pid}/limits")).unwrap();
+        let line = limits
+            .lines()
+            .find(|l| l.starts_with("Max open files"))
+            .unwrap();
+        let fields: Vec<&str> = line.split_whitespace().collect();
+        (fields[3].to_string(), fields[4].to_string())
+    }
+
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn the_soft_open_file_limit_is_raised_to_the_hard_limit() {
+        let (dir, data, _) = set_up_household();
+        let port = free_port();
+        let listen = format!("127.0.0.1:{port}");
+        // Start it the way a default shell would: a low soft limit.
+        let mut cmd = Command::new("sh");
+        cmd.args([
+            "-c",
+            "ulimit -S -n 256 && exec \"$0\" \"$@\"",
+            BIN,
+            "serve",
+            "--data-dir",
+            data.to_str().unwrap(),
+            "--listen",
+            &listen,
+        ]);
+        let server = spawn(cmd, port, &dir.path().join("serve.log"));
+        let (soft, hard) = open_file_limits(server.0.id());
+        assert_eq!(soft, hard, "soft {soft}, hard {hard}");
+    }
+
+    #[cfg(target_os = "linux")]
+    fn threads_of(pid: u32) -> usize {
+        let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+        status
+            .lines()
+            .find_map(|l| l.strip_prefix("Threads:"))
+            .unwrap()
+            .trim()
+            .parse()
+            .unwrap()
+    }
+
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn a_burst_of_requests_uses_a_bounded_number_of_threads() {
+        let (dir, data, household) = set_up_household();
+        let token = token_create(&data, &household, "owner@example.org", &[]);
+        token.assert_success();
+        let token = token.single_stdout_line().to_string();
+        let port = free_port();
+        let server = serve_with(
+            &data,
+            port,
+            &dir.path().join("serve.log"),
+            &["--blocking-threads", "4"],
+        );
+        let pid = server.0.id();
+        let path = format!("/api/v1/households/{household}/people");
+        let done = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let watcher = {
+            let done = done.clone();
+            std::thread::spawn(move || {
+                let mut most = 0;
+                while !done.load(std::sync::atomic::Ordering::Relaxed) {
+                    most = most.max(threads_of(pid));
+                    std::thread::sleep(Duration::from_millis(5));
+                }
+                most
+            })
+        };
+        let clients: Vec<_> = (0..100)
+            .map(|_| {
+                let path = path.clone();
+                let token = token.clone();
+                std::thread::spawn(move || {
+                    for _ in 0..5 {
+                        let r = http_get(port, &path, Some(&token)).unwrap();
+                        assert_eq!(r.status, 200, "{}", r.body);
+                    }
+                })
+            })
+            .collect();
+        for client in clients {
+            client.join().unwrap();
+        }
+        done.store(true, std::sync::atomic::Ordering::Relaxed);
+        let most = watcher.join().unwrap();
+        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+        // Main, workers, the blocking threads, the writer, the pool's helpers, signals.
+        let bound = 1 + cores + 4 + 1 + 3 + 4;
+        assert!(most <= bound, "{most} threads (bound {bound})");
+    }
+}
