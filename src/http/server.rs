@@ -3,7 +3,8 @@
 //! half a request line and then nothing use up the process's file
 //! descriptors and deny service to everyone. Here every connection has a
 //! header-read timeout (hyper's, which also runs while a kept-alive
-//! connection waits for its next request), an idle timeout, and a permit
+//! connection waits for its next request), the same limit on each wait for
+//! the next piece of a request body, an idle timeout, and a permit
 //! from a fixed number: at the cap, new connections wait in the kernel's
 //! accept queue until one closes, rather than taking descriptors the
 //! database and the open connections need.
@@ -11,12 +12,14 @@
 use std::convert::Infallible;
 use std::future::Future;
 use std::net::SocketAddr;
+use std::pin::Pin;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::task::{Context, Poll};
 use std::time::Duration;
 
 use axum::Router;
-use axum::body::Body;
+use axum::body::{Body, Bytes};
 use axum::extract::ConnectInfo;
 use hyper::body::Incoming;
 use hyper::server::conn::http1;
@@ -30,7 +33,8 @@ use tower::ServiceExt;
 #[derive(Debug, Clone, Copy)]
 pub struct ConnectionLimits {
     /// Time a client has to send a request's headers, from when the
-    /// connection is ready for a request.
+    /// connection is ready for a request; also the longest wait for the
+    /// next piece of a request body.
     pub header_read_timeout: Duration,
     /// A connection with no request started or answered for this long is
     /// closed (at once when idle, else after the answer in progress).
@@ -82,7 +86,7 @@ pub async fn serve(
             remote,
             app.clone(),
             builder.clone(),
-            limits.idle_timeout,
+            limits,
             stopping.clone(),
             permit,
         ));
@@ -98,11 +102,12 @@ async fn connection(
     remote: SocketAddr,
     app: Router,
     builder: http1::Builder,
-    idle_timeout: Duration,
+    limits: ConnectionLimits,
     mut stopping: watch::Receiver<bool>,
     _permit: OwnedSemaphorePermit,
 ) {
     let _ = stream.set_nodelay(true);
+    let body_timeout = limits.header_read_timeout;
     let opened = Instant::now();
     // Milliseconds after `opened` of the last request started or answered.
     let last_active = Arc::new(AtomicU64::new(0));
@@ -110,7 +115,7 @@ async fn connection(
         let last_active = last_active.clone();
         hyper::service::service_fn(move |request: hyper::Request<Incoming>| {
             mark_active(&last_active, opened);
-            let mut request = request.map(Body::new);
+            let mut request = request.map(|body| Body::new(TimedBody::new(body, body_timeout)));
             request.extensions_mut().insert(ConnectInfo(remote));
             let app = app.clone();
             let last_active = last_active.clone();
@@ -139,7 +144,7 @@ async fn connection(
                 conn.as_mut().graceful_shutdown();
                 closing = true;
             }
-            () = idle(&last_active, opened, idle_timeout), if !closing => {
+            () = idle(&last_active, opened, limits.idle_timeout), if !closing => {
                 // Closes an idle connection now; one mid-request answers first.
                 conn.as_mut().graceful_shutdown();
                 closing = true;
@@ -162,5 +167,63 @@ async fn idle(last_active: &AtomicU64, opened: Instant, timeout: Duration) {
             return;
         }
         tokio::time::sleep_until(deadline).await;
+    }
+}
+
+/// A request body whose every piece must arrive within `timeout` of the
+/// handler asking for it: a client that sends its headers and then stalls
+/// would otherwise hold its connection (and a handler) forever.
+struct TimedBody {
+    inner: Incoming,
+    timeout: Duration,
+    deadline: Pin<Box<tokio::time::Sleep>>,
+    waiting: bool,
+}
+
+impl TimedBody {
+    fn new(inner: Incoming, timeout: Duration) -> TimedBody {
+        TimedBody {
+            inner,
+            timeout,
+            deadline: Box::pin(tokio::time::sleep(timeout)),
+            waiting: false,
+        }
+    }
+}
+
+impl http_body::Body for TimedBody {
+    type Data = Bytes;
+    type Error = axum::BoxError;
+
+    fn poll_frame(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<http_body::Frame<Bytes>, axum::BoxError>>> {
+        let this = self.get_mut();
+        match Pin::new(&mut this.inner).poll_frame(cx) {
+            Poll::Ready(frame) => {
+                this.waiting = false;
+                Poll::Ready(frame.map(|f| f.map_err(Into::into)))
+            }
+            Poll::Pending => {
+                if !this.waiting {
+                    this.waiting = true;
+                    let at = Instant::now() + this.timeout;
+                    this.deadline.as_mut().reset(at);
+                }
+                match this.deadline.as_mut().poll(cx) {
+                    Poll::Ready(()) => Poll::Ready(Some(Err("request body timed out".into()))),
+                    Poll::Pending => Poll::Pending,
+                }
+            }
+        }
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.inner.is_end_stream()
+    }
+
+    fn size_hint(&self) -> http_body::SizeHint {
+        self.inner.size_hint()
     }
 }

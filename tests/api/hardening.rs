@@ -688,6 +688,32 @@ mod connections {
     }
 
     #[test]
+    fn a_request_body_that_stalls_is_given_up_on() {
+        let (dir, data, household) = set_up_household();
+        let token = token_create(&data, &household, "owner@example.org", &[]);
+        token.assert_success();
+        let token = token.single_stdout_line().to_string();
+        let port = free_port();
+        let _server = serve_with(
+            &data,
+            port,
+            &dir.path().join("serve.log"),
+            &["--header-read-timeout", "1", "--idle-timeout", "60"],
+        );
+        let mut stalled = connect(port);
+        let head = format!(
+            "POST /api/v1/households/{household}/people HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {token}\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{{\"person\":"
+        );
+        stalled.write_all(head.as_bytes()).unwrap();
+        let answer = read_until_closed(&mut stalled).expect("closed within the read timeout");
+        let answer = String::from_utf8_lossy(&answer);
+        assert!(
+            answer.is_empty() || answer.starts_with("HTTP/1.1 4"),
+            "{answer}"
+        );
+    }
+
+    #[test]
     fn an_idle_kept_alive_connection_is_closed_after_the_idle_timeout() {
         let (dir, data, _) = set_up_household();
         let port = free_port();
