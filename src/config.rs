@@ -9,6 +9,11 @@ use clap::Args;
 pub const DEFAULT_DATA_DIR: &str = "./pillbox-data";
 pub const DEFAULT_LISTEN: &str = "127.0.0.1:8080";
 pub const DEFAULT_RATE_LIMIT: u32 = 600;
+pub const DEFAULT_AUTH_FAILURE_LIMIT: u32 = 20;
+pub const DEFAULT_HEADER_READ_TIMEOUT_SECS: u64 = 10;
+pub const DEFAULT_IDLE_TIMEOUT_SECS: u64 = 5;
+pub const DEFAULT_MAX_CONNECTIONS: u32 = 256;
+pub const DEFAULT_BLOCKING_THREADS: u32 = 8;
 
 /// Where the data lives; every command takes it.
 #[derive(Debug, Clone, Args)]
@@ -28,12 +33,40 @@ pub struct ServeArgs {
     /// Public base URL of this server (used in links), e.g. https://pillbox.home.example
     #[arg(long, env = "PILLBOX_PUBLIC_URL")]
     pub public_url: Option<String>,
-    /// Requests a minute allowed per credential (bursts up to the same number); 0 switches the limit off
+    /// Requests a minute allowed per verified credential, and per client address for requests without one (bursts up to the same number); 0 switches the limit off
     #[arg(long, env = "PILLBOX_RATE_LIMIT", default_value_t = DEFAULT_RATE_LIMIT)]
     pub rate_limit: u32,
+    /// Failed authentications a minute allowed per client address before it must wait; 0 switches the limit off
+    #[arg(long, env = "PILLBOX_AUTH_FAILURE_LIMIT", default_value_t = DEFAULT_AUTH_FAILURE_LIMIT)]
+    pub auth_failure_limit: u32,
+    /// Reverse proxies in front of the server whose X-Forwarded-For entries are believed (0: the connection's address is the client's)
+    #[arg(long, env = "PILLBOX_TRUSTED_PROXIES", default_value_t = 0)]
+    pub trusted_proxies: usize,
+    /// Seconds a client has to send a request's headers once the connection is ready for one
+    #[arg(long, env = "PILLBOX_HEADER_READ_TIMEOUT", default_value_t = DEFAULT_HEADER_READ_TIMEOUT_SECS, value_parser = clap::value_parser!(u64).range(1..=3600))]
+    pub header_read_timeout: u64,
+    /// Seconds a kept-alive connection may stay without a request before it is closed
+    #[arg(long, env = "PILLBOX_IDLE_TIMEOUT", default_value_t = DEFAULT_IDLE_TIMEOUT_SECS, value_parser = clap::value_parser!(u64).range(1..=3600))]
+    pub idle_timeout: u64,
+    /// Connections served at once; more wait in the listen queue until one closes
+    #[arg(long, env = "PILLBOX_MAX_CONNECTIONS", default_value_t = DEFAULT_MAX_CONNECTIONS, value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
+    pub max_connections: u32,
+    /// Threads for blocking work (database reads, password hashing); bounds memory under load
+    #[arg(long, env = "PILLBOX_BLOCKING_THREADS", default_value_t = DEFAULT_BLOCKING_THREADS, value_parser = clap::value_parser!(u32).range(1..=1024))]
+    pub blocking_threads: u32,
     /// Log format
     #[arg(long, env = "PILLBOX_LOG_FORMAT", value_enum, default_value_t = LogFormat::Text)]
     pub log_format: LogFormat,
+}
+
+impl ServeArgs {
+    pub fn connection_limits(&self) -> crate::http::server::ConnectionLimits {
+        crate::http::server::ConnectionLimits {
+            header_read_timeout: std::time::Duration::from_secs(self.header_read_timeout),
+            idle_timeout: std::time::Duration::from_secs(self.idle_timeout),
+            max_connections: self.max_connections,
+        }
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -47,6 +80,8 @@ pub enum LogFormat {
 pub struct Settings {
     pub public_url: Option<String>,
     pub rate_limit_per_minute: u32,
+    pub auth_failure_limit_per_minute: u32,
+    pub trusted_proxies: usize,
 }
 
 impl Default for Settings {
@@ -54,6 +89,8 @@ impl Default for Settings {
         Settings {
             public_url: None,
             rate_limit_per_minute: DEFAULT_RATE_LIMIT,
+            auth_failure_limit_per_minute: DEFAULT_AUTH_FAILURE_LIMIT,
+            trusted_proxies: 0,
         }
     }
 }
@@ -63,6 +100,8 @@ impl From<&ServeArgs> for Settings {
         Settings {
             public_url: args.public_url.clone(),
             rate_limit_per_minute: args.rate_limit,
+            auth_failure_limit_per_minute: args.auth_failure_limit,
+            trusted_proxies: args.trusted_proxies,
         }
     }
 }

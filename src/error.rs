@@ -64,6 +64,8 @@ pub enum ApiError {
     PreconditionRequired(String),
     #[error("this method is not allowed on this path")]
     MethodNotAllowed,
+    #[error("the request body must be JSON sent with Content-Type: application/json")]
+    UnsupportedMediaType,
     #[error("request body is larger than the {0} byte limit")]
     PayloadTooLarge(usize),
     #[error("rate limit exceeded")]
@@ -127,6 +129,7 @@ impl ApiError {
             ApiError::Validation { .. } => StatusCode::UNPROCESSABLE_ENTITY,
             ApiError::PreconditionRequired(_) => StatusCode::PRECONDITION_REQUIRED,
             ApiError::MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
+            ApiError::UnsupportedMediaType => StatusCode::UNSUPPORTED_MEDIA_TYPE,
             ApiError::PayloadTooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
             ApiError::RateLimited { .. } => StatusCode::TOO_MANY_REQUESTS,
             ApiError::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
@@ -142,6 +145,7 @@ impl ApiError {
             ApiError::Validation { .. } => "validation_failed",
             ApiError::PreconditionRequired(_) => "precondition_required",
             ApiError::MethodNotAllowed => "method_not_allowed",
+            ApiError::UnsupportedMediaType => "unsupported_media_type",
             ApiError::PayloadTooLarge(_) => "payload_too_large",
             ApiError::RateLimited { .. } => "rate_limited",
             ApiError::Internal(_) => "internal_error",

@@ -6,24 +6,28 @@ use axum::body::Bytes;
 
 use crate::config::Settings;
 use crate::db::Db;
-use crate::http::rate_limit::RateLimiter;
+use crate::http::rate_limit::RateLimits;
 
 #[derive(Clone)]
 pub struct AppState {
     pub db: Db,
     pub settings: Arc<Settings>,
-    pub rate_limiter: Arc<RateLimiter>,
+    pub rate_limits: Arc<RateLimits>,
     /// The served OpenAPI document, serialised once at start.
     pub openapi: Bytes,
 }
 
 impl AppState {
     pub fn new(db: Db, settings: Settings) -> AppState {
-        let rate_limiter = Arc::new(RateLimiter::new(settings.rate_limit_per_minute));
+        let rate_limits = Arc::new(RateLimits::new(
+            settings.rate_limit_per_minute,
+            settings.auth_failure_limit_per_minute,
+            settings.trusted_proxies,
+        ));
         AppState {
             db,
             settings: Arc::new(settings),
-            rate_limiter,
+            rate_limits,
             openapi: Bytes::new(),
         }
     }

@@ -1,5 +1,8 @@
 //! The few pages served outside the API: a landing page telling a
 //! self-hoster the server is up and where the API lives. Embedded in the binary.
+//! Pages carry a strict Content-Security-Policy (added for every text/html
+//! response in `http::cache_headers`), so styles and scripts live in their
+//! own files, never inline.
 
 use axum::Router;
 use axum::extract::Path;

@@ -13,7 +13,7 @@ use axum::http::request::Parts;
 use serde::{Deserialize, Serialize};
 
 use crate::error::{ApiError, Result};
-use crate::http::extract::raw_param;
+use crate::http::extract::{numeric_id, raw_param};
 use crate::state::AppState;
 
 pub use access::AccessLevel;
@@ -101,15 +101,48 @@ impl Actor {
     }
 }
 
+/// The outcome of verifying a request's bearer credential, kept in the
+/// request's extensions by the rate limiter (which must know it before it
+/// can choose a bucket) so that a credential is verified once per request.
+#[derive(Debug, Clone)]
+pub struct Verified(pub std::result::Result<Authenticated, &'static str>);
+
+/// Verifies a presented credential. `Err` only for a failure of the server
+/// itself; a credential that does not verify is an `Ok(Verified(Err(..)))`.
+pub async fn verify(state: &AppState, presented: String) -> Result<Verified> {
+    let outcome = state
+        .db
+        .read(move |conn| Ok(store::authenticate(conn, &presented)))
+        .await?;
+    match outcome {
+        Ok(authenticated) => Ok(Verified(Ok(authenticated))),
+        Err(ApiError::Unauthorized(why)) => Ok(Verified(Err(why))),
+        Err(other) => Err(other),
+    }
+}
+
+/// The verification the rate limiter already made for this request, if any.
+fn verified(parts: &Parts) -> Option<Result<Authenticated>> {
+    parts
+        .extensions
+        .get::<Verified>()
+        .map(|Verified(outcome)| outcome.clone().map_err(ApiError::Unauthorized))
+}
+
 /// Verifies the bearer credential of a request (401 on any failure).
 async fn authenticate(parts: &Parts, state: &AppState) -> Result<Authenticated> {
-    let presented = token::bearer(&parts.headers)
-        .ok_or(ApiError::Unauthorized("a bearer credential is required"))?
-        .to_string();
-    let authenticated = state
-        .db
-        .read(move |conn| store::authenticate(conn, &presented))
-        .await?;
+    let authenticated = match verified(parts) {
+        Some(outcome) => outcome?,
+        None => {
+            let presented = token::bearer(&parts.headers)
+                .ok_or(ApiError::Unauthorized("a bearer credential is required"))?
+                .to_string();
+            state
+                .db
+                .read(move |conn| store::authenticate(conn, &presented))
+                .await?
+        }
+    };
     note_use(state, &authenticated);
     Ok(authenticated)
 }
@@ -152,22 +185,30 @@ impl FromRequestParts<AppState> for Authenticated {
 impl FromRequestParts<AppState> for Actor {
     type Rejection = ApiError;
 
-    /// One read resolves both the credential and the membership.
+    /// One read resolves both the credential (unless the rate limiter
+    /// already verified it) and the membership.
     async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self> {
-        let presented = token::bearer(&parts.headers)
-            .ok_or(ApiError::Unauthorized("a bearer credential is required"))?
-            .to_string();
+        let already = verified(parts).transpose()?;
+        let presented = match &already {
+            Some(_) => String::new(),
+            None => token::bearer(&parts.headers)
+                .ok_or(ApiError::Unauthorized("a bearer credential is required"))?
+                .to_string(),
+        };
         let raw = raw_param(parts, state, "household_id").await?;
         let (authenticated, actor) = state
             .db
             .read(move |conn| {
-                let authenticated = store::authenticate(conn, &presented)?;
+                let authenticated = match already {
+                    Some(authenticated) => authenticated,
+                    None => store::authenticate(conn, &presented)?,
+                };
                 // Anything that is not a household id names no household.
-                let actor = match raw.parse::<i64>() {
-                    Ok(household_id) if household_id >= 1 => {
+                let actor = match numeric_id(&raw) {
+                    Some(household_id) => {
                         store::household_actor(conn, &authenticated, household_id)
                     }
-                    _ => Err(ApiError::not_found("household")),
+                    None => Err(ApiError::not_found("household")),
                 };
                 Ok((authenticated, actor))
             })

@@ -67,11 +67,6 @@ pub fn parse(token: &str) -> Option<Presented<'_>> {
     Some(Presented { selector, secret })
 }
 
-/// The selector of a well-formed token (the rate limiter's key).
-pub fn selector(token: &str) -> Option<&str> {
-    parse(token).map(|p| p.selector)
-}
-
 impl Presented<'_> {
     pub fn matches(&self, stored_sha256: &[u8]) -> bool {
         digest(self.secret).ct_eq(stored_sha256).into()

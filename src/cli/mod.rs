@@ -48,10 +48,14 @@ pub fn run(cli: Cli) -> ExitCode {
         _ => (LogFormat::Text, "warn"),
     };
     init_tracing(log_format, default_level);
-    let runtime = match tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-    {
+    let mut builder = tokio::runtime::Builder::new_multi_thread();
+    builder.enable_all();
+    if let Command::Serve(args) = &cli.command {
+        // Under a burst every waiting read would otherwise get a thread of
+        // its own (up to 512), and the memory they take is not given back.
+        builder.max_blocking_threads(args.blocking_threads as usize);
+    }
+    let runtime = match builder.build() {
         Ok(rt) => rt,
         Err(e) => return fail(format!("cannot start the async runtime: {e}")),
     };

@@ -1,12 +1,11 @@
 //! `pillbox serve`: the API server, stopped gracefully by SIGINT or SIGTERM.
 
-use std::net::SocketAddr;
-
 use super::{CliResult, open_db};
 use crate::config::{ServeArgs, Settings};
 use crate::state::AppState;
 
 pub async fn run(args: ServeArgs) -> CliResult {
+    raise_open_file_limit();
     let db = open_db(&args.data).await?;
     let listener = tokio::net::TcpListener::bind(args.listen)
         .await
@@ -21,16 +20,29 @@ pub async fn run(args: ServeArgs) -> CliResult {
         env!("CARGO_PKG_VERSION"),
         db.path().display()
     );
-    axum::serve(
-        listener,
-        app.into_make_service_with_connect_info::<SocketAddr>(),
-    )
-    .with_graceful_shutdown(shutdown_signal())
-    .await
-    .map_err(|e| format!("server failed: {e}"))?;
+    crate::http::server::serve(listener, app, args.connection_limits(), shutdown_signal()).await;
     tracing::info!("shutting down: finishing queued writes");
     db.close().await;
     Ok(())
+}
+
+/// Each connection and each database connection is a file descriptor; a
+/// soft limit of 1,024 (the usual default) is reached long before memory or
+/// the connection cap would be. The hard limit is what the administrator
+/// allows, so take all of it.
+fn raise_open_file_limit() {
+    use rustix::process::{Resource, getrlimit, setrlimit};
+    let limit = getrlimit(Resource::Nofile);
+    if limit.current == limit.maximum {
+        return;
+    }
+    let raised = rustix::process::Rlimit {
+        current: limit.maximum,
+        maximum: limit.maximum,
+    };
+    if let Err(e) = setrlimit(Resource::Nofile, raised) {
+        tracing::warn!("cannot raise the open-file limit: {e}");
+    }
 }
 
 async fn shutdown_signal() {

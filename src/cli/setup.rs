@@ -27,7 +27,9 @@ pub struct SetupArgs {
 
 pub async fn run(args: SetupArgs) -> CliResult {
     let time_zone = args.time_zone.clone().unwrap_or_else(system_time_zone);
-    household::check_time_zone(&time_zone).map_err(|e| e.to_string())?;
+    // The operator typed it, so naming it back is help, not a leak (the API never echoes it).
+    household::check_time_zone(&time_zone)
+        .map_err(|_| format!("time zone {time_zone} is not a known IANA time zone name"))?;
     let password = password::read_new_password()?;
     let password_hash = password::hash(password).await?;
     let db = open_db(&args.data).await?;

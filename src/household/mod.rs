@@ -46,9 +46,9 @@ pub struct SetUp {
 
 /// Checks an IANA time zone name against the bundled database.
 pub fn check_time_zone(name: &str) -> Result<()> {
-    jiff::tz::TimeZone::get(name).map(|_| ()).map_err(|_| {
-        ApiError::invalid("time_zone", format!("{name} is not a known IANA time zone"))
-    })
+    jiff::tz::TimeZone::get(name)
+        .map(|_| ())
+        .map_err(|_| ApiError::invalid("time_zone", "must be a known IANA time zone name"))
 }
 
 /// Creates a household with its owner, in one transaction.

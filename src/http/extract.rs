@@ -11,8 +11,12 @@ use serde_json::{Value, json};
 
 use crate::error::{ApiError, FieldErrors, Result};
 
-/// A JSON body; unknown properties, wrong types and missing fields are 422s
-/// that name the field.
+mod strict;
+pub use strict::text_problem;
+
+/// A JSON body sent as `application/json` (anything else is a 415); unknown
+/// properties, repeated keys, wrong types, missing fields and unsafe text
+/// are 422s that name the field.
 pub struct ApiJson<T>(pub T);
 
 impl<S, T> FromRequest<S> for ApiJson<T>
@@ -23,9 +27,26 @@ where
     type Rejection = ApiError;
 
     async fn from_request(req: Request, state: &S) -> Result<Self> {
+        if content_type(&req) != Some(true) {
+            return Err(ApiError::UnsupportedMediaType);
+        }
         let bytes = read_body(req, state).await?;
         parse_json(&bytes).map(ApiJson)
     }
+}
+
+/// `Some(true)` for `application/json` (any parameters), `Some(false)` for
+/// any other declared type, `None` when the request declares none. A JSON
+/// text sent as `text/plain` or a form is what a cross-site form post
+/// looks like, so only the JSON media type is read as JSON.
+fn content_type(req: &Request) -> Option<bool> {
+    let value = req.headers().get(axum::http::header::CONTENT_TYPE)?;
+    let essence = value
+        .to_str()
+        .ok()
+        .and_then(|v| v.split(';').next())
+        .map(str::trim);
+    Some(essence.is_some_and(|e| e.eq_ignore_ascii_case("application/json")))
 }
 
 /// A JSON body that may be left out entirely (an empty body is `None`).
@@ -39,9 +60,16 @@ where
     type Rejection = ApiError;
 
     async fn from_request(req: Request, state: &S) -> Result<Self> {
+        let declared = content_type(&req);
+        if declared == Some(false) {
+            return Err(ApiError::UnsupportedMediaType);
+        }
         let bytes = read_body(req, state).await?;
         if bytes.iter().all(u8::is_ascii_whitespace) {
             return Ok(OptionalApiJson(None));
+        }
+        if declared.is_none() {
+            return Err(ApiError::UnsupportedMediaType);
         }
         parse_json(&bytes).map(|v| OptionalApiJson(Some(v)))
     }
@@ -69,13 +97,7 @@ pub fn typed<T: DeserializeOwned>(body: Option<&Value>) -> Result<T> {
 }
 
 pub fn parse_json<T: DeserializeOwned>(bytes: &[u8]) -> Result<T> {
-    let mut value: Value = serde_json::from_slice(bytes).map_err(|e| {
-        if e.is_eof() {
-            ApiError::invalid("body", "is not complete JSON")
-        } else {
-            ApiError::invalid("body", "must be a JSON object")
-        }
-    })?;
+    let mut value = strict::parse(bytes)?;
     integral_numbers(&mut value);
     serde_path_to_error::deserialize(value).map_err(json_error)
 }
@@ -147,20 +169,52 @@ fn json_error(err: serde_path_to_error::Error<serde_json::Error>) -> ApiError {
 
 /// Rewords serde's messages so they state the rule without repeating the
 /// submitted value (which may be a clinical value that must not be echoed).
+/// A message raised by a library's own parser (jiff for dates, ...) often
+/// quotes the value, so only messages in our own phrasing ("must ...",
+/// "is ...", as every `Deserialize` of ours words them) pass through.
 fn describe_data_error(text: &str) -> String {
     if let Some(rest) = text.strip_prefix("unknown variant ") {
         let expected = rest.split_once(", expected ").map_or("", |(_, e)| e);
+        if expected.is_empty() {
+            return "is not one of the supported values".into();
+        }
         return format!("must be {expected}");
     }
     for prefix in ["invalid type: ", "invalid value: ", "invalid length "] {
         if let Some(rest) = text.strip_prefix(prefix) {
-            let expected = rest
-                .split_once(", expected ")
-                .map_or("a valid value", |(_, e)| e);
-            return format!("must be {expected}");
+            let expected = rest.split_once(", expected ").map(|(_, e)| e);
+            return format!("must be {}", plain_expected(expected));
         }
     }
-    text.to_string()
+    if text.starts_with("must ") || text.starts_with("is ") {
+        return text.to_string();
+    }
+    let lower = text.to_ascii_lowercase();
+    if ["date", "year", "month", "day"]
+        .iter()
+        .any(|w| lower.contains(w))
+    {
+        return "must be a calendar date that exists, written YYYY-MM-DD".into();
+    }
+    "has an invalid value".into()
+}
+
+/// serde's "expected ..." in words a client understands (Rust type names
+/// mean nothing to it).
+fn plain_expected(expected: Option<&str>) -> String {
+    let Some(expected) = expected else {
+        return "a valid value".into();
+    };
+    match expected {
+        e if e.starts_with("struct ") || e == "a map" => "a JSON object".into(),
+        "a sequence" => "a JSON array".into(),
+        "a boolean" => "true or false".into(),
+        "a string" => "a string".into(),
+        "u8" | "u16" | "u32" | "u64" | "usize" => "a whole number of at least 0".into(),
+        "i8" | "i16" | "i32" | "i64" | "isize" => "a whole number".into(),
+        "f32" | "f64" => "a number".into(),
+        e => e.to_string(),
+    }
 }
 
 /// Deserialize helper for PATCH fields where "absent" and "null" differ:
@@ -393,16 +447,17 @@ impl ResourceId {
         }
     }
 
+    /// Only the canonical spellings name a record: `12` (not `012`, `+12`
+    /// or `12.0`) and a hyphenated UUID (either case; not braced, URN or
+    /// unhyphenated), so one record has one address.
     pub fn parse(text: &str) -> Option<ResourceId> {
-        // "12.0" is the integer 12 (as JSON Schema counts integers).
-        let whole = match text.split_once('.') {
-            Some((int, zeros)) if !zeros.is_empty() && zeros.bytes().all(|b| b == b'0') => int,
-            _ => text,
-        };
-        if let Ok(n) = whole.parse::<i64>() {
-            return (n >= 1).then_some(ResourceId::Numeric(n));
+        if let Some(n) = numeric_id(text) {
+            return Some(ResourceId::Numeric(n));
         }
-        uuid::Uuid::parse_str(text)
+        if text.len() != 36 {
+            return None;
+        }
+        uuid::Uuid::try_parse(text)
             .ok()
             .map(|u| ResourceId::Portable(u.hyphenated().to_string()))
     }
@@ -466,6 +521,15 @@ impl<'de> serde::Deserialize<'de> for ResourceId {
     }
 }
 
+/// A numeric id written canonically: digits only, no leading zero, from 1
+/// to `i64::MAX`. Anything else (`01`, `+1`, `1.0`, ` 1`) is no id.
+pub fn numeric_id(text: &str) -> Option<i64> {
+    if text.is_empty() || text.starts_with('0') || !text.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    text.parse::<i64>().ok()
+}
+
 /// The JSON schema of a body reference: numeric id, numeric string or UUID.
 pub fn resource_ref_schema() -> Value {
     json!({"anyOf": [
@@ -505,10 +569,9 @@ impl<S: Send + Sync> FromRequestParts<S> for PathNumericId {
 
     async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self> {
         let raw = raw_param(parts, state, "id").await?;
-        match raw.parse::<i64>() {
-            Ok(n) if n >= 1 => Ok(PathNumericId(n)),
-            _ => Err(ApiError::not_found("record")),
-        }
+        numeric_id(&raw)
+            .map(PathNumericId)
+            .ok_or_else(|| ApiError::not_found("record"))
     }
 }
 
@@ -597,8 +660,21 @@ mod tests {
     fn resource_ids() {
         assert_eq!(ResourceId::parse("12"), Some(ResourceId::Numeric(12)));
         assert_eq!(ResourceId::parse("0"), None);
-        assert_eq!(ResourceId::parse("12.0"), Some(ResourceId::Numeric(12)));
-        assert_eq!(ResourceId::parse("12.5"), None);
+        for not_canonical in ["12.0", "12.5", "012", "+12", " 12", "-1", "1e1"] {
+            assert_eq!(ResourceId::parse(not_canonical), None, "{not_canonical}");
+        }
+        let upper = "0192A5B0-0000-7000-8000-000000000000";
+        assert_eq!(
+            ResourceId::parse(upper),
+            Some(ResourceId::Portable(upper.to_ascii_lowercase()))
+        );
+        for not_canonical in [
+            "0192a5b000007000800000000000000",
+            "{0192a5b0-0000-7000-8000-000000000000}",
+            "urn:uuid:0192a5b0-0000-7000-8000-000000000000",
+        ] {
+            assert_eq!(ResourceId::parse(not_canonical), None, "{not_canonical}");
+        }
         assert!(matches!(
             ResourceId::parse("0192a5b0-0000-7000-8000-000000000000"),
             Some(ResourceId::Portable(_))

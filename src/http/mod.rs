@@ -6,6 +6,7 @@ pub mod openapi;
 pub mod rate_limit;
 pub mod request_id;
 pub mod respond;
+pub mod server;
 pub mod stream;
 
 use axum::Router;
@@ -87,7 +88,8 @@ async fn method_not_allowed() -> ApiError {
     ApiError::MethodNotAllowed
 }
 
-/// Health data must never sit in a shared or browser cache.
+/// Health data must never sit in a shared or browser cache, and pages get
+/// the browser protections that pages (unlike JSON) need.
 async fn cache_headers(request: Request, next: Next) -> Response {
     let path = request.uri().path();
     let public = matches!(path, "/api/v1/capabilities" | "/api/v1/openapi.json")
@@ -102,7 +104,32 @@ async fn cache_headers(request: Request, next: Next) -> Response {
         header::X_CONTENT_TYPE_OPTIONS,
         HeaderValue::from_static("nosniff"),
     );
+    let html = headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.trim_start().to_ascii_lowercase().starts_with("text/html"));
+    if html {
+        page_headers(headers);
+    }
     response
+}
+
+/// Pages load only this server's own files: no inline script or style, no
+/// framing (clickjacking), no plugins, and no address leaks to other sites.
+pub const PAGE_CSP: &str = "default-src 'none'; script-src 'self'; style-src 'self'; \
+    img-src 'self'; font-src 'self'; connect-src 'self'; manifest-src 'self'; \
+    base-uri 'none'; form-action 'self'; frame-ancestors 'none'";
+
+fn page_headers(headers: &mut axum::http::HeaderMap) {
+    headers.insert(
+        header::CONTENT_SECURITY_POLICY,
+        HeaderValue::from_static(PAGE_CSP),
+    );
+    headers.insert(header::X_FRAME_OPTIONS, HeaderValue::from_static("DENY"));
+    headers.insert(
+        header::REFERRER_POLICY,
+        HeaderValue::from_static("no-referrer"),
+    );
 }
 
 /// One line per request: method, route path, status, time. Never the query

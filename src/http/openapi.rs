@@ -174,14 +174,14 @@ impl Op {
     /// A JSON request body of the named component schema.
     pub fn body(mut self, schema: &str) -> Op {
         self.body = Some((schema_ref(schema), "application/json", true));
-        self.errors.insert(413);
+        self.errors.extend([413, 415]);
         self
     }
 
     /// A JSON request body that may be left out.
     pub fn optional_body(mut self, schema: &str) -> Op {
         self.body = Some((schema_ref(schema), "application/json", false));
-        self.errors.insert(413);
+        self.errors.extend([413, 415]);
         self
     }
 
@@ -596,6 +596,7 @@ fn error_responses() -> Value {
             "The resource or idempotency state conflicts with the mutation",
         ),
         (413, "The request body is too large"),
+        (415, "The request body is not sent as application/json"),
         (422, "Submitted attributes or filters are invalid"),
         (428, "The mutation needs a version precondition (If-Match)"),
     ] {

@@ -1,23 +1,34 @@
-//! Per-credential rate limit: a token bucket per bearer credential (or per
-//! client address when there is none). `per_minute` requests refill evenly
-//! over a minute; a burst of up to `per_minute` is allowed from a full bucket.
+//! Rate limits keyed on what was verified. A request with a bearer
+//! credential is verified here, once, and counts against that credential's
+//! bucket only when the secret matched; the outcome travels to the `Actor`
+//! extractor in the request's extensions. Requests without a credential,
+//! and every failed authentication, count against the client's address,
+//! failures in a stricter bucket of their own: an address that has used it
+//! up is refused before anything is verified. A selector alone proves
+//! nothing, so it never chooses a bucket (else anyone could drain a
+//! victim's bucket, or escape every limit with a fresh selector each time).
+//!
+//! Each bucket holds `per_minute` requests and refills evenly over a minute.
 
 use std::collections::HashMap;
-use std::net::SocketAddr;
+use std::net::{IpAddr, Ipv6Addr, SocketAddr};
 use std::sync::Mutex;
 use std::time::Instant;
 
 use axum::extract::{ConnectInfo, Request, State};
-use axum::http::header;
+use axum::http::{HeaderMap, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 
-use crate::auth::token;
+use crate::auth::{self, Credential};
 use crate::error::ApiError;
 use crate::state::AppState;
 
 /// Above this many tracked keys, idle (full) buckets are forgotten.
 const PRUNE_ABOVE: usize = 10_000;
+
+/// The header a reverse proxy appends the address it served to.
+const FORWARDED_FOR: &str = "x-forwarded-for";
 
 pub struct RateLimiter {
     per_minute: u32,
@@ -38,8 +49,21 @@ impl RateLimiter {
         }
     }
 
+    pub fn is_on(&self) -> bool {
+        self.per_minute > 0
+    }
+
     /// Takes one request from `key`'s bucket, or says how many seconds until one is free.
     pub fn check(&self, key: &str, now: Instant) -> Result<(), u64> {
+        self.take(key, now, true)
+    }
+
+    /// Whether `key` has a request left, without taking it.
+    pub fn peek(&self, key: &str, now: Instant) -> Result<(), u64> {
+        self.take(key, now, false)
+    }
+
+    fn take(&self, key: &str, now: Instant, consume: bool) -> Result<(), u64> {
         if self.per_minute == 0 {
             return Ok(());
         }
@@ -51,43 +75,148 @@ impl RateLimiter {
                 b.tokens + now.duration_since(b.at).as_secs_f64() * per_second < capacity
             });
         }
-        let bucket = buckets.entry(key.to_string()).or_insert(Bucket {
-            tokens: capacity,
-            at: now,
-        });
-        let refilled = (bucket.tokens + now.duration_since(bucket.at).as_secs_f64() * per_second)
-            .min(capacity);
-        bucket.at = now;
+        let refill = |b: &Bucket| {
+            (b.tokens + now.duration_since(b.at).as_secs_f64() * per_second).min(capacity)
+        };
+        let refilled = match (buckets.get_mut(key), consume) {
+            (Some(bucket), true) => {
+                let refilled = refill(bucket);
+                bucket.at = now;
+                bucket.tokens = if refilled >= 1.0 {
+                    refilled - 1.0
+                } else {
+                    refilled
+                };
+                refilled
+            }
+            (Some(bucket), false) => refill(bucket),
+            (None, true) => {
+                buckets.insert(
+                    key.to_string(),
+                    Bucket {
+                        tokens: capacity - 1.0,
+                        at: now,
+                    },
+                );
+                capacity
+            }
+            (None, false) => capacity,
+        };
         if refilled >= 1.0 {
-            bucket.tokens = refilled - 1.0;
             Ok(())
         } else {
-            bucket.tokens = refilled;
             let wait = ((1.0 - refilled) / per_second).ceil() as u64;
             Err(wait.max(1))
         }
     }
 }
 
-pub async fn middleware(State(state): State<AppState>, request: Request, next: Next) -> Response {
-    let key = match token::bearer(request.headers()).and_then(token::selector) {
-        Some(selector) => format!("credential:{selector}"),
-        None => match request.extensions().get::<ConnectInfo<SocketAddr>>() {
-            Some(ConnectInfo(addr)) => format!("address:{}", addr.ip()),
-            None => "address:unknown".to_string(),
-        },
-    };
-    match state.rate_limiter.check(&key, Instant::now()) {
-        Ok(()) => next.run(request).await,
-        Err(retry_after_secs) => {
-            let mut response = ApiError::RateLimited { retry_after_secs }.into_response();
-            response.headers_mut().insert(
-                header::CACHE_CONTROL,
-                header::HeaderValue::from_static("no-store"),
-            );
-            response
+/// Every limit of the server and what it needs to find a client's address.
+pub struct RateLimits {
+    /// Per verified credential, and per address for requests without one.
+    pub requests: RateLimiter,
+    /// Failed authentications per address.
+    pub auth_failures: RateLimiter,
+    /// Reverse proxies in front of the server whose `X-Forwarded-For` entries are believed.
+    pub trusted_proxies: usize,
+}
+
+impl RateLimits {
+    pub fn new(per_minute: u32, auth_failures_per_minute: u32, trusted_proxies: usize) -> Self {
+        RateLimits {
+            requests: RateLimiter::new(per_minute),
+            auth_failures: RateLimiter::new(auth_failures_per_minute),
+            trusted_proxies,
         }
     }
+}
+
+/// The client's address as a bucket key. Without trusted proxies it is the
+/// connection's peer; behind `n` of them it is the `n`th `X-Forwarded-For`
+/// entry from the right (each proxy appends the address it was reached
+/// from, so the entries further left were written by the client and prove
+/// nothing). A chain shorter than promised, or an entry that is not an
+/// address, falls back to the peer. IPv6 clients are keyed by their /64, the
+/// block one subscriber line gets, so rotating addresses inside it escapes
+/// nothing. Without a peer (a Router driven in process) every request
+/// shares one key.
+pub fn client_key(headers: &HeaderMap, peer: Option<IpAddr>, trusted_proxies: usize) -> String {
+    let forwarded = (trusted_proxies > 0)
+        .then(|| {
+            let hops: Vec<&str> = headers
+                .get_all(FORWARDED_FOR)
+                .iter()
+                .filter_map(|v| v.to_str().ok())
+                .flat_map(|v| v.split(','))
+                .map(str::trim)
+                .collect();
+            let at = hops.len().checked_sub(trusted_proxies)?;
+            hops[at].parse::<IpAddr>().ok()
+        })
+        .flatten();
+    match forwarded.or(peer).map(|ip| ip.to_canonical()) {
+        Some(IpAddr::V4(ip)) => format!("address:{ip}"),
+        Some(IpAddr::V6(ip)) => {
+            let s = ip.segments();
+            let block = Ipv6Addr::new(s[0], s[1], s[2], s[3], 0, 0, 0, 0);
+            format!("address:{block}/64")
+        }
+        None => "address:unknown".to_string(),
+    }
+}
+
+fn limited(retry_after_secs: u64) -> Response {
+    let mut response = ApiError::RateLimited { retry_after_secs }.into_response();
+    response.headers_mut().insert(
+        header::CACHE_CONTROL,
+        header::HeaderValue::from_static("no-store"),
+    );
+    response
+}
+
+pub async fn middleware(
+    State(state): State<AppState>,
+    mut request: Request,
+    next: Next,
+) -> Response {
+    let limits = &state.rate_limits;
+    if !limits.requests.is_on() && !limits.auth_failures.is_on() {
+        return next.run(request).await;
+    }
+    let now = Instant::now();
+    let peer = request
+        .extensions()
+        .get::<ConnectInfo<SocketAddr>>()
+        .map(|ConnectInfo(addr)| addr.ip());
+    let address = client_key(request.headers(), peer, limits.trusted_proxies);
+    let Some(presented) = auth::token::bearer(request.headers()).map(str::to_string) else {
+        return match limits.requests.check(&address, now) {
+            Ok(()) => next.run(request).await,
+            Err(wait) => limited(wait),
+        };
+    };
+    if let Err(wait) = limits.auth_failures.peek(&address, now) {
+        return limited(wait);
+    }
+    let verified = match auth::verify(&state, presented).await {
+        Ok(verified) => verified,
+        Err(e) => return e.into_response(),
+    };
+    match &verified.0 {
+        Ok(authenticated) => {
+            let Credential::AppToken { id, .. } = authenticated.credential;
+            if let Err(wait) = limits.requests.check(&format!("app_token:{id}"), now) {
+                return limited(wait);
+            }
+        }
+        Err(_) => {
+            // This failure is answered (401) whatever the bucket says; the
+            // next one from this address waits once the bucket is empty.
+            let _ = limits.auth_failures.check(&address, now);
+        }
+    }
+    request.extensions_mut().insert(verified);
+    next.run(request).await
 }
 
 #[cfg(test)]
@@ -113,11 +242,45 @@ mod tests {
     }
 
     #[test]
+    fn peeking_takes_nothing() {
+        let limiter = RateLimiter::new(2);
+        let t0 = Instant::now();
+        for _ in 0..10 {
+            assert!(limiter.peek("a", t0).is_ok());
+        }
+        assert!(limiter.check("a", t0).is_ok());
+        assert!(limiter.check("a", t0).is_ok());
+        assert!(limiter.peek("a", t0).is_err());
+        assert!(limiter.check("a", t0).is_err());
+    }
+
+    #[test]
     fn zero_switches_it_off() {
         let limiter = RateLimiter::new(0);
         let t0 = Instant::now();
         for _ in 0..10_000 {
             assert!(limiter.check("a", t0).is_ok());
         }
+    }
+
+    #[test]
+    fn forwarded_addresses_count_only_behind_trusted_proxies() {
+        let mut headers = HeaderMap::new();
+        headers.append(FORWARDED_FOR, "198.51.100.7, 203.0.113.9".parse().unwrap());
+        headers.append(FORWARDED_FOR, "192.0.2.1".parse().unwrap());
+        let peer = Some("10.0.0.2".parse().unwrap());
+        assert_eq!(client_key(&headers, peer, 0), "address:10.0.0.2");
+        assert_eq!(client_key(&headers, peer, 1), "address:192.0.2.1");
+        assert_eq!(client_key(&headers, peer, 2), "address:203.0.113.9");
+        assert_eq!(client_key(&headers, peer, 3), "address:198.51.100.7");
+        assert_eq!(client_key(&headers, peer, 4), "address:10.0.0.2");
+        assert_eq!(client_key(&HeaderMap::new(), None, 0), "address:unknown");
+        let mut junk = HeaderMap::new();
+        junk.insert(FORWARDED_FOR, "not-an-address".parse().unwrap());
+        assert_eq!(client_key(&junk, peer, 1), "address:10.0.0.2");
+        let v6 = Some("2001:db8:1:2:aaaa:bbbb:cccc:dddd".parse().unwrap());
+        assert_eq!(client_key(&headers, v6, 0), "address:2001:db8:1:2::/64");
+        let mapped = Some("::ffff:192.0.2.8".parse().unwrap());
+        assert_eq!(client_key(&headers, mapped, 0), "address:192.0.2.8");
     }
 }

@@ -11,6 +11,7 @@ mod dosage_options;
 mod dose_occurrences;
 mod dose_outcomes;
 mod durability;
+mod hardening;
 mod health_events;
 mod location_memberships;
 mod locations;

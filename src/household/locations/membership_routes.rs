@@ -14,7 +14,7 @@ use super::model::{
 use crate::auth::Actor;
 use crate::db::idempotency::{self, Replay, SavedResponse};
 use crate::error::{ApiError, Result};
-use crate::http::extract::{ApiJson, IdempotencyKey, ResourceId, raw_param, typed};
+use crate::http::extract::{ApiJson, IdempotencyKey, ResourceId, numeric_id, raw_param, typed};
 use crate::http::openapi::{Api, Op};
 use crate::state::AppState;
 
@@ -73,10 +73,9 @@ impl<S: Send + Sync> FromRequestParts<S> for MembershipPathId {
 
     async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self> {
         let raw = raw_param(parts, state, "membership_id").await?;
-        match raw.parse::<i64>() {
-            Ok(n) if n >= 1 => Ok(MembershipPathId(n)),
-            _ => Err(ApiError::not_found("location membership")),
-        }
+        numeric_id(&raw)
+            .map(MembershipPathId)
+            .ok_or_else(|| ApiError::not_found("location membership"))
     }
 }
 
