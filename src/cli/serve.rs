@@ -2,13 +2,14 @@
 
 use std::net::SocketAddr;
 
-use super::{CliResult, open_db};
+use super::{CliResult, OpenMode, open_db};
 use crate::config::{ServeArgs, Settings};
 use crate::state::AppState;
 
 pub async fn run(args: ServeArgs) -> CliResult {
-    let db = open_db(&args.data).await?;
-    let listener = tokio::net::TcpListener::bind(args.listen)
+    let db = open_db(&args.data, OpenMode::Create).await?;
+    // A host name (localhost:8080) resolves; each address it names is tried.
+    let listener = tokio::net::TcpListener::bind(args.listen.as_str())
         .await
         .map_err(|e| format!("cannot listen on {}: {e}", args.listen))?;
     let local = listener

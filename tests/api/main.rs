@@ -6,6 +6,7 @@ mod support;
 mod admin;
 mod basics;
 mod cli;
+mod cli_admin;
 mod contract;
 mod dosage_options;
 mod dose_occurrences;
