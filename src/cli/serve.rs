@@ -8,10 +8,7 @@ use crate::state::AppState;
 
 pub async fn run(args: ServeArgs) -> CliResult {
     let db = open_db(&args.data, OpenMode::Create).await?;
-    // A host name (localhost:8080) resolves; each address it names is tried.
-    let listener = tokio::net::TcpListener::bind(args.listen.as_str())
-        .await
-        .map_err(|e| format!("cannot listen on {}: {e}", args.listen))?;
+    let listener = bind(&args.listen).await?;
     let local = listener
         .local_addr()
         .map_err(|e| format!("cannot read the listening address: {e}"))?;
@@ -32,6 +29,28 @@ pub async fn run(args: ServeArgs) -> CliResult {
     tracing::info!("shutting down: finishing queued writes");
     db.close().await;
     Ok(())
+}
+
+/// Binds `host:port`. A host name (localhost:8080) resolves; its IPv4
+/// addresses are tried first, so `localhost` answers on 127.0.0.1 as people
+/// expect whatever order the resolver returns.
+async fn bind(listen: &str) -> CliResult<tokio::net::TcpListener> {
+    let mut addrs: Vec<SocketAddr> = tokio::net::lookup_host(listen)
+        .await
+        .map_err(|e| format!("cannot listen on {listen}: the host name does not resolve ({e})"))?
+        .collect();
+    addrs.sort_by_key(SocketAddr::is_ipv6);
+    let mut last = None;
+    for addr in addrs {
+        match tokio::net::TcpListener::bind(addr).await {
+            Ok(listener) => return Ok(listener),
+            Err(e) => last = Some(e),
+        }
+    }
+    Err(match last {
+        Some(e) => format!("cannot listen on {listen}: {e}"),
+        None => format!("cannot listen on {listen}: the host name has no address"),
+    })
 }
 
 async fn shutdown_signal() {

@@ -7,6 +7,7 @@ mod admin;
 mod basics;
 mod cli;
 mod cli_admin;
+mod cli_errors;
 mod contract;
 mod dosage_options;
 mod dose_occurrences;
