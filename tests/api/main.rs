@@ -23,6 +23,7 @@ mod pause_periods;
 mod people;
 mod person_medications;
 mod profile;
+mod readme;
 mod schedules;
 mod stock_removals;
 mod storage;

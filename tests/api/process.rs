@@ -17,7 +17,7 @@ pub(crate) const PASSWORD: &str = "correct horse battery staple";
 pub(crate) const DEADLINE: Duration = Duration::from_secs(20);
 
 /// Settings a developer's shell might carry; each test sets what it means.
-const INHERITED: &[&str] = &[
+pub(crate) const INHERITED: &[&str] = &[
     "PILLBOX_DATA_DIR",
     "PILLBOX_LISTEN",
     "PILLBOX_PUBLIC_URL",
