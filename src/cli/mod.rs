@@ -2,6 +2,7 @@
 //! with one clear line on failure; secrets never travel as arguments.
 
 mod check;
+mod health;
 mod household;
 mod member;
 mod name;
@@ -49,6 +50,8 @@ pub enum Command {
     Check(check::CheckArgs),
     /// Print the version of this binary and the database schema it writes
     Version,
+    /// Exit 0 when the server on this machine answers (the container health check)
+    Health(health::HealthArgs),
 }
 
 /// A failed command: its one line for the operator.
@@ -75,6 +78,7 @@ pub fn run(cli: Cli) -> ExitCode {
             Command::Token(command) => token::run(command).await,
             Command::Household(command) => household::run(command).await,
             Command::Check(args) => check::run(args).await,
+            Command::Health(args) => health::run(args),
             Command::Version => {
                 println!(
                     "pillbox {} (database schema {})",

@@ -35,10 +35,24 @@ pub async fn run(args: ServeArgs) -> CliResult {
 /// addresses are tried first, so `localhost` answers on 127.0.0.1 as people
 /// expect whatever order the resolver returns.
 async fn bind(listen: &str) -> CliResult<tokio::net::TcpListener> {
-    let mut addrs: Vec<SocketAddr> = tokio::net::lookup_host(listen)
-        .await
-        .map_err(|e| format!("cannot listen on {listen}: the host name does not resolve ({e})"))?
-        .collect();
+    let mut addrs: Vec<SocketAddr> = match listen
+        .rsplit_once(':')
+        .filter(|(host, _)| host.eq_ignore_ascii_case("localhost"))
+        .and_then(|(_, port)| port.parse::<u16>().ok())
+    {
+        // Loopback without asking the resolver (RFC 6761), which a static
+        // binary in a minimal container may not be able to load.
+        Some(port) => vec![
+            SocketAddr::from((std::net::Ipv4Addr::LOCALHOST, port)),
+            SocketAddr::from((std::net::Ipv6Addr::LOCALHOST, port)),
+        ],
+        None => tokio::net::lookup_host(listen)
+            .await
+            .map_err(|e| {
+                format!("cannot listen on {listen}: the host name does not resolve ({e})")
+            })?
+            .collect(),
+    };
     addrs.sort_by_key(SocketAddr::is_ipv6);
     let mut last = None;
     for addr in addrs {

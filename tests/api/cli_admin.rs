@@ -512,6 +512,7 @@ fn every_admin_command_has_help() {
         &["household", "list", "--help"],
         &["check", "--help"],
         &["version", "--help"],
+        &["health", "--help"],
     ] {
         let out = run(pillbox(args), None);
         out.assert_success();
@@ -525,4 +526,28 @@ fn every_admin_command_has_help() {
     for command in ["member", "token", "household", "check", "version"] {
         assert!(top.stdout.contains(command), "{command} in {}", top.stdout);
     }
+}
+
+#[test]
+fn health_answers_zero_only_while_the_server_answers() {
+    let (_dir, data, _household) = set_up_household();
+    let port = free_port();
+    let listen = format!("0.0.0.0:{port}");
+    let health = || {
+        let mut cmd = pillbox(&["health"]);
+        cmd.env("PILLBOX_LISTEN", &listen);
+        run(cmd, None)
+    };
+    health().assert_one_line_failure(&format!("127.0.0.1:{port}"));
+
+    let mut cmd = pillbox(&["serve", "--data-dir", data.to_str().unwrap()]);
+    cmd.env("PILLBOX_LISTEN", &listen)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped());
+    let mut server = Guard(cmd.spawn().unwrap());
+    wait_until_serving(&mut server, port);
+    let out = health();
+    out.assert_success();
+    assert_eq!((out.stdout.as_str(), out.stderr.as_str()), ("", ""));
 }

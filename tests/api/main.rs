@@ -19,6 +19,7 @@ mod locations;
 mod medication_takes;
 mod medications;
 mod notification_preferences;
+mod packaging;
 mod pause_periods;
 mod people;
 mod person_medications;
