@@ -42,6 +42,14 @@ struct Inner {
 pub enum OpenError {
     #[error("permission denied: the data directory {path} is not writable by the user {user}")]
     PermissionDenied { path: PathBuf, user: String },
+    #[error(
+        "the data directory {path} belongs to the user {owner}; run this command as that user (sudo -u {login} pillbox ...) so the server can still open the files it creates"
+    )]
+    WrongUser {
+        path: PathBuf,
+        owner: String,
+        login: String,
+    },
     #[error("cannot create data directory {path}: {source}")]
     DataDir {
         path: PathBuf,
@@ -189,7 +197,7 @@ fn prepare_data_dir(data_dir: &Path, mode: OpenMode) -> std::result::Result<(), 
                 path: data_dir.to_path_buf(),
             });
         }
-        Ok(_) => {}
+        Ok(meta) => refuse_root_in_a_service_dir(data_dir, &meta)?,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound && mode == OpenMode::Create => {
             std::fs::create_dir_all(data_dir).map_err(|source| match source.kind() {
                 std::io::ErrorKind::PermissionDenied => denied(),
@@ -229,19 +237,52 @@ fn prepare_data_dir(data_dir: &Path, mode: OpenMode) -> std::result::Result<(), 
     }
 }
 
+/// Root running a command on the service's data directory would leave the
+/// database's -wal and -shm files owned by root, and the server, running as
+/// its own user, could then no longer open the database.
+fn refuse_root_in_a_service_dir(
+    data_dir: &Path,
+    meta: &std::fs::Metadata,
+) -> std::result::Result<(), OpenError> {
+    use std::os::unix::fs::MetadataExt;
+    if effective_uid() == Some(0) && meta.uid() != 0 {
+        let owner = user_name(meta.uid());
+        let login = match owner.split_once(" (uid ") {
+            Some((name, _)) => name.to_string(),
+            None => format!("'#{}'", meta.uid()),
+        };
+        return Err(OpenError::WrongUser {
+            path: data_dir.to_path_buf(),
+            owner,
+            login,
+        });
+    }
+    Ok(())
+}
+
 /// The user this process runs as, by name where the system says it.
 pub fn process_user() -> String {
-    let uid = std::fs::read_to_string("/proc/self/status")
+    match effective_uid() {
+        Some(uid) => user_name(uid),
+        None => std::env::var("USER").unwrap_or_else(|_| "(unknown)".into()),
+    }
+}
+
+fn effective_uid() -> Option<u32> {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()?
+        .lines()
+        .find_map(|l| l.strip_prefix("Uid:"))?
+        .split_whitespace()
+        .nth(1)?
+        .parse()
         .ok()
-        .and_then(|status| {
-            status
-                .lines()
-                .find_map(|l| l.strip_prefix("Uid:"))
-                .and_then(|ids| ids.split_whitespace().nth(1).map(str::to_string))
-        });
-    let Some(uid) = uid else {
-        return std::env::var("USER").unwrap_or_else(|_| "(unknown)".into());
-    };
+}
+
+/// "name (uid N)" from /etc/passwd, read directly: a static binary cannot
+/// load the NSS modules `getpwuid` would need.
+fn user_name(uid: u32) -> String {
+    let uid = uid.to_string();
     std::fs::read_to_string("/etc/passwd")
         .ok()
         .and_then(|passwd| {

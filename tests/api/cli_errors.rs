@@ -226,3 +226,43 @@ fn serve_resolves_a_host_name() {
         );
     }
 }
+
+#[test]
+fn root_is_sent_to_the_user_owning_the_data_dir() {
+    if effective_uid() != 0 {
+        // Only root can run commands on another user's data directory.
+        return;
+    }
+    let (_dir, data, household) = set_up_household();
+    let chown = std::process::Command::new("chown")
+        .args(["-R", "65534:65534", data.to_str().unwrap()])
+        .status()
+        .unwrap();
+    assert!(chown.success());
+    let before: Vec<_> = std::fs::read_dir(&data)
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    for args in [
+        &["member", "list", "--household", &household][..],
+        &["serve", "--listen", "127.0.0.1:1"],
+    ] {
+        let mut all = args.to_vec();
+        all.extend(["--data-dir", data.to_str().unwrap()]);
+        let out = run(pillbox(&all), None);
+        out.assert_one_line_failure("belongs to the user");
+        assert!(out.stderr.contains("uid 65534"), "{}", out.stderr);
+        assert!(out.stderr.contains("sudo -u "), "{}", out.stderr);
+    }
+    let after: Vec<_> = std::fs::read_dir(&data)
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert_eq!(before, after, "no file made as root");
+    // The read-only check creates nothing, so root may run it.
+    run(
+        pillbox(&["check", "--data-dir", data.to_str().unwrap()]),
+        None,
+    )
+    .assert_success();
+}
