@@ -551,3 +551,60 @@ fn health_answers_zero_only_while_the_server_answers() {
     out.assert_success();
     assert_eq!((out.stdout.as_str(), out.stderr.as_str()), ("", ""));
 }
+
+#[test]
+fn in_a_terminal_the_name_and_password_are_asked_for() {
+    // util-linux `script` gives the command a terminal; without it there is
+    // no terminal to test with.
+    if !Path::new("/usr/bin/script").exists() {
+        return;
+    }
+    let (_dir, data, household) = set_up_household();
+    let command = format!(
+        "{} member add --data-dir {} --household {household} --email max@example.org --role member",
+        crate::process::BIN,
+        data.display()
+    );
+    let mut cmd = std::process::Command::new("/usr/bin/script");
+    cmd.args(["-qec", &command, "/dev/null"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let mut child = Guard(cmd.spawn().unwrap());
+    let mut stdin = child.0.stdin.take().unwrap();
+    // Typed one answer at a time, as a person would after each prompt.
+    let typist = std::thread::spawn(move || {
+        use std::io::Write;
+        for line in [
+            "Max Member",
+            crate::process::PASSWORD,
+            crate::process::PASSWORD,
+        ] {
+            std::thread::sleep(std::time::Duration::from_millis(300));
+            writeln!(stdin, "{line}").unwrap();
+        }
+        std::thread::sleep(std::time::Duration::from_millis(500));
+    });
+    let status = child
+        .wait_for_exit(crate::process::DEADLINE)
+        .expect("member add finishes");
+    typist.join().unwrap();
+    let (transcript, _) = child.read_all();
+    assert!(status.success(), "{transcript}");
+    for prompt in [
+        "The member's name",
+        "New password (at least 12 characters)",
+        "Repeat the password",
+    ] {
+        assert!(transcript.contains(prompt), "{prompt} in {transcript}");
+    }
+    let name: String = read_only(&data)
+        .query_row(
+            "SELECT p.name FROM memberships m JOIN accounts a ON a.id = m.account_id
+             JOIN people p ON p.id = m.person_id WHERE a.email = 'max@example.org'",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap();
+    assert_eq!(name, "Max Member");
+}
