@@ -53,7 +53,8 @@ else
     echo "(file is not installed)" >&2
 fi
 echo "--- ldd $bin" >&2
-# ldd exits 1 on a static binary ("not a dynamic executable"): that is the goal.
+# A static PIE: ldd prints "statically linked" (older ldd versions say "not a
+# dynamic executable" and exit 1), either is the goal.
 ldd "$bin" >&2 || true
 ls -l "$bin" >&2
 

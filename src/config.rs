@@ -27,9 +27,9 @@ pub struct DataDirArgs {
 pub struct ServeArgs {
     #[command(flatten)]
     pub data: DataDirArgs,
-    /// Address and port to listen on
-    #[arg(long, env = "PILLBOX_LISTEN", default_value = DEFAULT_LISTEN)]
-    pub listen: SocketAddr,
+    /// Address or host name and port to listen on, e.g. 0.0.0.0:8080 or localhost:8080
+    #[arg(long, env = "PILLBOX_LISTEN", default_value = DEFAULT_LISTEN, value_parser = parse_listen)]
+    pub listen: String,
     /// Public base URL of this server (used in links), e.g. https://pillbox.home.example
     #[arg(long, env = "PILLBOX_PUBLIC_URL")]
     pub public_url: Option<String>,
@@ -66,6 +66,19 @@ impl ServeArgs {
             idle_timeout: std::time::Duration::from_secs(self.idle_timeout),
             max_connections: self.max_connections,
         }
+    }
+}
+
+/// `host:port` or `[v6]:port`; the host is resolved when the server binds.
+fn parse_listen(text: &str) -> Result<String, String> {
+    if text.parse::<SocketAddr>().is_ok() {
+        return Ok(text.to_string());
+    }
+    match text.rsplit_once(':') {
+        Some((host, port)) if !host.is_empty() && port.parse::<u16>().is_ok() => {
+            Ok(text.to_string())
+        }
+        _ => Err("expected HOST:PORT, e.g. 127.0.0.1:8080 or localhost:8080".into()),
     }
 }
 

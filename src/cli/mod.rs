@@ -1,7 +1,11 @@
 //! The command line: one file per subcommand. Every command exits non-zero
 //! with one clear line on failure; secrets never travel as arguments.
 
+mod check;
+mod health;
+mod household;
 mod member;
+mod name;
 mod password;
 mod serve;
 mod setup;
@@ -12,7 +16,9 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 
 use crate::config::{DataDirArgs, LogFormat, ServeArgs};
-use crate::db::Db;
+use crate::db::{Db, OpenMode};
+use crate::error::Result;
+use crate::http::extract::Page;
 
 #[derive(Debug, Parser)]
 #[command(
@@ -29,7 +35,7 @@ pub struct Cli {
 pub enum Command {
     /// Serve the API
     Serve(ServeArgs),
-    /// Create a household and its owner account (password from stdin or a prompt)
+    /// Create a household, its owner account and the owner's own person (password from stdin or a prompt)
     Setup(setup::SetupArgs),
     /// Manage household members
     #[command(subcommand)]
@@ -37,6 +43,15 @@ pub enum Command {
     /// Manage household app tokens
     #[command(subcommand)]
     Token(token::TokenCommand),
+    /// List the households on this server
+    #[command(subcommand)]
+    Household(household::HouseholdCommand),
+    /// Check the database read-only (integrity, foreign keys, schema version, sizes, row counts); safe while serving
+    Check(check::CheckArgs),
+    /// Print the version of this binary and the database schema it writes
+    Version,
+    /// Exit 0 when the server on this machine answers (the container health check)
+    Health(health::HealthArgs),
 }
 
 /// A failed command: its one line for the operator.
@@ -65,6 +80,17 @@ pub fn run(cli: Cli) -> ExitCode {
             Command::Setup(args) => setup::run(args).await,
             Command::Member(command) => member::run(command).await,
             Command::Token(command) => token::run(command).await,
+            Command::Household(command) => household::run(command).await,
+            Command::Check(args) => check::run(args).await,
+            Command::Health(args) => health::run(args),
+            Command::Version => {
+                println!(
+                    "pillbox {} (database schema {})",
+                    env!("CARGO_PKG_VERSION"),
+                    crate::db::SCHEMA_VERSION
+                );
+                Ok(())
+            }
         }
     });
     match result {
@@ -95,10 +121,52 @@ fn init_tracing(format: LogFormat, default_level: &str) {
 }
 
 /// Opens the database off the async threads.
-async fn open_db(data: &DataDirArgs) -> CliResult<Db> {
+async fn open_db(data: &DataDirArgs, mode: OpenMode) -> CliResult<Db> {
     let dir = data.data_dir.clone();
-    tokio::task::spawn_blocking(move || Db::open(&dir))
+    tokio::task::spawn_blocking(move || Db::open_with(&dir, mode))
         .await
         .map_err(|e| format!("cannot open the database: {e}"))?
         .map_err(|e| e.to_string())
+}
+
+/// Every row of a paged store list, page by page.
+fn all_pages<T>(mut fetch: impl FnMut(Page) -> Result<(Vec<T>, i64)>) -> Result<Vec<T>> {
+    let mut all = Vec::new();
+    for page in 1.. {
+        let (rows, total) = fetch(Page {
+            page,
+            per_page: Page::MAX_PER_PAGE,
+        })?;
+        let last = rows.is_empty();
+        all.extend(rows);
+        if last || all.len() as i64 >= total {
+            break;
+        }
+    }
+    Ok(all)
+}
+
+/// Prints rows under a header in aligned columns; an empty list says so.
+fn print_table(header: &[&str], rows: Vec<Vec<String>>) {
+    if rows.is_empty() {
+        eprintln!("(none)");
+    }
+    let mut widths: Vec<usize> = header.iter().map(|h| h.chars().count()).collect();
+    for row in &rows {
+        for (width, cell) in widths.iter_mut().zip(row) {
+            *width = (*width).max(cell.chars().count());
+        }
+    }
+    let line = |cells: Vec<&str>| {
+        let padded: Vec<String> = cells
+            .iter()
+            .zip(&widths)
+            .map(|(cell, width)| format!("{cell:<width$}"))
+            .collect();
+        println!("{}", padded.join("  ").trim_end());
+    };
+    line(header.to_vec());
+    for row in &rows {
+        line(row.iter().map(String::as_str).collect());
+    }
 }

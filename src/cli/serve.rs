@@ -1,15 +1,15 @@
 //! `pillbox serve`: the API server, stopped gracefully by SIGINT or SIGTERM.
 
-use super::{CliResult, open_db};
+use std::net::SocketAddr;
+
+use super::{CliResult, OpenMode, open_db};
 use crate::config::{ServeArgs, Settings};
 use crate::state::AppState;
 
 pub async fn run(args: ServeArgs) -> CliResult {
     raise_open_file_limit();
-    let db = open_db(&args.data).await?;
-    let listener = tokio::net::TcpListener::bind(args.listen)
-        .await
-        .map_err(|e| format!("cannot listen on {}: {e}", args.listen))?;
+    let db = open_db(&args.data, OpenMode::Create).await?;
+    let listener = bind(&args.listen).await?;
     let local = listener
         .local_addr()
         .map_err(|e| format!("cannot read the listening address: {e}"))?;
@@ -43,6 +43,42 @@ fn raise_open_file_limit() {
     if let Err(e) = setrlimit(Resource::Nofile, raised) {
         tracing::warn!("cannot raise the open-file limit: {e}");
     }
+}
+
+/// Binds `host:port`. A host name (localhost:8080) resolves; its IPv4
+/// addresses are tried first, so `localhost` answers on 127.0.0.1 as people
+/// expect whatever order the resolver returns.
+async fn bind(listen: &str) -> CliResult<tokio::net::TcpListener> {
+    let mut addrs: Vec<SocketAddr> = match listen
+        .rsplit_once(':')
+        .filter(|(host, _)| host.eq_ignore_ascii_case("localhost"))
+        .and_then(|(_, port)| port.parse::<u16>().ok())
+    {
+        // Loopback without asking the resolver (RFC 6761), which a static
+        // binary in a minimal container may not be able to load.
+        Some(port) => vec![
+            SocketAddr::from((std::net::Ipv4Addr::LOCALHOST, port)),
+            SocketAddr::from((std::net::Ipv6Addr::LOCALHOST, port)),
+        ],
+        None => tokio::net::lookup_host(listen)
+            .await
+            .map_err(|e| {
+                format!("cannot listen on {listen}: the host name does not resolve ({e})")
+            })?
+            .collect(),
+    };
+    addrs.sort_by_key(SocketAddr::is_ipv6);
+    let mut last = None;
+    for addr in addrs {
+        match tokio::net::TcpListener::bind(addr).await {
+            Ok(listener) => return Ok(listener),
+            Err(e) => last = Some(e),
+        }
+    }
+    Err(match last {
+        Some(e) => format!("cannot listen on {listen}: {e}"),
+        None => format!("cannot listen on {listen}: the host name has no address"),
+    })
 }
 
 async fn shutdown_signal() {

@@ -1,11 +1,12 @@
-//! `pillbox setup`: the first household and its owner.
+//! `pillbox setup`: a household, its owner and the owner's own person.
 
 use clap::Args;
 
-use super::{CliResult, open_db, password};
+use super::{CliResult, OpenMode, name, open_db, password};
 use crate::auth::Role;
 use crate::config::DataDirArgs;
-use crate::household::{self, NewMember};
+use crate::error::ApiError;
+use crate::household::{self, NewMember, people};
 
 #[derive(Debug, Args)]
 pub struct SetupArgs {
@@ -20,9 +21,12 @@ pub struct SetupArgs {
     /// IANA time zone of the household (default: this machine's, else UTC)
     #[arg(long)]
     pub time_zone: Option<String>,
-    /// Also create the owner's own person with this name
+    /// The owner's own name, for their person in the household (asked for when omitted in a terminal)
     #[arg(long)]
     pub name: Option<String>,
+    /// Create a further household although this data directory already has one
+    #[arg(long)]
+    pub another_household: bool,
 }
 
 pub async fn run(args: SetupArgs) -> CliResult {
@@ -30,19 +34,38 @@ pub async fn run(args: SetupArgs) -> CliResult {
     // The operator typed it, so naming it back is help, not a leak (the API never echoes it).
     household::check_time_zone(&time_zone)
         .map_err(|_| format!("time zone {time_zone} is not a known IANA time zone name"))?;
+    let email = args.email.trim().to_string();
+    // Checked before the data directory is created, so a typo leaves nothing behind.
+    if !people::plausible_email(&email) {
+        return Err("--email must be an email address".into());
+    }
+    if args.household.trim().is_empty() {
+        return Err("--household must not be blank".into());
+    }
+    let person_name = name::person_name(args.name.clone(), "Your name (the owner's own person)")?;
     let password = password::read_new_password()?;
     let password_hash = password::hash(password).await?;
-    let db = open_db(&args.data).await?;
+    let db = open_db(&args.data, OpenMode::Create).await?;
+    let another = args.another_household;
     let result = db
         .write(move |conn| {
+            if !another && let Some(first) = household::store::list_all(conn)?.first() {
+                return Err(ApiError::conflict(
+                    "household_exists",
+                    format!(
+                        "this data directory already has a household ({} \"{}\"); add members with `pillbox member add --household {}`, or pass --another-household to create a second one",
+                        first.id, first.name, first.id
+                    ),
+                ));
+            }
             household::set_up(
                 conn,
                 &args.household,
                 &time_zone,
                 &NewMember {
-                    email: args.email.trim(),
+                    email: &email,
                     password_hash: &password_hash,
-                    person_name: args.name.as_deref(),
+                    person_name: &person_name,
                     role: Role::Owner,
                 },
             )
@@ -52,8 +75,8 @@ pub async fn run(args: SetupArgs) -> CliResult {
     let set_up = result.map_err(|e| e.to_string())?;
     println!("{}", set_up.household_id);
     eprintln!(
-        "Created household {} with its owner. Next: pillbox token create --household {} --email <owner email> --name <token name>",
-        set_up.household_id, set_up.household_id
+        "Created household {} with its owner. Next: start the server with `pillbox serve`",
+        set_up.household_id
     );
     Ok(())
 }

@@ -22,6 +22,35 @@ const MIGRATIONS: &[&str] = &[
 
 pub const SCHEMA_VERSION: i64 = MIGRATIONS.len() as i64;
 
+/// Refuses a database some other program made: one with tables but no
+/// schema version of ours, or a version without our tables. Reads only.
+pub(super) fn check_is_ours(conn: &Connection, path: &Path) -> Result<(), OpenError> {
+    let foreign = || OpenError::Foreign {
+        path: path.to_path_buf(),
+    };
+    let read = |sql: &str| -> Result<i64, OpenError> {
+        conn.query_row(sql, [], |r| r.get(0)).map_err(|source| {
+            if source.sqlite_error_code() == Some(rusqlite::ErrorCode::NotADatabase) {
+                foreign()
+            } else {
+                OpenError::Sqlite {
+                    path: path.to_path_buf(),
+                    source,
+                }
+            }
+        })
+    };
+    let version = read("PRAGMA user_version")?;
+    let objects = read("SELECT count(*) FROM sqlite_schema")?;
+    let ours = read(
+        "SELECT count(*) FROM sqlite_schema WHERE type = 'table' AND name IN ('households', 'instance_settings')",
+    )?;
+    if (version == 0 && objects > 0) || (version > 0 && ours < 2) {
+        return Err(foreign());
+    }
+    Ok(())
+}
+
 pub(super) fn migrate(conn: &mut Connection, path: &Path) -> Result<(), OpenError> {
     let sqlite_err = |source| OpenError::Sqlite {
         path: path.to_path_buf(),

@@ -2,6 +2,7 @@
 //! writer thread through which every write of the code base goes.
 
 pub mod change_feed;
+pub mod check;
 pub mod idempotency;
 pub mod instance;
 mod migrate;
@@ -39,11 +40,31 @@ struct Inner {
 /// Errors while opening the database at start-up; shown to the operator as one line.
 #[derive(Debug, thiserror::Error)]
 pub enum OpenError {
+    #[error("permission denied: the data directory {path} is not writable by the user {user}")]
+    PermissionDenied { path: PathBuf, user: String },
+    #[error(
+        "the data directory {path} belongs to the user {owner}; run this command as that user (sudo -u {login} pillbox ...) so the server can still open the files it creates"
+    )]
+    WrongUser {
+        path: PathBuf,
+        owner: String,
+        login: String,
+    },
     #[error("cannot create data directory {path}: {source}")]
     DataDir {
         path: PathBuf,
         source: std::io::Error,
     },
+    #[error("the data directory {path} is a file, not a directory; pass --data-dir a directory")]
+    NotADirectory { path: PathBuf },
+    #[error(
+        "no Pillbox database at {path}; run `pillbox setup` first, or pass the --data-dir the server uses"
+    )]
+    Missing { path: PathBuf },
+    #[error(
+        "{path} is not a Pillbox database (it belongs to another program); refusing to change it: move it away or choose another --data-dir"
+    )]
+    Foreign { path: PathBuf },
     #[error("cannot open database {path}: {source}")]
     Sqlite {
         path: PathBuf,
@@ -63,6 +84,16 @@ pub enum OpenError {
     Writer(std::io::Error),
 }
 
+/// Whether opening may create the data directory and a new database.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OpenMode {
+    /// `serve` and `setup`: the first start creates everything.
+    Create,
+    /// Administration commands: a mistyped --data-dir must not leave an
+    /// empty database behind.
+    Existing,
+}
+
 /// Settings every connection gets. WAL lets readers run beside the writer;
 /// synchronous=FULL makes an acknowledged dose survive a power cut.
 fn configure(conn: &Connection) -> rusqlite::Result<()> {
@@ -75,16 +106,20 @@ impl Db {
     /// Opens (creating on first start) the database under `data_dir`, applies
     /// migrations and starts the writer thread.
     pub fn open(data_dir: &Path) -> std::result::Result<Db, OpenError> {
-        std::fs::create_dir_all(data_dir).map_err(|source| OpenError::DataDir {
-            path: data_dir.to_path_buf(),
-            source,
-        })?;
+        Db::open_with(data_dir, OpenMode::Create)
+    }
+
+    pub fn open_with(data_dir: &Path, mode: OpenMode) -> std::result::Result<Db, OpenError> {
         let path = data_dir.join(DATABASE_FILE);
+        prepare_data_dir(data_dir, mode)?;
         let sqlite_err = |source| OpenError::Sqlite {
             path: path.clone(),
             source,
         };
         let mut conn = Connection::open(&path).map_err(sqlite_err)?;
+        // Before anything writes (even the journal mode): another program's
+        // database is refused untouched.
+        migrate::check_is_ours(&conn, &path)?;
         conn.pragma_update(None, "journal_mode", "WAL")
             .map_err(sqlite_err)?;
         configure(&conn).map_err(sqlite_err)?;
@@ -147,6 +182,117 @@ impl Db {
         let inner = self.inner.clone();
         let _ = tokio::task::spawn_blocking(move || inner.writer.shutdown()).await;
     }
+}
+
+/// Checks the data directory before SQLite sees it, so each way it can be
+/// wrong gets its own actionable message.
+fn prepare_data_dir(data_dir: &Path, mode: OpenMode) -> std::result::Result<(), OpenError> {
+    let denied = || OpenError::PermissionDenied {
+        path: data_dir.to_path_buf(),
+        user: process_user(),
+    };
+    match std::fs::metadata(data_dir) {
+        Ok(meta) if !meta.is_dir() => {
+            return Err(OpenError::NotADirectory {
+                path: data_dir.to_path_buf(),
+            });
+        }
+        Ok(meta) => refuse_root_in_a_service_dir(data_dir, &meta)?,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound && mode == OpenMode::Create => {
+            std::fs::create_dir_all(data_dir).map_err(|source| match source.kind() {
+                std::io::ErrorKind::PermissionDenied => denied(),
+                std::io::ErrorKind::NotADirectory => OpenError::NotADirectory {
+                    path: data_dir.to_path_buf(),
+                },
+                _ => OpenError::DataDir {
+                    path: data_dir.to_path_buf(),
+                    source,
+                },
+            })?;
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::PermissionDenied => return Err(denied()),
+        Err(_) => {}
+    }
+    let path = data_dir.join(DATABASE_FILE);
+    if mode == OpenMode::Existing && !path.is_file() {
+        return Err(OpenError::Missing { path });
+    }
+    // SQLite needs to create its -wal and -shm files beside the database,
+    // and reports a directory it cannot write to only as "unable to open".
+    let probe = data_dir.join(format!(".pillbox-write-check-{}", std::process::id()));
+    match std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(&probe)
+    {
+        Ok(_) => {
+            let _ = std::fs::remove_file(&probe);
+            Ok(())
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::PermissionDenied => Err(denied()),
+        Err(source) => Err(OpenError::DataDir {
+            path: data_dir.to_path_buf(),
+            source,
+        }),
+    }
+}
+
+/// Root running a command on the service's data directory would leave the
+/// database's -wal and -shm files owned by root, and the server, running as
+/// its own user, could then no longer open the database.
+fn refuse_root_in_a_service_dir(
+    data_dir: &Path,
+    meta: &std::fs::Metadata,
+) -> std::result::Result<(), OpenError> {
+    use std::os::unix::fs::MetadataExt;
+    if effective_uid() == Some(0) && meta.uid() != 0 {
+        let owner = user_name(meta.uid());
+        let login = match owner.split_once(" (uid ") {
+            Some((name, _)) => name.to_string(),
+            None => format!("'#{}'", meta.uid()),
+        };
+        return Err(OpenError::WrongUser {
+            path: data_dir.to_path_buf(),
+            owner,
+            login,
+        });
+    }
+    Ok(())
+}
+
+/// The user this process runs as, by name where the system says it.
+pub fn process_user() -> String {
+    match effective_uid() {
+        Some(uid) => user_name(uid),
+        None => std::env::var("USER").unwrap_or_else(|_| "(unknown)".into()),
+    }
+}
+
+fn effective_uid() -> Option<u32> {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()?
+        .lines()
+        .find_map(|l| l.strip_prefix("Uid:"))?
+        .split_whitespace()
+        .nth(1)?
+        .parse()
+        .ok()
+}
+
+/// "name (uid N)" from /etc/passwd, read directly: a static binary cannot
+/// load the NSS modules `getpwuid` would need.
+fn user_name(uid: u32) -> String {
+    let uid = uid.to_string();
+    std::fs::read_to_string("/etc/passwd")
+        .ok()
+        .and_then(|passwd| {
+            passwd.lines().find_map(|line| {
+                let mut fields = line.split(':');
+                let name = fields.next()?;
+                (fields.nth(1)? == uid).then(|| format!("{name} (uid {uid})"))
+            })
+        })
+        .unwrap_or_else(|| format!("uid {uid}"))
 }
 
 /// A new portable id: UUID v7, so ids sort by creation time.

@@ -34,8 +34,9 @@ pub fn routes(api: Api) -> Api {
 pub struct NewMember<'a> {
     pub email: &'a str,
     pub password_hash: &'a str,
-    /// When given, a person with this name is created and linked to the member.
-    pub person_name: Option<&'a str>,
+    /// The member's own person, created with them and linked to the
+    /// membership, so every member has a profile and notification preferences.
+    pub person_name: &'a str,
     pub role: Role,
 }
 
@@ -70,8 +71,9 @@ pub fn set_up(
     })
 }
 
-/// Creates an account and its membership (and, if named, its own person
-/// with a `self` manage grant).
+/// Creates an account, its membership and the member's own person (linked,
+/// with a `self` manage grant); the membership is audited with no acting
+/// membership, since the command line acts as the server's administrator.
 pub fn add_member(conn: &Connection, household_id: i64, member: &NewMember<'_>) -> Result<i64> {
     if !store::exists(conn, household_id)? {
         return Err(ApiError::not_found("household"));
@@ -79,21 +81,31 @@ pub fn add_member(conn: &Connection, household_id: i64, member: &NewMember<'_>) 
     if !people::plausible_email(member.email) {
         return Err(ApiError::invalid("email", "must be an email address"));
     }
-    let account_id =
-        accounts::create(conn, member.email, member.password_hash, member.person_name)?;
+    let account_id = accounts::create(
+        conn,
+        member.email,
+        member.password_hash,
+        Some(member.person_name.trim()),
+    )?;
     let membership_id =
         memberships::store::insert(conn, household_id, account_id, None, member.role)?;
-    if let Some(person_name) = member.person_name {
-        let person_id = people::create_linked(conn, household_id, person_name)?;
-        memberships::store::link_person(conn, membership_id, person_id)?;
-        grants::grant_manage(
-            conn,
-            household_id,
-            membership_id,
-            person_id,
-            Relationship::Myself,
-            None,
-        )?;
-    }
+    let person_id = people::create_linked(conn, household_id, member.person_name)?;
+    memberships::store::link_person(conn, membership_id, person_id)?;
+    grants::grant_manage(
+        conn,
+        household_id,
+        membership_id,
+        person_id,
+        Relationship::Myself,
+        None,
+    )?;
+    audit::record(
+        conn,
+        household_id,
+        None,
+        "membership.created",
+        ("membership", membership_id),
+        serde_json::json!({ "role": member.role.as_str(), "person_id": person_id, "via": "cli" }),
+    )?;
     Ok(membership_id)
 }

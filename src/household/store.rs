@@ -40,3 +40,33 @@ pub fn today(conn: &Connection, household_id: i64) -> Result<Date> {
     let tz = time_zone(conn, household_id)?;
     Ok(jiff::Timestamp::now().to_zoned_datetime(tz).date())
 }
+
+/// A household as the host operator lists them.
+pub struct HouseholdSummary {
+    pub id: i64,
+    pub name: String,
+    pub time_zone: String,
+    pub active_members: i64,
+    pub created_at: String,
+}
+
+/// Every household on this server, oldest first.
+pub fn list_all(conn: &Connection) -> Result<Vec<HouseholdSummary>> {
+    Ok(conn
+        .prepare(
+            "SELECT h.id, h.name, h.time_zone, h.created_at,
+                    (SELECT count(*) FROM memberships m
+                     WHERE m.household_id = h.id AND m.status = 'active')
+             FROM households h ORDER BY h.id",
+        )?
+        .query_map([], |r| {
+            Ok(HouseholdSummary {
+                id: r.get(0)?,
+                name: r.get(1)?,
+                time_zone: r.get(2)?,
+                created_at: r.get(3)?,
+                active_members: r.get(4)?,
+            })
+        })?
+        .collect::<rusqlite::Result<Vec<_>>>()?)
+}

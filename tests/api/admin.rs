@@ -954,8 +954,13 @@ async fn the_audit_log_lists_security_events_newest_first() {
     assert_eq!(event(4)["metadata"]["access_level"], "record");
     assert_eq!(event(5)["subject_type"], "app_token");
     assert_eq!(event(5)["subject_id"], token_id);
-    // Tokens issued from the command line have no acting member.
-    let (_, cli) = events.last().unwrap();
+    // The owner's membership made by set-up, and tokens issued from the
+    // command line, have no acting member.
+    let (_, set_up) = events.last().unwrap();
+    assert_eq!(set_up["event_type"], "membership.created");
+    assert_eq!(set_up["actor_membership_id"], Value::Null);
+    assert_eq!(set_up["metadata"]["via"], "cli");
+    let (_, cli) = &events[events.len() - 2];
     assert_eq!(cli["event_type"], "app_token.created");
     assert_eq!(cli["actor_membership_id"], Value::Null);
     assert_eq!(cli["metadata"]["via"], "cli");

@@ -13,7 +13,7 @@ use rusqlite::{Connection, OpenFlags};
 
 use crate::process::{
     Guard, free_port, http_get, password_line, pillbox, run, set_up_household, setup_in,
-    token_create, wait_until_serving,
+    setup_with, token_create, wait_until_serving,
 };
 
 /// Row counts read through a read-only connection to the database file.
@@ -57,8 +57,17 @@ fn setup_prints_the_household_id_and_refuses_an_existing_email() {
             .unwrap();
     assert_eq!((name.as_str(), zone.as_str()), ("Home", "Europe/London"));
 
-    // Again with the same email: one clear line, and nothing changes.
-    let again = setup_in(&data, "owner@example.org");
+    // Again: a second household is only made when asked for (issue 17).
+    let again = setup_in(&data, "second@example.org");
+    again.assert_one_line_failure("--another-household");
+    assert_eq!(
+        counts(&data),
+        [1, 1, 1],
+        "no second household, account or membership"
+    );
+
+    // Asked for, with the same email: one clear line, and nothing changes.
+    let again = setup_with(&data, "owner@example.org", &["--another-household"]);
     again.assert_one_line_failure("owner@example.org");
     assert!(again.stderr.contains("already exists"), "{}", again.stderr);
     assert_eq!(
@@ -66,6 +75,12 @@ fn setup_prints_the_household_id_and_refuses_an_existing_email() {
         [1, 1, 1],
         "no second household, account or membership"
     );
+
+    // Asked for, with a new email: household 2.
+    let second = setup_with(&data, "second@example.org", &["--another-household"]);
+    second.assert_success();
+    assert_eq!(second.single_stdout_line(), (id + 1).to_string());
+    assert_eq!(counts(&data), [2, 2, 2]);
 }
 
 #[test]
@@ -75,6 +90,8 @@ fn setup_rejects_a_short_password_and_creates_nothing() {
     let out = run(
         pillbox(&[
             "setup",
+            "--name",
+            "Olive Owner",
             "--data-dir",
             data.to_str().unwrap(),
             "--household",
@@ -94,6 +111,8 @@ fn setup_rejects_a_short_password_and_creates_nothing() {
     let out = run(
         pillbox(&[
             "setup",
+            "--name",
+            "Olive Owner",
             "--data-dir",
             data.to_str().unwrap(),
             "--household",
@@ -114,6 +133,8 @@ fn setup_rejects_an_empty_stdin() {
     let out = run(
         pillbox(&[
             "setup",
+            "--name",
+            "Olive Owner",
             "--data-dir",
             data.to_str().unwrap(),
             "--household",
@@ -134,6 +155,8 @@ fn setup_rejects_an_unknown_time_zone() {
     let out = run(
         pillbox(&[
             "setup",
+            "--name",
+            "Olive Owner",
             "--data-dir",
             data.to_str().unwrap(),
             "--household",
@@ -157,6 +180,8 @@ fn setup_reads_the_data_dir_from_the_environment() {
     std::fs::create_dir(&cwd).unwrap();
     let mut cmd = pillbox(&[
         "setup",
+        "--name",
+        "Olive Owner",
         "--household",
         "Home",
         "--email",
@@ -187,6 +212,8 @@ fn member_add_creates_an_account_and_membership() {
         pillbox(&[
             "member",
             "add",
+            "--name",
+            "Max Member",
             "--data-dir",
             d,
             "--household",
@@ -214,6 +241,8 @@ fn member_add_creates_an_account_and_membership() {
         pillbox(&[
             "member",
             "add",
+            "--name",
+            "Max Member",
             "--data-dir",
             d,
             "--household",
@@ -233,6 +262,8 @@ fn member_add_creates_an_account_and_membership() {
         pillbox(&[
             "member",
             "add",
+            "--name",
+            "Max Member",
             "--data-dir",
             d,
             "--household",
@@ -252,6 +283,8 @@ fn member_add_creates_an_account_and_membership() {
         pillbox(&[
             "member",
             "add",
+            "--name",
+            "Max Member",
             "--data-dir",
             d,
             "--household",
@@ -274,6 +307,8 @@ fn member_add_cannot_make_an_owner() {
         pillbox(&[
             "member",
             "add",
+            "--name",
+            "Max Member",
             "--data-dir",
             data.to_str().unwrap(),
             "--household",

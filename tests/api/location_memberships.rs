@@ -387,7 +387,7 @@ async fn unknown_locations_people_and_memberships() {
                 &NewMember {
                     email: "other@example.org",
                     password_hash: password_hash(),
-                    person_name: Some("Otto Other"),
+                    person_name: "Otto Other",
                     role: Role::Owner,
                 },
             )?;

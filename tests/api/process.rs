@@ -17,7 +17,7 @@ pub(crate) const PASSWORD: &str = "correct horse battery staple";
 pub(crate) const DEADLINE: Duration = Duration::from_secs(20);
 
 /// Settings a developer's shell might carry; each test sets what it means.
-const INHERITED: &[&str] = &[
+pub(crate) const INHERITED: &[&str] = &[
     "PILLBOX_DATA_DIR",
     "PILLBOX_LISTEN",
     "PILLBOX_PUBLIC_URL",
@@ -170,22 +170,29 @@ pub(crate) fn password_line() -> String {
     format!("{PASSWORD}\n")
 }
 
+/// `pillbox setup` of a household "Home" owned by `email` (their person
+/// "Olive Owner"), password on stdin, plus `extra` arguments.
+pub(crate) fn setup_with(data: &Path, email: &str, extra: &[&str]) -> Outcome {
+    let mut args = vec![
+        "setup",
+        "--data-dir",
+        data.to_str().unwrap(),
+        "--household",
+        "Home",
+        "--email",
+        email,
+        "--time-zone",
+        "Europe/London",
+        "--name",
+        "Olive Owner",
+    ];
+    args.extend_from_slice(extra);
+    run(pillbox(&args), Some(&password_line()))
+}
+
 /// `pillbox setup` of a household "Home" owned by `email`, password on stdin.
 pub(crate) fn setup_in(data: &Path, email: &str) -> Outcome {
-    run(
-        pillbox(&[
-            "setup",
-            "--data-dir",
-            data.to_str().unwrap(),
-            "--household",
-            "Home",
-            "--email",
-            email,
-            "--time-zone",
-            "Europe/London",
-        ]),
-        Some(&password_line()),
-    )
+    setup_with(data, email, &[])
 }
 
 /// A fresh data dir with one household owned by owner@example.org; returns

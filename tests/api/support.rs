@@ -8,11 +8,11 @@ use axum::Router;
 use axum::body::Body;
 use axum::http::{HeaderMap, Method, Request, StatusCode};
 use http_body_util::BodyExt;
-use pillbox::auth::Role;
+use pillbox::auth::{Role, accounts};
 use pillbox::config::Settings;
 use pillbox::db::Db;
 use pillbox::household::app_tokens::{self, TokenRequest};
-use pillbox::household::{self, NewMember};
+use pillbox::household::{self, NewMember, memberships};
 use pillbox::state::AppState;
 use serde_json::{Value, json};
 use tower::ServiceExt;
@@ -117,7 +117,7 @@ impl TestApp {
                     &NewMember {
                         email: "owner@example.org",
                         password_hash: password_hash(),
-                        person_name: Some("Olive Owner"),
+                        person_name: "Olive Owner",
                         role: Role::Owner,
                     },
                 )
@@ -169,7 +169,10 @@ impl TestApp {
             .token
     }
 
-    /// Adds a member (with a linked person when `person_name` is given) and returns (membership id, token).
+    /// Adds a member and returns (membership id, token). With a name, through
+    /// the rule setup and `member add` use (a linked person of that name);
+    /// without one, a member whose person has since been unlinked: an account
+    /// and membership alone, as `PUT /admin/memberships/{id}` can leave it.
     pub async fn add_member(
         &self,
         email: &str,
@@ -181,17 +184,21 @@ impl TestApp {
         let person_name = person_name.map(str::to_string);
         let membership_id = self
             .db
-            .write(move |conn| {
-                household::add_member(
+            .write(move |conn| match person_name.as_deref() {
+                Some(person_name) => household::add_member(
                     conn,
                     household_id,
                     &NewMember {
                         email: &email,
                         password_hash: password_hash(),
-                        person_name: person_name.as_deref(),
+                        person_name,
                         role,
                     },
-                )
+                ),
+                None => {
+                    let account_id = accounts::create(conn, &email, password_hash(), None)?;
+                    memberships::store::insert(conn, household_id, account_id, None, role)
+                }
             })
             .await
             .unwrap();

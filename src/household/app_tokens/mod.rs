@@ -102,13 +102,18 @@ pub fn list(conn: &Connection, actor: &Actor, page: Page) -> Result<(Vec<AppToke
 /// Revokes at once: the next request with the token gets 401.
 pub fn revoke(conn: &Connection, actor: &Actor, id: i64) -> Result<()> {
     actor.require_manager("revoke app tokens")?;
-    let found = store::find_live(conn, actor.household_id, id)?
+    revoke_in(conn, actor.household_id, id, Some(actor.membership_id))
+}
+
+/// The revocation itself, by a member (`acting`) or the host operator (`None`).
+pub fn revoke_in(conn: &Connection, household_id: i64, id: i64, acting: Option<i64>) -> Result<()> {
+    let found = store::find_live(conn, household_id, id)?
         .ok_or_else(|| ApiError::not_found("app token"))?;
     store::revoke(conn, found.id)?;
     audit::record(
         conn,
-        actor.household_id,
-        Some(actor.membership_id),
+        household_id,
+        acting,
         "app_token.revoked",
         ("app_token", found.id),
         json!({"membership_id": found.membership_id}),

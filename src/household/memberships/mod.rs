@@ -4,6 +4,7 @@
 //! always stays.
 
 pub mod model;
+pub mod operator;
 pub mod routes;
 pub mod store;
 
@@ -237,14 +238,19 @@ pub fn revoke(conn: &Connection, actor: &Actor, id: i64) -> Result<()> {
     actor.require_manager("remove memberships")?;
     let current = find(conn, actor, id)?;
     require_may_touch(actor, &current, "remove")?;
-    require_other_owner(conn, &current, "removed")?;
+    remove(conn, &current, Some(actor.membership_id))
+}
+
+/// The removal itself, for a member (`acting`) or the host operator (`None`).
+fn remove(conn: &Connection, current: &Membership, acting: Option<i64>) -> Result<()> {
+    require_other_owner(conn, current, "removed")?;
     store::revoke(conn, current.id)?;
     let app_tokens = store::revoke_app_tokens(conn, current.id)?;
     let grants = grants::store::revoke_all_of_membership(conn, current.id)?;
     audit::record(
         conn,
-        actor.household_id,
-        Some(actor.membership_id),
+        current.household_id,
+        acting,
         "membership.revoked",
         ("membership", current.id),
         json!({
