@@ -880,6 +880,50 @@ async fn tapering_takes_follow_the_step_in_force() {
 }
 
 #[tokio::test]
+async fn a_take_of_a_past_dose_follows_the_plan_in_force_for_it_not_a_later_edit() {
+    let app = TestApp::new().await;
+    let ada = new_person(&app, "Ada").await;
+    let med = mg_medication(&app).await;
+    let taper = schedule(
+        &app,
+        &ada,
+        &med,
+        json!({"schedule_type": "tapering", "dose_amount": "5", "dose_unit": "mg",
+               "start_date": "2025-01-01",
+               "schedule_config": {"times": ["08:00"], "taper_steps": [
+                   {"start_date": "2025-01-01", "end_date": "2025-01-10", "dose_amount": "20"}]}}),
+    )
+    .await;
+    let key = key_for(&app, "schedule", &taper, "2025-01-09", 1).await;
+    // The plan is edited now: from now on the step is 40 mg.
+    app.patch(
+        &app.hh(&format!("/schedules/{}", taper.id)),
+        &app.owner,
+        json!({"schedule": {"schedule_config": {"times": ["08:00"], "taper_steps": [
+            {"start_date": "2025-01-01", "end_date": "2025-01-10", "dose_amount": "40"}]}}}),
+        None,
+    )
+    .await
+    .assert_status(200);
+    // The dose of 9 January was planned as 20 mg, and a take of it says so.
+    let mut linked = json!({"source_type": "schedule", "source_id": taper.id, "taken_at": "2025-01-09T08:05:00Z"});
+    linked["occurrence_key"] = json!(key);
+    let linked = take(&app, &app.owner, linked).await;
+    linked.assert_status(201);
+    assert_eq!(linked.data()["dose_amount"], "20");
+    // So does a take recorded late for 8 January without a key.
+    let late = take(
+        &app,
+        &app.owner,
+        json!({"source_type": "schedule", "source_id": taper.id, "taken_at": "2025-01-08T08:00:00Z"}),
+    )
+    .await;
+    late.assert_status(201);
+    assert_eq!(late.data()["dose_amount"], "20");
+    assert_eq!(supply(&app, &med).await, "60");
+}
+
+#[tokio::test]
 async fn takes_of_the_same_medicine_under_other_sources_count() {
     let app = TestApp::new().await;
     let (ada, med, routine) = setup(&app).await;

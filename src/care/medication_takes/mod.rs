@@ -28,17 +28,16 @@ use jiff::{SignedDuration, Timestamp};
 use rusqlite::Connection;
 
 use crate::auth::{AccessLevel, Actor, access};
-use crate::care::dose_occurrences::cycle_window;
 use crate::care::dose_occurrences::outcomes as dose_outcomes;
+use crate::care::dose_occurrences::{ScheduleHistory, cycle_window};
 use crate::care::occurrence_key;
-use crate::care::schedule_config;
 use crate::db::change_feed::{self, Action, Change};
 use crate::decimal::Dec;
 use crate::error::{ApiError, Problems, Result};
 use crate::household::{locations, people};
 use crate::http::extract::{Page, ResourceId};
 use crate::medicine::medications;
-use crate::medicine::vocab::{DoseUnit, ScheduleType};
+use crate::medicine::vocab::DoseUnit;
 use model::{MedicationTake, NewMedicationTake, SourceType, Warning};
 pub use store::Filter;
 use store::Source;
@@ -261,10 +260,15 @@ pub fn create(conn: &Connection, actor: &Actor, input: NewMedicationTake) -> Res
     };
 
     // The dose of the expected dose named, or else of the day it was given.
-    let planned = planned_on(
+    let planned = planned_for(
+        conn,
+        actor.household_id,
         &source,
-        occurrence.as_ref().map_or(taken_on, |(day, _, _)| *day),
-    );
+        taken_at_ts,
+        occurrence
+            .as_ref()
+            .map(|(day, _, position)| (*day, *position)),
+    )?;
     let dose_amount = input.dose_amount.unwrap_or(planned.dose_amount);
     let dose_unit = input.dose_unit.unwrap_or(planned.dose_unit);
 
@@ -369,35 +373,61 @@ struct Planned {
     min_hours_between_doses: Option<Dec>,
 }
 
-/// The dose and limits `source` calls for on `date`: for a tapering
-/// schedule the step covering that day (its own limits winning, as
-/// listDoseOccurrences applies them), otherwise the source's own.
-fn planned_on(source: &Source, date: Date) -> Planned {
+/// The dose and limits `source` called for: for a schedule, from the plan
+/// in force then (plan history: a later edit never changes what an earlier
+/// dose called for), a tapering schedule's step included with its own
+/// limits winning, as listDoseOccurrences applies them. With `occurrence`
+/// (the day its window starts on, and its position) it is that expected
+/// dose's; otherwise the plan at `at`. A direct assignment's own.
+fn planned_for(
+    conn: &Connection,
+    household_id: i64,
+    source: &Source,
+    at: Timestamp,
+    occurrence: Option<(Date, i64)>,
+) -> Result<Planned> {
     let own = Planned {
         dose_amount: source.dose_amount,
         dose_unit: source.dose_unit,
         max_daily_doses: source.max_daily_doses,
         min_hours_between_doses: source.min_hours_between_doses,
     };
-    let (Some(ScheduleType::Tapering), Some(stored)) =
-        (source.schedule_type, source.schedule_config.as_deref())
-    else {
-        return own;
+    if source.source_type != SourceType::Schedule {
+        return Ok(own);
+    }
+    let Some(history) = ScheduleHistory::load(conn, household_id, source.id)? else {
+        return Ok(own);
     };
-    let config = serde_json::from_str(stored)
-        .ok()
-        .and_then(|value| schedule_config::parse(ScheduleType::Tapering, &value).ok());
-    match config.as_ref().and_then(|c| c.taper_step_on(date)) {
+    if let Some((day, position)) = occurrence
+        && let Some(dose) = history
+            .doses_on(day)?
+            .into_iter()
+            .find(|d| i64::from(d.position) == position)
+    {
+        return Ok(Planned {
+            dose_amount: dose.dose_amount,
+            dose_unit: dose.dose_unit,
+            max_daily_doses: dose.max_daily_doses,
+            min_hours_between_doses: dose.min_hours_between_doses,
+        });
+    }
+    let plan = history.plan_at(at);
+    Ok(match history.taper_step_at(at) {
         Some(step) => Planned {
             dose_amount: step.dose_amount,
-            dose_unit: step.dose_unit.unwrap_or(source.dose_unit),
-            max_daily_doses: step.max_daily_doses.or(source.max_daily_doses),
+            dose_unit: step.dose_unit.unwrap_or(plan.dose_unit),
+            max_daily_doses: step.max_daily_doses.or(plan.max_daily_doses),
             min_hours_between_doses: step
                 .min_hours_between_doses
-                .or(source.min_hours_between_doses),
+                .or(plan.min_hours_between_doses),
         },
-        None => own,
-    }
+        None => Planned {
+            dose_amount: plan.dose_amount,
+            dose_unit: plan.dose_unit,
+            max_daily_doses: plan.max_daily_doses,
+            min_hours_between_doses: plan.min_hours_between_doses,
+        },
+    })
 }
 
 /// The start of `date` in `tz`.

@@ -12,7 +12,7 @@ use rust_decimal::prelude::ToPrimitive;
 
 use super::model::{MedicationTake, Warning};
 use super::store::{self, Source};
-use super::{midnight, planned_on, timestamp};
+use super::{midnight, planned_for, timestamp};
 use crate::decimal::Dec;
 use crate::error::{ApiError, Result};
 use crate::medicine::vocab::DoseCycle;
@@ -78,7 +78,7 @@ pub(super) fn warnings(
     let cycle = source.dose_cycle.unwrap_or(DoseCycle::Daily);
     let taken_at = timestamp(&take.taken_at)?;
     let taken_on = taken_at.to_zoned_datetime(tz.clone()).date();
-    let planned = planned_on(source, taken_on);
+    let planned = planned_for(conn, household_id, source, taken_at, None)?;
     let min_gap = planned
         .min_hours_between_doses
         .filter(|h| h.is_positive())
