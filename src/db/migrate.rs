@@ -15,7 +15,21 @@ pub const SCHEMA_SQL: &str = include_str!("../../schema.sql");
 
 /// Migration N (1-based) moves a database from version N-1 to N.
 /// Migration 1 is the first release's schema, identical to `schema.sql` then.
-const MIGRATIONS: &[&str] = &[include_str!("../../schema.sql")];
+const MIGRATIONS: &[&str] = &[
+    include_str!("../../schema.sql"),
+    REVOKE_TOKENS_MINTED_FOR_OTHERS,
+];
+
+/// App tokens were once minted by one member for another; such a token acts,
+/// and is audited, as a member who never chose to hold it (an administrator
+/// could act as the owner that way). Data only: the schema is unchanged.
+const REVOKE_TOKENS_MINTED_FOR_OTHERS: &str = "
+UPDATE app_tokens
+   SET revoked_at = strftime('%Y-%m-%dT%H:%M:%S', 'now') || '.000000Z'
+ WHERE revoked_at IS NULL
+   AND created_by_membership_id IS NOT NULL
+   AND created_by_membership_id <> membership_id;
+";
 
 pub const SCHEMA_VERSION: i64 = MIGRATIONS.len() as i64;
 

@@ -4,6 +4,7 @@ mod process;
 mod support;
 
 mod admin;
+mod admin_escalation;
 mod basics;
 mod cli;
 mod contract;

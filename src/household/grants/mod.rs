@@ -115,6 +115,7 @@ pub fn create(
     // References that name nothing in this household are "not found".
     let membership = memberships::store::find(conn, actor.household_id, attrs.membership_id)?
         .ok_or_else(|| ApiError::not_found("membership"))?;
+    memberships::require_rank_over(conn, actor, membership.id, "grant access to")?;
     let person = match &attrs.person_id {
         Some(id) => Some(
             people::store::find(conn, actor.household_id, id)?
@@ -185,6 +186,12 @@ pub fn revoke(conn: &Connection, actor: &Actor, id: i64) -> Result<()> {
     actor.require_manager("revoke person access grants")?;
     let grant = store::find_live(conn, actor.household_id, id)?
         .ok_or_else(|| ApiError::not_found("person access grant"))?;
+    memberships::require_rank_over(
+        conn,
+        actor,
+        grant.membership_id,
+        "revoke the access grants of",
+    )?;
     store::revoke(conn, grant.id)?;
     store::bump_permissions_version(conn, grant.membership_id)?;
     audit::record(
