@@ -14,13 +14,13 @@ use crate::auth::{Actor, Permissions, Role, store as auth_store};
 use crate::error::{ApiError, Problems, Result};
 use crate::household::{audit, grants};
 use crate::http::extract::Page;
-use model::{Membership, MembershipAttributes, MembershipStatus};
+use model::{Membership, MembershipAttributes};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Mode {
     /// PATCH: any subset of fields.
     Update,
-    /// PUT: role required, the rest defaulted.
+    /// PUT: every field required.
     Replace,
 }
 
@@ -87,8 +87,8 @@ pub fn update(
     change(conn, actor, id, attrs, Mode::Update)
 }
 
-/// PUT: `role` is required; status defaults to active, person to none and
-/// every permission flag to false.
+/// PUT: every field is required (`person_id` may be null), so a replace
+/// never unlinks a person or drops a permission by leaving it out.
 pub fn replace(
     conn: &Connection,
     actor: &Actor,
@@ -111,11 +111,7 @@ fn change(
     require_may_touch(actor, &current, "change")?;
 
     let mut next = current.clone();
-    let flag = |sent: Option<Option<bool>>, old: bool| match sent {
-        Some(Some(value)) => value,
-        _ if mode == Mode::Replace => false,
-        _ => old,
-    };
+    let flag = |sent: Option<Option<bool>>, old: bool| sent.flatten().unwrap_or(old);
     next.permissions = Permissions {
         inventory_management: flag(
             attrs.inventory_management,
@@ -130,15 +126,11 @@ fn change(
     if let Some(Some(role)) = attrs.role {
         next.role = role;
     }
-    match attrs.status {
-        Some(Some(status)) => next.status = status.into(),
-        _ if mode == Mode::Replace => next.status = MembershipStatus::Active,
-        _ => {}
+    if let Some(Some(status)) = attrs.status {
+        next.status = status.into();
     }
-    match attrs.person_id {
-        Some(person_id) => next.person_id = person_id,
-        None if mode == Mode::Replace => next.person_id = None,
-        None => {}
+    if let Some(person_id) = attrs.person_id {
+        next.person_id = person_id;
     }
 
     if next.role == Role::Owner && current.role != Role::Owner && actor.role != Role::Owner {
@@ -225,13 +217,19 @@ fn changed_fields(before: &Membership, after: &Membership) -> Vec<&'static str> 
 fn validate(attrs: &MembershipAttributes, mode: Mode) -> Result<()> {
     let mut problems = Problems::default();
     let mut add = |field: &str, message: &str| problems.add(field, message);
+    let whole = mode == Mode::Replace;
     match attrs.role {
-        None if mode == Mode::Replace => add("role", "is required"),
+        None if whole => add("role", "is required"),
         Some(None) => add("role", "must not be null"),
         _ => {}
     }
-    if let Some(None) = attrs.status {
-        add("status", "must not be null");
+    match attrs.status {
+        None if whole => add("status", "is required"),
+        Some(None) => add("status", "must not be null"),
+        _ => {}
+    }
+    if whole && attrs.person_id.is_none() {
+        add("person_id", "is required (null for no linked person)");
     }
     if let Some(Some(person_id)) = attrs.person_id
         && person_id < 1
@@ -243,8 +241,10 @@ fn validate(attrs: &MembershipAttributes, mode: Mode) -> Result<()> {
         ("location_management", attrs.location_management),
         ("adult_review", attrs.adult_review),
     ] {
-        if let Some(None) = value {
-            add(field, "must not be null");
+        match value {
+            None if whole => add(field, "is required"),
+            Some(None) => add(field, "must not be null"),
+            _ => {}
         }
     }
     problems.check("the membership's attributes are invalid")

@@ -17,14 +17,12 @@ use model::{HouseholdSettings, SettingsAttributes};
 
 const MAX_NAME: usize = 200;
 const MAX_TOKEN_AGE_DAYS: i64 = 3650;
-/// `app_token_max_age_days` when a PUT leaves it out.
-pub const DEFAULT_TOKEN_AGE_DAYS: i64 = 90;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Mode {
     /// PATCH: any subset of fields.
     Update,
-    /// PUT: name and time zone required, the rest defaulted.
+    /// PUT: every field required.
     Replace,
 }
 
@@ -47,7 +45,7 @@ pub fn update(
     change(conn, actor, if_match, attrs, Mode::Update)
 }
 
-/// PUT: sets every field; `app_token_max_age_days` defaults to 90.
+/// PUT: sets every field; each is required.
 pub fn replace(
     conn: &Connection,
     actor: &Actor,
@@ -75,10 +73,8 @@ fn change(
     if let Some(Some(time_zone)) = attrs.time_zone {
         settings.time_zone = time_zone.trim().to_string();
     }
-    match attrs.app_token_max_age_days {
-        Some(Some(days)) => settings.app_token_max_age_days = days,
-        _ if mode == Mode::Replace => settings.app_token_max_age_days = DEFAULT_TOKEN_AGE_DAYS,
-        _ => {}
+    if let Some(Some(days)) = attrs.app_token_max_age_days {
+        settings.app_token_max_age_days = days;
     }
     let mut changed = Vec::new();
     if settings.name != before.name {
@@ -130,6 +126,7 @@ fn validate(attrs: &SettingsAttributes, mode: Mode) -> Result<()> {
         _ => {}
     }
     match attrs.app_token_max_age_days {
+        None if mode == Mode::Replace => add("app_token_max_age_days", "is required"),
         Some(None) => add("app_token_max_age_days", "must not be null"),
         Some(Some(days)) if !(1..=MAX_TOKEN_AGE_DAYS).contains(&days) => add(
             "app_token_max_age_days",
