@@ -20,6 +20,7 @@ mod medications;
 mod notification_preferences;
 mod pause_periods;
 mod people;
+mod people_access;
 mod person_medications;
 mod profile;
 mod schedules;

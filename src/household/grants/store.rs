@@ -104,6 +104,60 @@ pub fn live_exists(conn: &Connection, membership_id: i64, person_id: i64) -> Res
         .is_some())
 }
 
+/// Revokes every live grant the member holds on the person; returns their ids.
+pub fn revoke_all_on(conn: &Connection, membership_id: i64, person_id: i64) -> Result<Vec<i64>> {
+    revoke_returning(
+        conn,
+        "membership_id = ?1 AND person_id = ?2 AND revoked_at IS NULL",
+        membership_id,
+        person_id,
+    )
+}
+
+/// Revokes the member's live `self` grants on the person; returns their ids.
+pub fn revoke_self_on(conn: &Connection, membership_id: i64, person_id: i64) -> Result<Vec<i64>> {
+    revoke_returning(
+        conn,
+        "membership_id = ?1 AND person_id = ?2 AND revoked_at IS NULL
+         AND relationship_type = 'self'",
+        membership_id,
+        person_id,
+    )
+}
+
+fn revoke_returning(
+    conn: &Connection,
+    condition: &str,
+    membership_id: i64,
+    person_id: i64,
+) -> Result<Vec<i64>> {
+    let ids = conn
+        .prepare(&format!(
+            "UPDATE person_access_grants SET revoked_at = ?3 WHERE {condition} RETURNING id"
+        ))?
+        .query_map(params![membership_id, person_id, crate::time::now()], |r| {
+            r.get(0)
+        })?
+        .collect::<rusqlite::Result<Vec<i64>>>()?;
+    Ok(ids)
+}
+
+/// Revokes the member's grants on the person whose expiry has passed.
+pub fn revoke_expired(
+    conn: &Connection,
+    membership_id: i64,
+    person_id: i64,
+    now: &str,
+) -> Result<usize> {
+    Ok(conn
+        .prepare_cached(
+            "UPDATE person_access_grants SET revoked_at = ?3
+             WHERE membership_id = ?1 AND person_id = ?2 AND revoked_at IS NULL
+               AND expires_at IS NOT NULL AND expires_at <= ?3",
+        )?
+        .execute(params![membership_id, person_id, now])?)
+}
+
 /// Which live grants to list.
 #[derive(Debug, Default, Clone)]
 pub struct Filter {

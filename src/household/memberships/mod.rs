@@ -154,7 +154,18 @@ fn change(
     if changed.is_empty() {
         return Ok(current);
     }
-    next.permissions_version += 1;
+    if next.person_id != current.person_id {
+        if let Some(old) = current.person_id {
+            grants::take_self(conn, actor, current.id, old)?;
+        }
+        if let Some(new) = next.person_id {
+            grants::give_self(conn, actor, current.id, new)?;
+        }
+    }
+    // The grant changes above moved the stored version on; count from it.
+    next.permissions_version = store::find(conn, actor.household_id, id)?
+        .map_or(next.permissions_version, |m| m.permissions_version)
+        + 1;
     next.lock_version += 1;
     next.updated_at = crate::time::now();
     store::update(conn, &next)?;

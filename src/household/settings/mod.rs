@@ -10,7 +10,7 @@ use serde_json::json;
 
 use crate::auth::Actor;
 use crate::error::{ApiError, Problems, Result};
-use crate::household::{audit, check_time_zone};
+use crate::household::{audit, canonical_time_zone};
 use crate::http::extract::IfMatch;
 use crate::http::respond::Versioned;
 use model::{HouseholdSettings, SettingsAttributes};
@@ -71,7 +71,7 @@ fn change(
         settings.name = name.trim().to_string();
     }
     if let Some(Some(time_zone)) = attrs.time_zone {
-        settings.time_zone = time_zone.trim().to_string();
+        settings.time_zone = canonical_time_zone(&time_zone)?;
     }
     if let Some(Some(days)) = attrs.app_token_max_age_days {
         settings.app_token_max_age_days = days;
@@ -120,7 +120,7 @@ fn validate(attrs: &SettingsAttributes, mode: Mode) -> Result<()> {
     match &attrs.time_zone {
         None if mode == Mode::Replace => add("time_zone", "is required"),
         Some(None) => add("time_zone", "must not be null"),
-        Some(Some(tz)) if check_time_zone(tz.trim()).is_err() => {
+        Some(Some(tz)) if canonical_time_zone(tz).is_err() => {
             add("time_zone", "must be a known IANA time zone name")
         }
         _ => {}

@@ -1,0 +1,289 @@
+//! People and access stay consistent: grants, links to people, the
+//! household time zone and what `/me` says.
+
+use pillbox::auth::Role;
+use serde_json::{Value, json};
+
+use crate::support::TestApp;
+
+fn grant(membership_id: i64, person_id: i64, relationship: &str, expires_at: Value) -> Value {
+    json!({"person_access_grant": {
+        "membership_id": membership_id, "person_id": person_id,
+        "access_level": "view", "relationship_type": relationship, "expires_at": expires_at,
+    }})
+}
+
+async fn new_person(app: &TestApp, name: &str) -> i64 {
+    let created = app
+        .post(
+            &app.hh("/people"),
+            &app.owner,
+            json!({"person": {"name": name, "date_of_birth": "1990-05-01"}}),
+        )
+        .await;
+    created.assert_status(201);
+    created.id()
+}
+
+async fn audit_log(app: &TestApp) -> Vec<Value> {
+    let log = app
+        .get(&app.hh("/admin/audit_logs?per_page=100"), &app.owner)
+        .await;
+    log.assert_status(200);
+    log.data().as_array().unwrap().clone()
+}
+
+#[tokio::test]
+async fn an_expired_grant_does_not_block_a_new_one() {
+    let app = TestApp::new().await;
+    let (member_id, member) = app
+        .add_member("member@example.org", Role::Member, None)
+        .await;
+    let pat = new_person(&app, "Pat").await;
+    let first = app
+        .post(
+            &app.hh("/admin/person_access_grants"),
+            &app.owner,
+            grant(member_id, pat, "carer", Value::Null),
+        )
+        .await;
+    first.assert_status(201);
+    let first_id = first.id();
+    app.db
+        .write(move |conn| {
+            conn.execute(
+                "UPDATE person_access_grants SET expires_at = '2020-01-01T00:00:00.000000Z' WHERE id = ?1",
+                [first_id],
+            )?;
+            Ok(())
+        })
+        .await
+        .unwrap();
+    app.get(&app.hh(&format!("/people/{pat}")), &member)
+        .await
+        .assert_error(404, "not_found");
+
+    let again = app
+        .post(
+            &app.hh("/admin/person_access_grants"),
+            &app.owner,
+            grant(member_id, pat, "carer", Value::Null),
+        )
+        .await;
+    again.assert_status(201);
+    app.get(&app.hh(&format!("/people/{pat}")), &member)
+        .await
+        .assert_status(200);
+    // Only the new grant is live; a live one still blocks a third.
+    let list = app
+        .get(
+            &app.hh(&format!(
+                "/admin/person_access_grants?membership_id={member_id}"
+            )),
+            &app.owner,
+        )
+        .await;
+    assert_eq!(list.body["meta"]["total_count"], 1);
+    assert_eq!(list.data()[0]["id"], again.id());
+    app.post(
+        &app.hh("/admin/person_access_grants"),
+        &app.owner,
+        grant(member_id, pat, "carer", Value::Null),
+    )
+    .await
+    .assert_error(409, "grant_exists");
+}
+
+#[tokio::test]
+async fn grant_expiry_and_self_are_checked_with_clear_messages() {
+    let app = TestApp::new().await;
+    let (member_id, _) = app
+        .add_member("member@example.org", Role::Member, Some("Mo"))
+        .await;
+    let pat = new_person(&app, "Pat").await;
+    let far = app
+        .post(
+            &app.hh("/admin/person_access_grants"),
+            &app.owner,
+            grant(member_id, pat, "carer", json!("10000-01-01T00:00:00Z")),
+        )
+        .await;
+    far.assert_error(422, "validation_failed");
+    let message = far.body["error"]["errors"]["expires_at"][0]
+        .as_str()
+        .unwrap();
+    assert!(message.contains("too far in the future"), "{message}");
+    assert!(!message.contains("10000"));
+    let edge = app
+        .post(
+            &app.hh("/admin/person_access_grants"),
+            &app.owner,
+            grant(member_id, pat, "carer", json!("9999-12-31T23:00:00Z")),
+        )
+        .await;
+    edge.assert_error(422, "validation_failed");
+    assert!(
+        edge.body["error"]["errors"]["expires_at"][0]
+            .as_str()
+            .unwrap()
+            .contains("too far in the future")
+    );
+
+    // self only on the member's own linked person.
+    let not_self = app
+        .post(
+            &app.hh("/admin/person_access_grants"),
+            &app.owner,
+            grant(member_id, pat, "self", Value::Null),
+        )
+        .await;
+    not_self.assert_error(422, "validation_failed");
+    assert!(not_self.body["error"]["errors"]["relationship_type"].is_array());
+}
+
+#[tokio::test]
+async fn a_person_created_by_a_member_is_audited_with_its_grant() {
+    let app = TestApp::new().await;
+    let (member_id, member) = app
+        .add_member("member@example.org", Role::Member, None)
+        .await;
+    let created = app
+        .post(
+            &app.hh("/people"),
+            &member,
+            json!({"person": {"name": "Kid", "date_of_birth": "2018-01-01"}}),
+        )
+        .await;
+    created.assert_status(201);
+    let event = audit_log(&app)
+        .await
+        .into_iter()
+        .find(|e| e["event_type"] == "person_access_grant.created")
+        .expect("the creator's grant is audited");
+    assert_eq!(event["actor_membership_id"], member_id);
+    assert_eq!(event["metadata"]["membership_id"], member_id);
+    assert_eq!(event["metadata"]["person_id"], created.id());
+    assert_eq!(event["metadata"]["access_level"], "manage");
+}
+
+#[tokio::test]
+async fn linking_a_person_gives_self_access_and_unlinking_takes_it() {
+    let app = TestApp::new().await;
+    let (member_id, member) = app
+        .add_member("member@example.org", Role::Member, None)
+        .await;
+    let pat = new_person(&app, "Pat").await;
+    let path = app.hh(&format!("/admin/memberships/{member_id}"));
+    app.patch(
+        &path,
+        &app.owner,
+        json!({"household_membership": {"person_id": pat}}),
+        None,
+    )
+    .await
+    .assert_status(200);
+    let me = app.get(&app.hh("/me"), &member).await;
+    me.assert_status(200);
+    assert_eq!(me.data()["person"]["id"], pat);
+    app.get(&app.hh("/profile"), &member)
+        .await
+        .assert_status(200);
+    app.get(&app.hh(&format!("/people/{pat}")), &member)
+        .await
+        .assert_status(200);
+    let grants = app
+        .get(
+            &app.hh(&format!(
+                "/admin/person_access_grants?membership_id={member_id}"
+            )),
+            &app.owner,
+        )
+        .await;
+    assert_eq!(grants.body["meta"]["total_count"], 1);
+    assert_eq!(grants.data()[0]["relationship_type"], "self");
+    assert_eq!(grants.data()[0]["access_level"], "manage");
+
+    app.patch(
+        &path,
+        &app.owner,
+        json!({"household_membership": {"person_id": null}}),
+        None,
+    )
+    .await
+    .assert_status(200);
+    let me = app.get(&app.hh("/me"), &member).await;
+    assert_eq!(me.data()["person"], Value::Null);
+    app.get(&app.hh(&format!("/people/{pat}")), &member)
+        .await
+        .assert_error(404, "not_found");
+    let grants = app
+        .get(
+            &app.hh(&format!(
+                "/admin/person_access_grants?membership_id={member_id}"
+            )),
+            &app.owner,
+        )
+        .await;
+    assert_eq!(grants.body["meta"]["total_count"], 0);
+}
+
+#[tokio::test]
+async fn the_household_time_zone_is_stored_canonically() {
+    let app = TestApp::new().await;
+    let path = app.hh("/admin/settings");
+    let patched = app
+        .patch(
+            &path,
+            &app.owner,
+            json!({"household": {"time_zone": "europe/paris"}}),
+            None,
+        )
+        .await;
+    patched.assert_status(200);
+    assert_eq!(patched.data()["time_zone"], "Europe/Paris");
+    assert_eq!(
+        app.get(&path, &app.owner).await.data()["time_zone"],
+        "Europe/Paris"
+    );
+    let unknown = app
+        .patch(
+            &path,
+            &app.owner,
+            json!({"household": {"time_zone": "Mars/Olympus_Mons"}}),
+            None,
+        )
+        .await;
+    unknown.assert_error(422, "validation_failed");
+    assert!(!unknown.body.to_string().contains("Olympus"));
+}
+
+#[tokio::test]
+async fn me_shows_the_permissions_the_member_actually_has() {
+    let app = TestApp::new().await;
+    let me = app.get(&app.hh("/me"), &app.owner).await;
+    me.assert_status(200);
+    assert_eq!(
+        me.data()["membership"]["permissions"]["inventory_management"],
+        true
+    );
+    assert_eq!(
+        me.data()["membership"]["permissions"]["location_management"],
+        true
+    );
+    // The owner really may manage stock.
+    app.post(
+        &app.hh("/medications"),
+        &app.owner,
+        json!({"medication": {"name": "Paracetamol"}}),
+    )
+    .await
+    .assert_status(201);
+    let (_, member) = app
+        .add_member("member@example.org", Role::Member, None)
+        .await;
+    let me = app.get(&app.hh("/me"), &member).await;
+    assert_eq!(
+        me.data()["membership"]["permissions"]["inventory_management"],
+        false
+    );
+}
