@@ -287,3 +287,82 @@ async fn me_shows_the_permissions_the_member_actually_has() {
         false
     );
 }
+
+/// A list filter that names nothing the caller may see is 404, as
+/// `dose_occurrences` already answered, on every list that takes one.
+#[tokio::test]
+async fn list_filters_that_name_nothing_are_not_found() {
+    use pillbox::household::{self, NewMember};
+
+    let app = TestApp::new().await;
+    let pat = new_person(&app, "Pat").await;
+    let elsewhere: String = app
+        .db
+        .write(|conn| {
+            let other = household::set_up(
+                conn,
+                "Elsewhere",
+                "UTC",
+                &NewMember {
+                    email: "other@example.org",
+                    password_hash: crate::support::password_hash(),
+                    person_name: Some("Stranger"),
+                    role: Role::Owner,
+                },
+            )?;
+            Ok(conn.query_row(
+                "SELECT portable_id FROM people WHERE household_id = ?1",
+                [other.household_id],
+                |r| r.get(0),
+            )?)
+        })
+        .await
+        .unwrap();
+    let (member_id, member) = app
+        .add_member("member@example.org", Role::Member, None)
+        .await;
+
+    let missing = [
+        "/admin/person_access_grants?person_id=999".to_string(),
+        format!("/admin/person_access_grants?person_id={elsewhere}"),
+        "/admin/person_access_grants?membership_id=999".to_string(),
+        "/schedules?person_id=999".to_string(),
+        format!("/schedules?person_id={elsewhere}"),
+        "/schedules?medication_id=999".to_string(),
+        "/person_medications?person_id=999".to_string(),
+        "/person_medications?medication_id=999".to_string(),
+        "/medication_takes?person_id=999".to_string(),
+        format!("/medication_takes?person_id={elsewhere}"),
+        "/medication_takes?source_type=schedule&source_id=999".to_string(),
+        "/medication_takes?source_type=person_medication&source_id=999".to_string(),
+        "/health_events?person_id=999".to_string(),
+        format!("/health_events?person_id={elsewhere}"),
+    ];
+    for path in &missing {
+        app.get(&app.hh(path), &app.owner)
+            .await
+            .assert_error(404, "not_found");
+    }
+    // A person of the household outside a member's grants is not found either.
+    for list in [
+        "/schedules",
+        "/person_medications",
+        "/medication_takes",
+        "/health_events",
+    ] {
+        app.get(&app.hh(&format!("{list}?person_id={pat}")), &member)
+            .await
+            .assert_error(404, "not_found");
+    }
+    // Filters that name something still list.
+    for path in [
+        format!("/schedules?person_id={pat}"),
+        format!("/medication_takes?person_id={pat}"),
+        format!("/health_events?person_id={pat}"),
+        format!("/admin/person_access_grants?person_id={pat}&membership_id={member_id}"),
+    ] {
+        let listed = app.get(&app.hh(&path), &app.owner).await;
+        listed.assert_status(200);
+        assert_eq!(listed.body["meta"]["total_count"], 0, "{path}");
+    }
+}

@@ -920,7 +920,10 @@ async fn list_filters_by_person_and_medication() {
         .await,
         1
     );
-    assert_eq!(count("?person_id=9999".to_string()).await, 0);
+    // A filter naming no person of the household is not found (DESIGN: references).
+    app.get(&app.hh("/schedules?person_id=9999"), &app.owner)
+        .await
+        .assert_error(404, "not_found");
     assert_eq!(
         count("?updated_since=2999-01-01T00:00:00Z".to_string()).await,
         0

@@ -8,6 +8,7 @@ use rusqlite::Connection;
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 
+use crate::auth::access::{self, Named};
 use crate::auth::{AccessLevel, Actor};
 use crate::error::{ApiError, Problems, Result};
 use crate::household::{audit, memberships, people};
@@ -200,7 +201,19 @@ pub fn list(
     page: Page,
 ) -> Result<(Vec<PersonAccessGrant>, i64)> {
     actor.require_manager("list person access grants")?;
-    store::list_live(conn, actor.household_id, filter, page)
+    if let Some(id) = filter.membership_id
+        && memberships::store::find(conn, actor.household_id, id)?.is_none()
+    {
+        return Err(ApiError::not_found("membership"));
+    }
+    let person_id = access::filter_id(conn, actor, Named::Person, filter.person_id.as_ref())?;
+    store::list_live(
+        conn,
+        actor.household_id,
+        filter.membership_id,
+        person_id,
+        page,
+    )
 }
 
 /// Owners and administrators give a member access to a person; the

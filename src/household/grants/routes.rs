@@ -33,12 +33,12 @@ pub fn routes(api: Api) -> Api {
                 .query(
                     "membership_id",
                     json!({"type": "integer", "minimum": 1, "maximum": i64::MAX}),
-                    "Only grants held by this membership",
+                    "Only grants held by this membership; 404 when it names no membership of the household",
                 )
                 .query(
                     "person_id",
                     json!({"$ref": "#/components/schemas/ResourceIdentifier"}),
-                    "Only grants on this person (numeric or portable id)",
+                    "Only grants on this person (numeric or portable id); 404 when it names no person of the household",
                 )
                 .ok("PersonAccessGrantCollection"),
             get(list),

@@ -169,25 +169,23 @@ pub struct Filter {
 pub fn list_live(
     conn: &Connection,
     household_id: i64,
-    filter: &Filter,
+    membership_id: Option<i64>,
+    person_id: Option<i64>,
     page: Page,
 ) -> Result<(Vec<PersonAccessGrant>, i64)> {
-    let (person_numeric, person_portable) = ResourceId::filter_parts(filter.person_id.as_ref());
     let query = PageQuery {
         columns: COLUMNS,
         from: "person_access_grants g JOIN people p ON p.id = g.person_id",
         count_from: "person_access_grants g JOIN people p ON p.id = g.person_id",
         condition: "g.household_id = :household_id AND g.revoked_at IS NULL
           AND (:membership_id IS NULL OR g.membership_id = :membership_id)
-          AND (:person_numeric IS NULL OR g.person_id = :person_numeric)
-          AND (:person_portable IS NULL OR p.portable_id = :person_portable)",
+          AND (:person_id IS NULL OR g.person_id = :person_id)",
         order_by: "g.id",
     };
     let params = named_params! {
         ":household_id": household_id,
-        ":membership_id": filter.membership_id,
-        ":person_numeric": person_numeric,
-        ":person_portable": person_portable,
+        ":membership_id": membership_id,
+        ":person_id": person_id,
     };
     page::read(conn, &query, params, page, from_row)
 }
