@@ -366,3 +366,91 @@ async fn list_filters_that_name_nothing_are_not_found() {
         assert_eq!(listed.body["meta"]["total_count"], 0, "{path}");
     }
 }
+
+#[tokio::test]
+async fn person_type_and_capacity_follow_age() {
+    let app = TestApp::new().await;
+    let people = app.hh("/people");
+    let refused = |body: Value, field: &'static str| {
+        let app = &app;
+        let people = people.clone();
+        async move {
+            let r = app.post(&people, &app.owner, json!({"person": body})).await;
+            r.assert_error(422, "validation_failed");
+            assert!(r.body["error"]["errors"][field].is_array(), "{}", r.body);
+        }
+    };
+    refused(
+        json!({"name": "Kid", "date_of_birth": "2018-01-01", "person_type": "adult"}),
+        "person_type",
+    )
+    .await;
+    refused(
+        json!({"name": "Kid", "date_of_birth": "2018-01-01", "person_type": "minor", "has_capacity": true}),
+        "has_capacity",
+    )
+    .await;
+    refused(
+        json!({"name": "Gran", "date_of_birth": "1940-01-01", "person_type": "minor"}),
+        "person_type",
+    )
+    .await;
+    refused(
+        json!({"name": "Gran", "date_of_birth": "1940-01-01", "person_type": "adult", "has_capacity": false}),
+        "has_capacity",
+    )
+    .await;
+
+    // Defaults follow the same rule.
+    let gran = app
+        .post(
+            &people,
+            &app.owner,
+            json!({"person": {"name": "Gran", "date_of_birth": "1940-01-01", "has_capacity": false}}),
+        )
+        .await;
+    gran.assert_status(201);
+    assert_eq!(gran.data()["person_type"], "dependent_adult");
+    let adult = app
+        .post(
+            &people,
+            &app.owner,
+            json!({"person": {"name": "Al", "date_of_birth": "1990-01-01"}}),
+        )
+        .await;
+    adult.assert_status(201);
+    assert_eq!(adult.data()["person_type"], "adult");
+    assert_eq!(adult.data()["has_capacity"], true);
+
+    // A date of birth that makes the adult a child is refused on its own,
+    // and accepted with the type and capacity that fit.
+    let path = app.hh(&format!("/people/{}", adult.id()));
+    let child_dob = app
+        .patch(
+            &path,
+            &app.owner,
+            json!({"person": {"date_of_birth": "2020-06-01"}}),
+            None,
+        )
+        .await;
+    child_dob.assert_error(422, "validation_failed");
+    assert!(child_dob.body["error"]["errors"]["date_of_birth"].is_array());
+    assert_eq!(app.get(&path, &app.owner).await.etag(), adult.etag());
+    app.patch(
+        &path,
+        &app.owner,
+        json!({"person": {"date_of_birth": "2020-06-01", "person_type": "minor", "has_capacity": false}}),
+        None,
+    )
+    .await
+    .assert_status(200);
+    // An update of the type alone is checked too.
+    app.patch(
+        &path,
+        &app.owner,
+        json!({"person": {"person_type": "adult"}}),
+        None,
+    )
+    .await
+    .assert_error(422, "validation_failed");
+}
