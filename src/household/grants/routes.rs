@@ -46,7 +46,7 @@ pub fn routes(api: Api) -> Api {
         .route(
             Op::post(COLLECTION, "createPersonAccessGrant", TAG)
                 .summary("Give a member access to a person")
-                .description("A member holds at most one live grant per person (409 grant_exists).")
+                .description("A member holds at most one live grant per person (409 grant_exists); a grant past its expires_at no longer counts and is closed. relationship_type self only on the member's own linked person. Only an owner may grant to, or revoke the grants of, an owner (403).")
                 .body("PersonAccessGrantCreateRequest")
                 .errors(&[409])
                 .created("PersonAccessGrantResponse"),

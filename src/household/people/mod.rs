@@ -84,7 +84,6 @@ fn default_type(
 }
 
 /// Age in whole years on `today`.
-
 pub fn age_on(date_of_birth: Date, today: Date) -> i64 {
     let mut years = i64::from(today.year() - date_of_birth.year());
     if (today.month(), today.day()) < (date_of_birth.month(), date_of_birth.day()) {
