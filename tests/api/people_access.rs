@@ -454,3 +454,71 @@ async fn person_type_and_capacity_follow_age() {
     .await
     .assert_error(422, "validation_failed");
 }
+
+/// Links made before the self-grant rule get their grant on upgrade, and a
+/// `self` grant on a person no longer linked is revoked.
+#[tokio::test]
+async fn upgrade_repairs_self_grants_of_linked_members() {
+    use pillbox::db::{DATABASE_FILE, Db};
+    use pillbox::household::{self, NewMember};
+
+    let dir = tempfile::tempdir().unwrap();
+    let db = Db::open(dir.path()).unwrap();
+    let (owner, owner_person, other_person) = db
+        .write(|conn| {
+            let set_up = household::set_up(
+                conn,
+                "Old household",
+                "UTC",
+                &NewMember {
+                    email: "owner@example.org",
+                    password_hash: crate::support::password_hash(),
+                    person_name: Some("Olive"),
+                    role: Role::Owner,
+                },
+            )?;
+            let owner_person: i64 = conn.query_row(
+                "SELECT person_id FROM memberships WHERE id = ?1",
+                [set_up.membership_id],
+                |r| r.get(0),
+            )?;
+            // As before the rule: the self grant is gone, and a stray self
+            // grant sits on someone else.
+            conn.execute("UPDATE person_access_grants SET revoked_at = 'x'", [])?;
+            let other =
+                pillbox::household::people::create_linked(conn, set_up.household_id, "Pat")?;
+            conn.execute(
+                "INSERT INTO person_access_grants (household_id, membership_id, person_id,
+                     access_level, relationship_type, created_at)
+                 VALUES (?1, ?2, ?3, 'view', 'self', 'then')",
+                [set_up.household_id, set_up.membership_id, other],
+            )?;
+            Ok((set_up.membership_id, owner_person, other))
+        })
+        .await
+        .unwrap();
+    db.close().await;
+    let file = rusqlite::Connection::open(dir.path().join(DATABASE_FILE)).unwrap();
+    file.pragma_update(None, "user_version", 1).unwrap();
+    drop(file);
+
+    let db = Db::open(dir.path()).unwrap();
+    let live: Vec<(i64, String, String)> = db
+        .read(move |c| {
+            let mut stmt = c.prepare(
+                "SELECT person_id, access_level, relationship_type FROM person_access_grants
+                 WHERE revoked_at IS NULL AND membership_id = ?1 ORDER BY id",
+            )?;
+            let rows = stmt
+                .query_map([owner], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?
+                .collect::<rusqlite::Result<Vec<_>>>()?;
+            Ok(rows)
+        })
+        .await
+        .unwrap();
+    assert_eq!(
+        live,
+        [(owner_person, "manage".to_string(), "self".to_string())]
+    );
+    assert_ne!(owner_person, other_person);
+}
