@@ -245,6 +245,24 @@ async fn the_household_time_zone_is_stored_canonically() {
         app.get(&path, &app.owner).await.data()["time_zone"],
         "Europe/Paris"
     );
+    // A zone stored before canonical names is still answered canonically.
+    let household_id = app.household_id;
+    app.db
+        .write(move |conn| {
+            conn.execute(
+                "UPDATE households SET time_zone = 'europe/london' WHERE id = ?1",
+                [household_id],
+            )?;
+            Ok(())
+        })
+        .await
+        .unwrap();
+    assert_eq!(
+        app.get(&path, &app.owner).await.data()["time_zone"],
+        "Europe/London"
+    );
+    let households = app.get("/api/v1/auth/households", &app.owner).await;
+    assert_eq!(households.data()[0]["time_zone"], "Europe/London");
     let unknown = app
         .patch(
             &path,

@@ -27,7 +27,13 @@ enum Mode {
 }
 
 fn current(conn: &Connection, actor: &Actor) -> Result<HouseholdSettings> {
-    store::find(conn, actor.household_id)?.ok_or_else(|| ApiError::not_found("household"))
+    let mut settings =
+        store::find(conn, actor.household_id)?.ok_or_else(|| ApiError::not_found("household"))?;
+    // A zone stored before names were canonicalised is answered canonically.
+    if let Ok(canonical) = canonical_time_zone(&settings.time_zone) {
+        settings.time_zone = canonical;
+    }
+    Ok(settings)
 }
 
 pub fn get(conn: &Connection, actor: &Actor) -> Result<HouseholdSettings> {
