@@ -1,7 +1,7 @@
 //! Person-level access: owners and administrators manage everyone in their
 //! household; members reach a person only through a live grant.
 
-use rusqlite::Connection;
+use rusqlite::{Connection, OptionalExtension};
 use serde::{Deserialize, Serialize};
 
 use super::{Actor, store};
@@ -93,4 +93,65 @@ pub fn require_person(
             needed.verb()
         ))),
     }
+}
+
+/// What a list filter's reference may name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Named {
+    Person,
+    Medication,
+    Schedule,
+    PersonMedication,
+}
+
+impl Named {
+    /// (table, person column, what a 404 names). People are their own person.
+    fn sql(self) -> (&'static str, Option<&'static str>, &'static str) {
+        match self {
+            Named::Person => ("people", Some("id"), "person"),
+            Named::Medication => ("medications", None, "medication"),
+            Named::Schedule => ("schedules", Some("person_id"), "schedule"),
+            Named::PersonMedication => {
+                ("person_medications", Some("person_id"), "person medication")
+            }
+        }
+    }
+}
+
+/// The one reading of a list filter's reference (`?person_id=`,
+/// `?medication_id=`, `?source_id=`): the numeric id of a record of the
+/// caller's household that the caller may see, or 404 naming it. A filter
+/// that names nothing (another household's portable id, an id never used, a
+/// person outside the caller's grants) is "not found", never an empty list.
+pub fn filter_id(
+    conn: &Connection,
+    actor: &Actor,
+    named: Named,
+    reference: Option<&crate::http::extract::ResourceId>,
+) -> Result<Option<i64>> {
+    let Some(reference) = reference else {
+        return Ok(None);
+    };
+    let (table, person_column, what) = named.sql();
+    let person = person_column.unwrap_or("NULL");
+    let (numeric, portable) = reference.sql_parts();
+    let found: Option<(i64, Option<i64>)> = conn
+        .prepare_cached(&format!(
+            "SELECT id, {person} FROM {table}
+             WHERE household_id = ?1 AND (id = ?2 OR portable_id = ?3)"
+        ))?
+        .query_row(
+            rusqlite::params![actor.household_id, numeric, portable],
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )
+        .optional()?;
+    let Some((id, person_id)) = found else {
+        return Err(ApiError::not_found(what));
+    };
+    if let Some(person_id) = person_id
+        && person_access(conn, actor, person_id)?.is_none()
+    {
+        return Err(ApiError::not_found(what));
+    }
+    Ok(Some(id))
 }

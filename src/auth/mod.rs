@@ -99,6 +99,21 @@ impl Actor {
     pub fn can_manage_locations(&self) -> bool {
         self.is_manager() || self.permissions.location_management
     }
+
+    pub fn can_manage_inventory(&self) -> bool {
+        self.is_manager() || self.permissions.inventory_management
+    }
+
+    /// The permissions the member actually has: owners and administrators
+    /// hold inventory and location management through their role, whatever
+    /// their stored flags say. Adult review is never implied.
+    pub fn effective_permissions(&self) -> Permissions {
+        Permissions {
+            inventory_management: self.can_manage_inventory(),
+            location_management: self.can_manage_locations(),
+            adult_review: self.permissions.adult_review,
+        }
+    }
 }
 
 /// The outcome of verifying a request's bearer credential, kept in the

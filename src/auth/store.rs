@@ -219,7 +219,10 @@ pub fn households(
                     id: r.get(0)?,
                     portable_id: r.get(1)?,
                     name: r.get(2)?,
-                    time_zone: r.get(3)?,
+                    time_zone: {
+                        let stored: String = r.get(3)?;
+                        crate::household::canonical_time_zone(&stored).unwrap_or(stored)
+                    },
                     role: r.get(4)?,
                     membership_id: r.get(5)?,
                     person_id: r.get(6)?,

@@ -9,6 +9,7 @@ use std::collections::HashMap;
 use rusqlite::{Connection, Row, named_params};
 use serde::Serialize;
 
+use crate::auth::access::Named;
 use crate::auth::store::{VISIBLE_PERSON, Visibility};
 use crate::auth::{AccessLevel, Actor, access};
 use crate::care::dose_occurrences::history::{self, Planned};
@@ -349,9 +350,13 @@ pub fn list_visible<T>(
     sql: &ListSql,
     from_row: fn(&Row<'_>) -> rusqlite::Result<T>,
 ) -> Result<(Vec<T>, i64)> {
-    let (person_numeric, person_portable) = ResourceId::filter_parts(filter.person_id.as_ref());
-    let (medication_numeric, medication_portable) =
-        ResourceId::filter_parts(filter.medication_id.as_ref());
+    let person_id = access::filter_id(conn, actor, Named::Person, filter.person_id.as_ref())?;
+    let medication_id = access::filter_id(
+        conn,
+        actor,
+        Named::Medication,
+        filter.medication_id.as_ref(),
+    )?;
     let ListSql {
         alias: x,
         columns,
@@ -361,18 +366,14 @@ pub fn list_visible<T>(
     let condition = format!(
         "{x}.household_id = :household_id AND {x}.retired_at IS NULL AND {VISIBLE_PERSON}
          AND (:updated_since IS NULL OR {x}.updated_at >= :updated_since)
-         AND (:person_numeric IS NULL OR {x}.person_id = :person_numeric)
-         AND (:person_portable IS NULL OR p.portable_id = :person_portable)
-         AND (:medication_numeric IS NULL OR {x}.medication_id = :medication_numeric)
-         AND (:medication_portable IS NULL OR m.portable_id = :medication_portable)"
+         AND (:person_id IS NULL OR {x}.person_id = :person_id)
+         AND (:medication_id IS NULL OR {x}.medication_id = :medication_id)"
     );
     let visibility = Visibility::of(actor);
     let params = visibility.with(named_params! {
         ":updated_since": filter.updated_since,
-        ":person_numeric": person_numeric,
-        ":person_portable": person_portable,
-        ":medication_numeric": medication_numeric,
-        ":medication_portable": medication_portable,
+        ":person_id": person_id,
+        ":medication_id": medication_id,
     });
     let query = PageQuery {
         columns,

@@ -18,6 +18,7 @@ pub const SCHEMA_SQL: &str = include_str!("../../schema.sql");
 const MIGRATIONS: &[&str] = &[
     include_str!("migrations/0001_initial.sql"),
     include_str!("migrations/0002_plan_revisions.sql"),
+    include_str!("migrations/0003_admin_access_repair.sql"),
 ];
 
 pub const SCHEMA_VERSION: i64 = MIGRATIONS.len() as i64;

@@ -45,11 +45,23 @@ pub struct SetUp {
     pub membership_id: i64,
 }
 
-/// Checks an IANA time zone name against the bundled database.
+/// Checks an IANA time zone name against the bundled database, for the
+/// command line: the operator sees their own input named back. API answers
+/// use `canonical_time_zone`, whose message never repeats it.
 pub fn check_time_zone(name: &str) -> Result<()> {
-    jiff::tz::TimeZone::get(name)
+    canonical_time_zone(name)
         .map(|_| ())
         .map_err(|_| ApiError::invalid("time_zone", "must be a known IANA time zone name"))
+}
+
+/// The bundled database's own spelling of a time zone name: the lookup
+/// forgives case (`europe/london`), and what is stored and answered is
+/// always the canonical `Europe/London`. The message never repeats the input.
+pub fn canonical_time_zone(name: &str) -> Result<String> {
+    jiff::tz::TimeZone::get(name.trim())
+        .ok()
+        .and_then(|tz| tz.iana_name().map(str::to_string))
+        .ok_or_else(|| ApiError::invalid("time_zone", "must be a known IANA time zone name"))
 }
 
 /// Creates a household with its owner, in one transaction.
@@ -62,8 +74,8 @@ pub fn set_up(
     if name.trim().is_empty() {
         return Err(ApiError::invalid("household", "name must not be blank"));
     }
-    check_time_zone(time_zone)?;
-    let household_id = store::insert(conn, name.trim(), time_zone, &crate::time::now())?;
+    let time_zone = canonical_time_zone(time_zone)?;
+    let household_id = store::insert(conn, name.trim(), &time_zone, &crate::time::now())?;
     let membership_id = add_member(conn, household_id, owner)?;
     Ok(SetUp {
         household_id,

@@ -437,16 +437,6 @@ pub enum ResourceId {
 }
 
 impl ResourceId {
-    /// (numeric, portable) SQL parameters of an optional reference filter:
-    /// both NULL when there is no filter.
-    pub fn filter_parts(id: Option<&ResourceId>) -> (Option<i64>, Option<&str>) {
-        match id {
-            None => (None, None),
-            Some(ResourceId::Numeric(n)) => (Some(*n), None),
-            Some(ResourceId::Portable(p)) => (None, Some(p.as_str())),
-        }
-    }
-
     /// Only the canonical spellings name a record: `12` (not `012`, `+12`
     /// or `12.0`) and a hyphenated UUID (either case; not braced, URN or
     /// unhyphenated), so one record has one address.

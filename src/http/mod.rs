@@ -4,6 +4,7 @@
 pub mod extract;
 pub mod openapi;
 pub mod rate_limit;
+pub mod replace;
 pub mod request_id;
 pub mod respond;
 pub mod server;

@@ -29,6 +29,14 @@ async fn membership(app: &TestApp, id: i64) -> Value {
         .unwrap_or(Value::Null)
 }
 
+/// A whole membership for a PUT, with no permission flags.
+fn whole_membership(role: &str, person_id: Value) -> Value {
+    json!({"household_membership": {
+        "role": role, "status": "active", "person_id": person_id,
+        "inventory_management": false, "location_management": false, "adult_review": false,
+    }})
+}
+
 async fn create_person(app: &TestApp, name: &str) -> (i64, String) {
     let created = app
         .post(
@@ -107,7 +115,7 @@ async fn settings_get_patch_and_put() {
 
     // A stale If-Match: 409 and nothing changes.
     for method in [Method::PATCH, Method::PUT] {
-        let body = json!({"household": {"name": "Stale", "time_zone": "UTC"}});
+        let body = json!({"household": {"name": "Stale", "time_zone": "UTC", "app_token_max_age_days": 30}});
         let stale = app
             .send(
                 method,
@@ -123,17 +131,31 @@ async fn settings_get_patch_and_put() {
     assert_eq!(unchanged.data()["name"], "The Smiths");
     assert_eq!(unchanged.etag(), fresh);
 
-    // PUT needs name and time zone; the maximum age falls back to 90.
+    // PUT replaces: every setting is required, none falls back to a default.
     let missing = app
         .put(&path, &app.owner, json!({"household": {}}), None)
         .await;
     missing.assert_error(422, "validation_failed");
-    assert_eq!(errors_of(&missing), ["name", "time_zone"]);
-    let put = app
+    assert_eq!(
+        errors_of(&missing),
+        ["app_token_max_age_days", "name", "time_zone"]
+    );
+    let partial = app
         .put(
             &path,
             &app.owner,
             json!({"household": {"name": "Home", "time_zone": "America/New_York"}}),
+            Some(&fresh),
+        )
+        .await;
+    partial.assert_error(422, "validation_failed");
+    assert_eq!(errors_of(&partial), ["app_token_max_age_days"]);
+    assert_eq!(app.get(&path, &app.owner).await.etag(), fresh);
+    let put = app
+        .put(
+            &path,
+            &app.owner,
+            json!({"household": {"name": "Home", "time_zone": "America/New_York", "app_token_max_age_days": 90}}),
             Some(&fresh),
         )
         .await;
@@ -195,7 +217,7 @@ async fn settings_validation_names_fields() {
         .put(
             &path,
             &app.owner,
-            json!({"household": {"name": "A", "time_zone": "UTC", "extra": 1}}),
+            json!({"household": {"name": "A", "time_zone": "UTC", "app_token_max_age_days": 9, "extra": 1}}),
             None,
         )
         .await;
@@ -234,7 +256,9 @@ async fn administration_is_for_owners_and_administrators_only() {
         (
             Method::PUT,
             settings.clone(),
-            Some(json!({"household": {"name": "Mine", "time_zone": "UTC"}})),
+            Some(
+                json!({"household": {"name": "Mine", "time_zone": "UTC", "app_token_max_age_days": 30}}),
+            ),
         ),
         (Method::GET, memberships.clone(), None),
         (
@@ -245,7 +269,7 @@ async fn administration_is_for_owners_and_administrators_only() {
         (
             Method::PUT,
             one_membership.clone(),
-            Some(json!({"household_membership": {"role": "member"}})),
+            Some(whole_membership("member", Value::Null)),
         ),
         (Method::DELETE, one_membership.clone(), None),
         (Method::GET, grants.clone(), None),
@@ -353,17 +377,41 @@ async fn memberships_list_update_replace_and_delete() {
         .await
         .assert_status(200);
 
-    // PUT: role required, the rest back to defaults; person linked by numeric id.
+    // PUT replaces: every attribute is required; a missing person_id never
+    // silently unlinks the member's person.
     let missing = app
         .put(&path, &app.owner, json!({"household_membership": {}}), None)
         .await;
     missing.assert_error(422, "validation_failed");
-    assert_eq!(errors_of(&missing), ["role"]);
+    assert_eq!(
+        errors_of(&missing),
+        [
+            "adult_review",
+            "inventory_management",
+            "location_management",
+            "person_id",
+            "role",
+            "status"
+        ]
+    );
+    let without_person = app
+        .put(
+            &path,
+            &app.owner,
+            json!({"household_membership": {"role": "member", "status": "active",
+                "inventory_management": false, "location_management": false, "adult_review": true}}),
+            None,
+        )
+        .await;
+    without_person.assert_error(422, "validation_failed");
+    assert_eq!(errors_of(&without_person), ["person_id"]);
+    assert_eq!(membership(&app, member_id).await, patched.data().clone());
     let put = app
         .put(
             &path,
             &app.owner,
-            json!({"household_membership": {"role": "member", "person_id": pat_id, "adult_review": true}}),
+            json!({"household_membership": {"role": "member", "status": "active", "person_id": pat_id,
+                "inventory_management": false, "location_management": false, "adult_review": true}}),
             None,
         )
         .await;
@@ -473,7 +521,7 @@ async fn the_last_owner_stays() {
     app.put(
         &own,
         &app.owner,
-        json!({"household_membership": {"role": "member"}}),
+        whole_membership("member", Value::Null),
         None,
     )
     .await
@@ -535,14 +583,9 @@ async fn an_administrator_cannot_touch_an_owner() {
     )
     .await
     .assert_error(403, "forbidden");
-    app.put(
-        &owner,
-        &admin,
-        json!({"household_membership": {"role": "owner"}}),
-        None,
-    )
-    .await
-    .assert_error(403, "forbidden");
+    app.put(&owner, &admin, whole_membership("owner", Value::Null), None)
+        .await
+        .assert_error(403, "forbidden");
     app.delete(&owner, &admin, None)
         .await
         .assert_error(403, "forbidden");

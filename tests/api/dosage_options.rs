@@ -6,6 +6,20 @@ use serde_json::{Value, json};
 use crate::medications::{paracetamol, stock_keeper};
 use crate::support::{TestApp, TestResponse};
 
+/// A whole dosage option for a PUT: `fields` over every attribute left empty.
+fn whole_option(fields: Value) -> Value {
+    let mut attributes = json!({
+        "amount": null, "unit": null, "frequency": null, "description": null,
+        "default_for_adults": false, "default_for_children": false,
+        "default_max_daily_doses": null, "default_min_hours_between_doses": null,
+        "default_dose_cycle": null, "current_supply": null, "reorder_threshold": null,
+    });
+    for (key, value) in fields.as_object().unwrap() {
+        attributes[key] = value.clone();
+    }
+    json!({"dosage_option": attributes})
+}
+
 const KEYS: [&str; 21] = [
     "id",
     "portable_id",
@@ -203,7 +217,7 @@ async fn create_read_update_and_replace_a_dosage_option() {
         .put(
             &app.hh(&format!("/dosage_options/{portable}")),
             &app.owner,
-            json!({"dosage_option": {"amount": "10", "unit": "mg", "reorder_threshold": "3.000"}}),
+            whole_option(json!({"amount": "10", "unit": "mg", "reorder_threshold": "3.000"})),
             Some(&patched.etag()),
         )
         .await;
@@ -461,7 +475,7 @@ async fn invalid_attributes_are_refused_and_nothing_is_written() {
             .put(
                 &member,
                 &app.owner,
-                json!({"dosage_option": {"medication_id": moved, "amount": "3", "unit": "ml"}}),
+                whole_option(json!({"medication_id": moved, "amount": "3", "unit": "ml"})),
                 None,
             )
             .await;
@@ -548,7 +562,7 @@ async fn writes_need_the_inventory_permission_and_any_member_may_read() {
     app.put(
         &member_path,
         &member,
-        json!({"dosage_option": {"amount": "2", "unit": "ml"}}),
+        whole_option(json!({"amount": "2", "unit": "ml"})),
         Some(&created.etag()),
     )
     .await
@@ -582,7 +596,7 @@ async fn writes_need_the_inventory_permission_and_any_member_may_read() {
     app.put(
         &member_path,
         &admin,
-        json!({"dosage_option": {"amount": "3", "unit": "capsule"}}),
+        whole_option(json!({"amount": "3", "unit": "capsule"})),
         Some(&patched.etag()),
     )
     .await
@@ -642,7 +656,7 @@ async fn a_stale_if_match_is_a_conflict_and_changes_nothing() {
     app.put(
         &path,
         &app.owner,
-        json!({"dosage_option": {"amount": "5", "unit": "ml"}}),
+        whole_option(json!({"amount": "5", "unit": "ml"})),
         Some(&created.etag()),
     )
     .await

@@ -5,7 +5,7 @@ use serde_json::{Value, json};
 use crate::support::TestApp;
 
 fn new_location(name: &str) -> Value {
-    json!({"location": {"name": name}})
+    json!({"location": {"name": name, "description": null}})
 }
 
 /// Creates a location as the owner; returns (id, portable_id, etag).

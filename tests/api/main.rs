@@ -4,6 +4,7 @@ mod process;
 mod support;
 
 mod admin;
+mod admin_escalation;
 mod basics;
 mod cli;
 mod cli_admin;
@@ -24,6 +25,7 @@ mod notification_preferences;
 mod packaging;
 mod pause_periods;
 mod people;
+mod people_access;
 mod person_medications;
 mod plan_history;
 mod profile;

@@ -563,16 +563,16 @@ async fn lists_filter_and_go_newest_first() {
         )
         .await;
     assert_eq!(times(&by_source), ["09:00"]);
-    let wrong_type = app
-        .get(
-            &app.hh(&format!(
-                "/medication_takes?source_type=schedule&source_id={}",
-                bobs.portable
-            )),
-            &app.owner,
-        )
-        .await;
-    assert_eq!(wrong_type.body["meta"]["total_count"], 0);
+    // An assignment's id under source_type=schedule names no schedule: 404.
+    app.get(
+        &app.hh(&format!(
+            "/medication_takes?source_type=schedule&source_id={}",
+            bobs.portable
+        )),
+        &app.owner,
+    )
+    .await
+    .assert_error(404, "not_found");
     let range = app
         .get(
             &app.hh(

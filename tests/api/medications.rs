@@ -95,7 +95,12 @@ async fn create_read_update_replace_delete_a_medication() {
         .put(
             &app.hh(&format!("/medications/{portable}")),
             &app.owner,
-            json!({"medication": {"name": "Ibuprofen 200mg"}}),
+            json!({"medication": {
+                "name": "Ibuprofen 200mg", "location_id": null, "friendly_name": null,
+                "category": null, "description": null, "dose_amount": null, "dose_unit": null,
+                "default_schedule_type": null, "reorder_threshold": null, "barcode": null,
+                "dmd_code": null, "dmd_system": null, "dmd_concept_class": null,
+            }}),
             Some(&patched.etag()),
         )
         .await;

@@ -214,7 +214,7 @@ async fn first_patch_creates_then_updates_with_if_match() {
 }
 
 #[tokio::test]
-async fn put_needs_every_flag_and_clears_omitted_times() {
+async fn put_needs_every_flag_and_every_slot_time() {
     let app = TestApp::new().await;
     let url = app.hh("/notification_preference");
     let r = app
@@ -226,11 +226,16 @@ async fn put_needs_every_flag_and_clears_omitted_times() {
         )
         .await;
     r.assert_error(422, "validation_failed");
+    // A replace names every attribute it lacks: the flags and the slot
+    // times, which are never silently cleared.
     for flag in [
         "dose_due_enabled",
         "missed_dose_enabled",
         "low_stock_enabled",
         "private_text_enabled",
+        "afternoon_time",
+        "evening_time",
+        "night_time",
     ] {
         assert!(r.body["error"]["errors"][flag].is_array(), "{}", r.body);
     }
@@ -250,6 +255,9 @@ async fn put_needs_every_flag_and_clears_omitted_times() {
                 "low_stock_enabled": false,
                 "private_text_enabled": false,
                 "morning_time": "06:00",
+                "afternoon_time": null,
+                "evening_time": null,
+                "night_time": null,
             }}),
             None,
         )
@@ -271,6 +279,9 @@ async fn put_needs_every_flag_and_clears_omitted_times() {
                 "missed_dose_enabled": true,
                 "low_stock_enabled": true,
                 "private_text_enabled": true,
+                "morning_time": null,
+                "afternoon_time": null,
+                "evening_time": null,
                 "night_time": "23:00:00",
             }}),
             Some(&replaced.etag()),
@@ -286,6 +297,7 @@ async fn put_needs_every_flag_and_clears_omitted_times() {
         json!({"notification_preference": {
             "enabled": true, "dose_due_enabled": true, "missed_dose_enabled": true,
             "low_stock_enabled": true, "private_text_enabled": true,
+            "morning_time": null, "afternoon_time": null, "evening_time": null, "night_time": null,
         }}),
         Some(&replaced.etag()),
     )

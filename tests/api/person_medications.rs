@@ -34,6 +34,20 @@ fn assign(person_id: Value, medication_id: Value) -> Value {
     json!({"person_medication": {"person_id": person_id, "medication_id": medication_id}})
 }
 
+/// A whole assignment for a PUT: `fields` over a routine assignment with
+/// a dose of one tablet a day and every other attribute left empty.
+fn whole_assignment(fields: Value) -> Value {
+    let mut attributes = json!({
+        "medication_id": null, "source_dosage_option_id": null, "dose_amount": "1",
+        "dose_unit": "tablet", "dose_cycle": "daily", "max_daily_doses": null,
+        "min_hours_between_doses": null, "administration_kind": "routine", "notes": null,
+    });
+    for (key, value) in fields.as_object().unwrap() {
+        attributes[key] = value.clone();
+    }
+    json!({"person_medication": attributes})
+}
+
 fn fields(body: &Value) -> Vec<String> {
     body["error"]["errors"]
         .as_object()
@@ -159,7 +173,7 @@ async fn create_read_update_replace_and_retire_an_assignment() {
         .put(
             &app.hh(&format!("/person_medications/{}", ids.id)),
             &app.owner,
-            json!({"person_medication": {"dose_amount": "2"}}),
+            whole_assignment(json!({"medication_id": med.id, "dose_amount": "2"})),
             Some(&patched.etag()),
         )
         .await;
@@ -394,7 +408,9 @@ async fn writes_need_manage_access_to_the_person() {
         .add_member("carer@example.org", Role::Member, None)
         .await;
     let patch = json!({"person_medication": {"notes": "with water"}});
-    let put = json!({"person_medication": {"dose_amount": "2"}});
+    let put = whole_assignment(
+        json!({"medication_id": med.id, "dose_amount": "2", "administration_kind": "routine"}),
+    );
 
     app.get(&path, &member).await.assert_error(404, "not_found");
     let list = app.get(&app.hh("/person_medications"), &member).await;
@@ -460,4 +476,58 @@ async fn writes_need_manage_access_to_the_person() {
     moved.assert_status(200);
     assert_eq!(moved.data()["position"], 2);
     app.delete(&path, &member, None).await.assert_status(204);
+}
+
+/// A PUT with only `notes` once reset an as-needed assignment to routine:
+/// a replace must carry every attribute, and a missing one changes nothing.
+#[tokio::test]
+async fn a_replace_missing_attributes_is_refused_not_reset() {
+    let app = TestApp::new().await;
+    let ada = new_person(&app, "Ada").await;
+    let med = new_medication(&app, "Paracetamol").await;
+    let created = create(&app, &ada, &med).await;
+    let path = app.hh(&format!("/person_medications/{}", created.id()));
+    let as_needed = app
+        .patch(
+            &path,
+            &app.owner,
+            json!({"person_medication": {"administration_kind": "as_needed"}}),
+            None,
+        )
+        .await;
+    as_needed.assert_status(200);
+
+    let refused = app
+        .put(
+            &path,
+            &app.owner,
+            json!({"person_medication": {"notes": "after food"}}),
+            None,
+        )
+        .await;
+    refused.assert_error(422, "validation_failed");
+    let named = fields(&refused.body);
+    for field in [
+        "medication_id",
+        "source_dosage_option_id",
+        "dose_amount",
+        "dose_unit",
+        "dose_cycle",
+        "max_daily_doses",
+        "min_hours_between_doses",
+        "administration_kind",
+    ] {
+        assert!(named.contains(&field.to_string()), "{field}: {named:?}");
+    }
+    assert!(!named.contains(&"notes".to_string()));
+    let got = app.get(&path, &app.owner).await;
+    assert_eq!(got.etag(), as_needed.etag());
+    assert_eq!(got.data()["administration_kind"], "as_needed");
+
+    let mut whole = whole_assignment(json!({"medication_id": med.id, "notes": "after food"}));
+    whole["person_medication"]["administration_kind"] = json!("as_needed");
+    let replaced = app.put(&path, &app.owner, whole, None).await;
+    replaced.assert_status(200);
+    assert_eq!(replaced.data()["administration_kind"], "as_needed");
+    assert_eq!(replaced.data()["notes"], "after food");
 }

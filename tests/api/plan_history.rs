@@ -115,14 +115,15 @@ async fn a_slot_without_a_time_is_refused_and_a_used_slot_time_cannot_be_cleared
         .get(&app.hh("/notification_preference"), &app.owner)
         .await;
     assert_eq!(after.data(), before.data(), "nothing changed");
-    // PUT without the morning time clears it too.
+    // PUT with a null morning time clears it too.
     let conflict = app
         .put(
             &app.hh("/notification_preference"),
             &app.owner,
             json!({"notification_preference": {"enabled": true, "dose_due_enabled": true,
                 "missed_dose_enabled": true, "low_stock_enabled": true,
-                "private_text_enabled": false, "evening_time": "18:00"}}),
+                "private_text_enabled": false, "morning_time": null,
+                "afternoon_time": null, "evening_time": "18:00", "night_time": null}}),
             None,
         )
         .await;

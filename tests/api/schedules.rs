@@ -132,6 +132,21 @@ pub async fn feed(app: &TestApp, record_type: &'static str, id: i64) -> Vec<(Str
         .unwrap()
 }
 
+/// A whole schedule for a PUT: `fields` over a dose of one tablet a day and
+/// every other attribute left empty.
+pub fn whole_schedule(fields: Value) -> Value {
+    let mut attributes = json!({
+        "medication_id": null, "source_dosage_option_id": null, "dose_amount": "1",
+        "dose_unit": "tablet", "frequency": null, "dose_cycle": "daily", "max_daily_doses": null,
+        "min_hours_between_doses": null, "schedule_type": null, "schedule_config": {},
+        "start_date": null, "end_date": null, "notes": null,
+    });
+    for (key, value) in fields.as_object().unwrap() {
+        attributes[key] = value.clone();
+    }
+    json!({"schedule": attributes})
+}
+
 fn daily(person_id: Value, medication_id: Value) -> Value {
     json!({"schedule": {
         "person_id": person_id,
@@ -230,8 +245,8 @@ async fn create_read_update_replace_and_retire_a_schedule() {
         .put(
             &app.hh(&format!("/schedules/{}", ids.portable)),
             &app.owner,
-            json!({"schedule": {"schedule_type": "weekly", "start_date": "2026-03-02",
-                   "schedule_config": {"weekdays": ["sunday", "monday"], "slots": ["morning"]}}}),
+            whole_schedule(json!({"medication_id": med.id, "schedule_type": "weekly", "start_date": "2026-03-02",
+                   "schedule_config": {"weekdays": ["sunday", "monday"], "slots": ["morning"]}})),
             Some(&patched.etag()),
         )
         .await;
@@ -905,7 +920,10 @@ async fn list_filters_by_person_and_medication() {
         .await,
         1
     );
-    assert_eq!(count("?person_id=9999".to_string()).await, 0);
+    // A filter naming no person of the household is not found (DESIGN: references).
+    app.get(&app.hh("/schedules?person_id=9999"), &app.owner)
+        .await
+        .assert_error(404, "not_found");
     assert_eq!(
         count("?updated_since=2999-01-01T00:00:00Z".to_string()).await,
         0
@@ -936,7 +954,9 @@ async fn writes_need_manage_access_to_the_person() {
         .add_member("carer@example.org", Role::Member, None)
         .await;
     let patch = json!({"schedule": {"notes": "with water"}});
-    let put = json!({"schedule": {"schedule_type": "prn", "start_date": "2026-03-01"}});
+    let put = whole_schedule(
+        json!({"medication_id": med.id, "schedule_type": "prn", "start_date": "2026-03-01"}),
+    );
 
     // No grant: the schedule and the person do not exist for the member.
     app.get(&path, &member).await.assert_error(404, "not_found");

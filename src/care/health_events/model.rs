@@ -6,6 +6,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
 use crate::http::extract::{ResourceId, present, resource_ref_schema};
+use crate::http::replace::Whole;
 use crate::http::respond::{Versioned, etag};
 
 /// What kind of health event this is (DESIGN.md decision).
@@ -166,6 +167,21 @@ pub struct HealthEventAttributes {
 #[serde(deny_unknown_fields)]
 pub struct HealthEventBody {
     pub health_event: HealthEventAttributes,
+}
+
+/// A replace carries every writable attribute.
+impl Whole for HealthEventBody {
+    const KEY: &'static str = "health_event";
+    const FIELDS: &'static [&'static str] = &[
+        "person_id",
+        "event_kind",
+        "severity",
+        "title",
+        "notes",
+        "started_on",
+        "ended_on",
+        "medication_ids",
+    ];
 }
 
 fn nullable(schema: Value) -> Value {

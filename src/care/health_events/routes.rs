@@ -11,6 +11,7 @@ use crate::auth::Actor;
 use crate::error::Result;
 use crate::http::extract::{ApiJson, IfMatch, PathId, QueryParams};
 use crate::http::openapi::{Api, Op};
+use crate::http::replace::{ReplaceJson, Whole};
 use crate::http::respond;
 use crate::state::AppState;
 
@@ -35,7 +36,7 @@ pub fn routes(api: Api) -> Api {
         .request_schema(
             "HealthEventReplaceRequest",
             "health_event",
-            health_event_attributes_schema(REQUIRED),
+            health_event_attributes_schema(HealthEventBody::FIELDS),
         )
         .route(
             Op::get(COLLECTION, "listHealthEvents", TAG)
@@ -81,7 +82,7 @@ pub fn routes(api: Api) -> Api {
         .route(
             Op::put(MEMBER, "replaceHealthEvent", TAG)
                 .summary("Replace a health event")
-                .description("Replaces the attributes: person_id (unchanged), event_kind, title and started_on are required; absent severity, notes and ended_on become null and absent medication_ids links none. Needs record or manage access to the person. If-Match is optional; a stale one returns 409.")
+                .description("Replaces the attributes: every attribute is required (person_id unchanged; severity, notes and ended_on may be null; an empty medication_ids links none); a missing one is a 422 naming it. Needs record or manage access to the person. If-Match is optional; a stale one returns 409.")
                 .body("HealthEventReplaceRequest")
                 .if_match()
                 .ok("HealthEventResponse")
@@ -154,7 +155,7 @@ async fn replace(
     actor: Actor,
     PathId(id): PathId,
     if_match: IfMatch,
-    ApiJson(body): ApiJson<HealthEventBody>,
+    ReplaceJson(body): ReplaceJson<HealthEventBody>,
 ) -> Result<Response> {
     let event = state
         .db

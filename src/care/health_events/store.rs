@@ -7,6 +7,7 @@ use rusqlite::{Connection, OptionalExtension, Row, named_params, params};
 
 use super::model::HealthEventRow;
 use crate::auth::Actor;
+use crate::auth::access::{self, Named};
 use crate::auth::store::{VISIBLE_PERSON, Visibility};
 use crate::db::page::{self, PageQuery};
 use crate::error::{ApiError, Result};
@@ -68,18 +69,16 @@ pub fn list_visible(
     filter: &Filter,
     page: Page,
 ) -> Result<(Vec<HealthEventRow>, i64)> {
-    let (person_numeric, person_portable) = ResourceId::filter_parts(filter.person_id.as_ref());
+    let person_id = access::filter_id(conn, actor, Named::Person, filter.person_id.as_ref())?;
     let condition = format!(
         "e.household_id = :household_id AND e.deleted_at IS NULL AND {VISIBLE_PERSON}
          AND (:updated_since IS NULL OR e.updated_at >= :updated_since)
-         AND (:person_numeric IS NULL OR e.person_id = :person_numeric)
-         AND (:person_portable IS NULL OR p.portable_id = :person_portable)"
+         AND (:person_id IS NULL OR e.person_id = :person_id)"
     );
     let visibility = Visibility::of(actor);
     let params = visibility.with(named_params! {
         ":updated_since": filter.updated_since,
-        ":person_numeric": person_numeric,
-        ":person_portable": person_portable,
+        ":person_id": person_id,
     });
     let query = PageQuery {
         columns: COLUMNS,

@@ -4,6 +4,7 @@ use rusqlite::{Connection, OptionalExtension, Row, named_params, params};
 
 use super::model::{MedicationTake, SourceType};
 use crate::auth::Actor;
+use crate::auth::access::{self, Named};
 use crate::auth::store::{VISIBLE_PERSON, Visibility};
 use crate::db::page::{self, PageQuery};
 use crate::decimal::Dec;
@@ -426,32 +427,35 @@ pub fn list_visible(
     filter: &Filter,
     page: Page,
 ) -> Result<(Vec<MedicationTake>, i64)> {
-    let (person_numeric, person_portable) = ResourceId::filter_parts(filter.person_id.as_ref());
+    let person_id = access::filter_id(conn, actor, Named::Person, filter.person_id.as_ref())?;
     let source_type = filter.source.as_ref().map(|(t, _)| *t);
-    let (source_numeric, source_portable) =
-        ResourceId::filter_parts(filter.source.as_ref().map(|(_, id)| id));
+    let source_id = match &filter.source {
+        None => None,
+        Some((kind, id)) => {
+            let named = match kind {
+                SourceType::Schedule => Named::Schedule,
+                SourceType::PersonMedication => Named::PersonMedication,
+            };
+            access::filter_id(conn, actor, named, Some(id))?
+        }
+    };
     let condition = format!(
         "t.household_id = :household_id AND {VISIBLE_PERSON}
          AND (:updated_since IS NULL OR t.updated_at >= :updated_since)
          AND (:from IS NULL OR t.taken_at >= :from)
          AND (:to IS NULL OR t.taken_at <= :to)
-         AND (:person_numeric IS NULL OR t.person_id = :person_numeric)
-         AND (:person_portable IS NULL OR p.portable_id = :person_portable)
+         AND (:person_id IS NULL OR t.person_id = :person_id)
          AND (:source_type IS NULL OR t.source_type = :source_type)
-         AND (:source_numeric IS NULL OR t.source_id = :source_numeric)
-         AND (:source_portable IS NULL
-              OR coalesce(s.portable_id, a.portable_id) = :source_portable)"
+         AND (:source_id IS NULL OR t.source_id = :source_id)"
     );
     let visibility = Visibility::of(actor);
     let params = visibility.with(named_params! {
         ":updated_since": filter.updated_since,
         ":from": filter.from,
         ":to": filter.to,
-        ":person_numeric": person_numeric,
-        ":person_portable": person_portable,
+        ":person_id": person_id,
         ":source_type": source_type,
-        ":source_numeric": source_numeric,
-        ":source_portable": source_portable,
+        ":source_id": source_id,
     });
     let query = PageQuery {
         columns: COLUMNS,

@@ -4,6 +4,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
 use crate::http::extract::present;
+use crate::http::replace::Whole;
 use crate::http::respond::{Versioned, etag};
 
 /// A person's notification preferences: every key always present, nothing
@@ -71,6 +72,22 @@ pub struct NotificationPreferenceAttributes {
 #[serde(deny_unknown_fields)]
 pub struct NotificationPreferenceBody {
     pub notification_preference: NotificationPreferenceAttributes,
+}
+
+/// A replace carries every writable attribute.
+impl Whole for NotificationPreferenceBody {
+    const KEY: &'static str = "notification_preference";
+    const FIELDS: &'static [&'static str] = &[
+        "enabled",
+        "dose_due_enabled",
+        "missed_dose_enabled",
+        "low_stock_enabled",
+        "private_text_enabled",
+        "morning_time",
+        "afternoon_time",
+        "evening_time",
+        "night_time",
+    ];
 }
 
 pub const FLAGS: [&str; 5] = [

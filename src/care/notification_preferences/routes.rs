@@ -5,13 +5,14 @@ use axum::response::Response;
 use axum::routing::{get, patch, put};
 
 use super::model::{
-    FLAGS, NotificationPreference, NotificationPreferenceBody,
-    notification_preference_attributes_schema, notification_preference_schema,
+    NotificationPreference, NotificationPreferenceBody, notification_preference_attributes_schema,
+    notification_preference_schema,
 };
 use crate::auth::Actor;
 use crate::error::Result;
 use crate::http::extract::{ApiJson, IfMatch};
 use crate::http::openapi::{Api, Op};
+use crate::http::replace::{ReplaceJson, Whole};
 use crate::http::respond;
 use crate::state::AppState;
 
@@ -28,7 +29,7 @@ pub fn routes(api: Api) -> Api {
         .request_schema(
             "NotificationPreferenceReplaceRequest",
             "notification_preference",
-            notification_preference_attributes_schema(&FLAGS),
+            notification_preference_attributes_schema(NotificationPreferenceBody::FIELDS),
         )
         .route(
             Op::get(PATH, "getNotificationPreference", TAG)
@@ -51,7 +52,7 @@ pub fn routes(api: Api) -> Api {
         .route(
             Op::put(PATH, "replaceNotificationPreference", TAG)
                 .summary("Replace your notification preferences")
-                .description("Replaces the preferences of the person linked to the caller's membership: all five flags are required and absent slot times become null (409 slot_time_in_use, naming the schedules, when a live schedule uses a slot that would be cleared). A changed slot time moves only the slot doses scheduled after the change. Times are HH:MM or HH:MM:SS and are answered as HH:MM:SS. Needs manage access to that person. If-Match is optional; a stale one returns 409.")
+                .description("Replaces the preferences of the person linked to the caller's membership: all five flags and all four slot times are required (a slot time may be null); a missing one is a 422 naming it. Clearing a slot time that a live schedule uses is a 409 slot_time_in_use naming the schedules. A changed slot time moves only the slot doses scheduled after the change. Times are HH:MM or HH:MM:SS and are answered as HH:MM:SS. Needs manage access to that person. If-Match is optional; a stale one returns 409.")
                 .body("NotificationPreferenceReplaceRequest")
                 .if_match()
                 .ok("NotificationPreferenceResponse")
@@ -91,7 +92,7 @@ async fn replace(
     State(state): State<AppState>,
     actor: Actor,
     if_match: IfMatch,
-    ApiJson(body): ApiJson<NotificationPreferenceBody>,
+    ReplaceJson(body): ReplaceJson<NotificationPreferenceBody>,
 ) -> Result<Response> {
     let preference = state
         .db

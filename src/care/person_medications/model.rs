@@ -8,6 +8,7 @@ use crate::care::schedules::model::nullable;
 use crate::care::sources::Sourced;
 use crate::decimal::{self, Dec};
 use crate::http::extract::{ResourceId, present, resource_ref_schema};
+use crate::http::replace::Whole;
 use crate::medicine::vocab::{DoseCycle, DoseUnit};
 
 /// Whether an assignment is taken on a routine or only when needed. As-needed
@@ -130,6 +131,22 @@ impl PersonMedicationAttributes {
 #[serde(deny_unknown_fields)]
 pub struct PersonMedicationBody {
     pub person_medication: PersonMedicationAttributes,
+}
+
+/// A replace carries every writable attribute.
+impl Whole for PersonMedicationBody {
+    const KEY: &'static str = "person_medication";
+    const FIELDS: &'static [&'static str] = &[
+        "medication_id",
+        "source_dosage_option_id",
+        "dose_amount",
+        "dose_unit",
+        "dose_cycle",
+        "max_daily_doses",
+        "min_hours_between_doses",
+        "administration_kind",
+        "notes",
+    ];
 }
 
 /// Which way an assignment moves among its person's assignments.

@@ -16,6 +16,7 @@ use crate::care::source_routes;
 use crate::error::Result;
 use crate::http::extract::{ApiJson, IfMatch, PathId, QueryParams};
 use crate::http::openapi::{Api, Op};
+use crate::http::replace::{ReplaceJson, Whole};
 use crate::http::respond;
 use crate::state::AppState;
 
@@ -34,6 +35,11 @@ pub fn routes(api: Api) -> Api {
             "PersonMedicationUpdateRequest",
             "person_medication",
             person_medication_attributes_schema(&[]),
+        )
+        .request_schema(
+            "PersonMedicationReplaceRequest",
+            "person_medication",
+            person_medication_attributes_schema(PersonMedicationBody::FIELDS),
         )
         .schema("PersonMedicationReorderRequest", reorder_request_schema())
         .route(
@@ -85,8 +91,8 @@ pub fn routes(api: Api) -> Api {
         .route(
             Op::put(MEMBER, "replacePersonMedication", TAG)
                 .summary("Replace a direct assignment's attributes")
-                .description("The whole assignment as on create: an omitted medication_id keeps the medication, person_id cannot change; other omitted attributes take their defaults (from the dosage option or the medication) or become null. The position stays. Needs manage access to the assignment's person. If-Match is optional; a stale one returns 409.")
-                .body("PersonMedicationUpdateRequest")
+                .description("The whole assignment: every attribute except person_id (which cannot change) is required; a missing one is a 422 naming it. dose_amount, dose_unit and dose_cycle are never null; a null optional attribute is cleared. The position stays. Needs manage access to the assignment's person. If-Match is optional; a stale one returns 409.")
+                .body("PersonMedicationReplaceRequest")
                 .if_match()
                 .ok("PersonMedicationResponse")
                 .etag(),
@@ -187,7 +193,7 @@ async fn replace(
     actor: Actor,
     PathId(id): PathId,
     if_match: IfMatch,
-    ApiJson(body): ApiJson<PersonMedicationBody>,
+    ReplaceJson(body): ReplaceJson<PersonMedicationBody>,
 ) -> Result<Response> {
     let assignment = state
         .db

@@ -9,6 +9,7 @@ use crate::care::schedule_config;
 use crate::care::sources::Sourced;
 use crate::decimal::{self, Dec};
 use crate::http::extract::{ResourceId, present, resource_ref_schema};
+use crate::http::replace::Whole;
 use crate::medicine::vocab::{DoseCycle, DoseUnit, ScheduleType};
 
 /// A schedule as stored. `schedule_config` is the normalised JSON of a
@@ -94,6 +95,26 @@ impl ScheduleAttributes {
 #[serde(deny_unknown_fields)]
 pub struct ScheduleBody {
     pub schedule: ScheduleAttributes,
+}
+
+/// A replace carries every writable attribute.
+impl Whole for ScheduleBody {
+    const KEY: &'static str = "schedule";
+    const FIELDS: &'static [&'static str] = &[
+        "medication_id",
+        "source_dosage_option_id",
+        "dose_amount",
+        "dose_unit",
+        "frequency",
+        "dose_cycle",
+        "max_daily_doses",
+        "min_hours_between_doses",
+        "schedule_type",
+        "schedule_config",
+        "start_date",
+        "end_date",
+        "notes",
+    ];
 }
 
 pub fn nullable(schema: Value) -> Value {

@@ -13,6 +13,7 @@ use crate::care::source_routes;
 use crate::error::Result;
 use crate::http::extract::{ApiJson, IfMatch, PathId, QueryParams};
 use crate::http::openapi::{Api, Op};
+use crate::http::replace::{ReplaceJson, Whole};
 use crate::http::respond;
 use crate::state::AppState;
 
@@ -35,7 +36,7 @@ pub fn routes(api: Api) -> Api {
         .request_schema(
             "ScheduleReplaceRequest",
             "schedule",
-            schedule_attributes_schema(&["start_date"]),
+            schedule_attributes_schema(ScheduleBody::FIELDS),
         )
         .route(
             Op::get(COLLECTION, "listSchedules", TAG)
@@ -86,7 +87,7 @@ pub fn routes(api: Api) -> Api {
         .route(
             Op::put(MEMBER, "replaceSchedule", TAG)
                 .summary("Replace a schedule's attributes")
-                .description("The whole schedule as on create: start_date is required; an omitted medication_id keeps the medication, person_id cannot change; other omitted attributes take their defaults (from the dosage option or the medication) or become null. Changes never rewrite the past: a change applies from the moment it is made, so every expected dose scheduled before it (earlier days and the doses of today already due) keeps its time, dose, position, outcome and linked take, and doses later today and after follow the new plan (positions of today's later doses count on after the earlier ones). Untimed windows of the current cycle follow the plan in force now. The plan is checked as a whole (see Schedule): a slot without a time in the person's notification preferences, dates or taper steps outside start_date..end_date (end_date inclusive), a taper step in another unit, times on a prn schedule and a max_daily_doses the plan itself exceeds are each a 422 naming the field. Needs manage access to the schedule's person. If-Match is optional; a stale one returns 409.")
+                .description("The whole schedule: every attribute except person_id (which cannot change) is required; a missing one is a 422 naming it. dose_amount, dose_unit and dose_cycle are never null; a null optional attribute is cleared. Changes never rewrite the past: a change applies from the moment it is made, so every expected dose scheduled before it (earlier days and the doses of today already due) keeps its time, dose, position, outcome and linked take, and doses later today and after follow the new plan (positions of today's later doses count on after the earlier ones). Untimed windows of the current cycle follow the plan in force now. The plan is checked as a whole (see Schedule): a slot without a time in the person's notification preferences, dates or taper steps outside start_date..end_date (end_date inclusive), a taper step in another unit, times on a prn schedule and a max_daily_doses the plan itself exceeds are each a 422 naming the field. Needs manage access to the schedule's person. If-Match is optional; a stale one returns 409.")
                 .body("ScheduleReplaceRequest")
                 .if_match()
                 .ok("ScheduleResponse")
@@ -174,7 +175,7 @@ async fn replace(
     actor: Actor,
     PathId(id): PathId,
     if_match: IfMatch,
-    ApiJson(body): ApiJson<ScheduleBody>,
+    ReplaceJson(body): ReplaceJson<ScheduleBody>,
 ) -> Result<Response> {
     let schedule = state
         .db

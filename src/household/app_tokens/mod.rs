@@ -10,7 +10,7 @@ use serde_json::json;
 
 use crate::auth::{Actor, token};
 use crate::error::{ApiError, Result};
-use crate::household::audit;
+use crate::household::{audit, memberships};
 use crate::http::extract::Page;
 use model::{AppToken, CreatedAppToken};
 
@@ -25,8 +25,20 @@ pub struct TokenRequest<'a> {
     pub issued_by: Option<i64>,
 }
 
-/// Issues a token. The secret is in the result and nowhere else.
+/// Issues a token. The secret is in the result and nowhere else. A member
+/// issues tokens only for their own membership: a token minted for someone
+/// else would let its holder act, and be audited, as that member (an
+/// administrator could become the owner that way). Only the host operator
+/// (the command line) issues a token for a member.
 pub fn issue(conn: &Connection, request: &TokenRequest<'_>) -> Result<CreatedAppToken> {
+    if request
+        .issued_by
+        .is_some_and(|issuer| issuer != request.membership_id)
+    {
+        return Err(ApiError::forbidden(
+            "an app token can only be created for your own membership",
+        ));
+    }
     let name = request.name.trim();
     if name.is_empty() || request.name.chars().count() > MAX_NAME {
         return Err(ApiError::invalid("name", "must be 1 to 100 characters"));
@@ -75,7 +87,7 @@ pub fn issue(conn: &Connection, request: &TokenRequest<'_>) -> Result<CreatedApp
     })
 }
 
-/// Owners and administrators issue tokens for themselves or another member.
+/// Owners and administrators issue tokens for themselves.
 pub fn create(
     conn: &Connection,
     actor: &Actor,
@@ -99,16 +111,32 @@ pub fn list(conn: &Connection, actor: &Actor, page: Page) -> Result<(Vec<AppToke
     store::list_live(conn, actor.household_id, page)
 }
 
-/// Revokes at once: the next request with the token gets 401.
+/// Revokes at once: the next request with the token gets 401. An owner
+/// revokes anyone's token; an administrator never an owner's.
 pub fn revoke(conn: &Connection, actor: &Actor, id: i64) -> Result<()> {
     actor.require_manager("revoke app tokens")?;
-    revoke_in(conn, actor.household_id, id, Some(actor.membership_id))
+    revoke_in(conn, actor.household_id, id, Some(actor))
 }
 
-/// The revocation itself, by a member (`acting`) or the host operator (`None`).
-pub fn revoke_in(conn: &Connection, household_id: i64, id: i64, acting: Option<i64>) -> Result<()> {
+/// The revocation itself, by a member (`acting`, who must rank over the
+/// token's holder) or the host operator (`None`).
+pub fn revoke_in(
+    conn: &Connection,
+    household_id: i64,
+    id: i64,
+    acting: Option<&Actor>,
+) -> Result<()> {
     let found = store::find_live(conn, household_id, id)?
         .ok_or_else(|| ApiError::not_found("app token"))?;
+    if let Some(actor) = acting {
+        memberships::require_rank_over(
+            conn,
+            actor,
+            found.membership_id,
+            "revoke the app tokens of",
+        )?;
+    }
+    let acting = acting.map(|a| a.membership_id);
     store::revoke(conn, found.id)?;
     audit::record(
         conn,

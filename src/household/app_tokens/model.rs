@@ -30,7 +30,7 @@ pub struct CreatedAppToken {
 pub struct AppTokenAttributes {
     pub name: String,
     pub max_age_days: Option<i64>,
-    /// Defaults to the caller's own membership.
+    /// Only the caller's own membership is accepted.
     pub membership_id: Option<i64>,
 }
 
@@ -85,7 +85,7 @@ pub fn app_token_attributes_schema() -> Value {
             "max_age_days": {"type": ["integer", "null"], "minimum": 1, "maximum": 3650,
                 "description": "Days until the token expires; at most the household's app_token_max_age_days (its default)"},
             "membership_id": {"anyOf": [{"$ref": "#/components/schemas/NumericId"}, {"type": "null"}],
-                "description": "The member the token acts as; the caller's own membership when absent or null"},
+                "description": "The member the token acts as: only the caller's own membership may be named (403 otherwise); absent or null means the caller's own"},
         },
     })
 }

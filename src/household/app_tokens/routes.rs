@@ -36,6 +36,7 @@ pub fn routes(api: Api) -> Api {
         .route(
             Op::post(COLLECTION, "createAppToken", TAG)
                 .summary("Create an app token; the secret is returned once")
+                .description("A token always acts as the caller's own membership: naming another membership is 403. The audit log names the member who acted.")
                 .body("AppTokenCreateRequest")
                 .created("CreatedAppTokenResponse"),
             post(create),
@@ -43,6 +44,7 @@ pub fn routes(api: Api) -> Api {
         .route_numeric(
             Op::delete(MEMBER, "deleteAppToken", TAG)
                 .summary("Revoke an app token at once")
+                .description("An owner revokes anyone's token; an administrator revokes members' and administrators' tokens, never an owner's (403).")
                 .no_content(),
             delete(revoke),
         )

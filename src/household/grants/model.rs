@@ -75,9 +75,10 @@ pub fn grant_attributes_schema() -> Value {
             "person_id": resource_ref_schema(),
             "access_level": {"type": "string", "enum": ACCESS_LEVELS,
                 "description": "view; record (takes and outcomes, not the care plan); manage"},
-            "relationship_type": {"type": "string", "enum": RELATIONSHIPS},
+            "relationship_type": {"type": "string", "enum": RELATIONSHIPS,
+                "description": "self only on the member's own linked person (it is given and removed with the link)"},
             "expires_at": {"anyOf": [{"$ref": "#/components/schemas/Timestamp"}, {"type": "null"}],
-                "description": "Optional; must be in the future"},
+                "description": "Optional; must be in the future (and before the end of the year 9999)"},
         },
     })
 }

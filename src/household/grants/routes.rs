@@ -33,12 +33,12 @@ pub fn routes(api: Api) -> Api {
                 .query(
                     "membership_id",
                     json!({"type": "integer", "minimum": 1, "maximum": i64::MAX}),
-                    "Only grants held by this membership",
+                    "Only grants held by this membership; 404 when it names no membership of the household",
                 )
                 .query(
                     "person_id",
                     json!({"$ref": "#/components/schemas/ResourceIdentifier"}),
-                    "Only grants on this person (numeric or portable id)",
+                    "Only grants on this person (numeric or portable id); 404 when it names no person of the household",
                 )
                 .ok("PersonAccessGrantCollection"),
             get(list),
@@ -46,7 +46,7 @@ pub fn routes(api: Api) -> Api {
         .route(
             Op::post(COLLECTION, "createPersonAccessGrant", TAG)
                 .summary("Give a member access to a person")
-                .description("A member holds at most one live grant per person (409 grant_exists).")
+                .description("A member holds at most one live grant per person (409 grant_exists); a grant past its expires_at no longer counts and is closed. relationship_type self only on the member's own linked person. Only an owner may grant to, or revoke the grants of, an owner (403).")
                 .body("PersonAccessGrantCreateRequest")
                 .errors(&[409])
                 .created("PersonAccessGrantResponse"),

@@ -104,6 +104,60 @@ pub fn live_exists(conn: &Connection, membership_id: i64, person_id: i64) -> Res
         .is_some())
 }
 
+/// Revokes every live grant the member holds on the person; returns their ids.
+pub fn revoke_all_on(conn: &Connection, membership_id: i64, person_id: i64) -> Result<Vec<i64>> {
+    revoke_returning(
+        conn,
+        "membership_id = ?1 AND person_id = ?2 AND revoked_at IS NULL",
+        membership_id,
+        person_id,
+    )
+}
+
+/// Revokes the member's live `self` grants on the person; returns their ids.
+pub fn revoke_self_on(conn: &Connection, membership_id: i64, person_id: i64) -> Result<Vec<i64>> {
+    revoke_returning(
+        conn,
+        "membership_id = ?1 AND person_id = ?2 AND revoked_at IS NULL
+         AND relationship_type = 'self'",
+        membership_id,
+        person_id,
+    )
+}
+
+fn revoke_returning(
+    conn: &Connection,
+    condition: &str,
+    membership_id: i64,
+    person_id: i64,
+) -> Result<Vec<i64>> {
+    let ids = conn
+        .prepare(&format!(
+            "UPDATE person_access_grants SET revoked_at = ?3 WHERE {condition} RETURNING id"
+        ))?
+        .query_map(params![membership_id, person_id, crate::time::now()], |r| {
+            r.get(0)
+        })?
+        .collect::<rusqlite::Result<Vec<i64>>>()?;
+    Ok(ids)
+}
+
+/// Revokes the member's grants on the person whose expiry has passed.
+pub fn revoke_expired(
+    conn: &Connection,
+    membership_id: i64,
+    person_id: i64,
+    now: &str,
+) -> Result<usize> {
+    Ok(conn
+        .prepare_cached(
+            "UPDATE person_access_grants SET revoked_at = ?3
+             WHERE membership_id = ?1 AND person_id = ?2 AND revoked_at IS NULL
+               AND expires_at IS NOT NULL AND expires_at <= ?3",
+        )?
+        .execute(params![membership_id, person_id, now])?)
+}
+
 /// Which live grants to list.
 #[derive(Debug, Default, Clone)]
 pub struct Filter {
@@ -115,25 +169,23 @@ pub struct Filter {
 pub fn list_live(
     conn: &Connection,
     household_id: i64,
-    filter: &Filter,
+    membership_id: Option<i64>,
+    person_id: Option<i64>,
     page: Page,
 ) -> Result<(Vec<PersonAccessGrant>, i64)> {
-    let (person_numeric, person_portable) = ResourceId::filter_parts(filter.person_id.as_ref());
     let query = PageQuery {
         columns: COLUMNS,
         from: "person_access_grants g JOIN people p ON p.id = g.person_id",
         count_from: "person_access_grants g JOIN people p ON p.id = g.person_id",
         condition: "g.household_id = :household_id AND g.revoked_at IS NULL
           AND (:membership_id IS NULL OR g.membership_id = :membership_id)
-          AND (:person_numeric IS NULL OR g.person_id = :person_numeric)
-          AND (:person_portable IS NULL OR p.portable_id = :person_portable)",
+          AND (:person_id IS NULL OR g.person_id = :person_id)",
         order_by: "g.id",
     };
     let params = named_params! {
         ":household_id": household_id,
-        ":membership_id": filter.membership_id,
-        ":person_numeric": person_numeric,
-        ":person_portable": person_portable,
+        ":membership_id": membership_id,
+        ":person_id": person_id,
     };
     page::read(conn, &query, params, page, from_row)
 }

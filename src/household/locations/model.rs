@@ -4,6 +4,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
 use crate::http::extract::{ResourceId, present, resource_ref_schema};
+use crate::http::replace::Whole;
 use crate::http::respond::{Versioned, etag};
 
 /// A place where medicines are kept: every key always present, nothing else.
@@ -40,6 +41,12 @@ pub struct LocationAttributes {
 #[serde(deny_unknown_fields)]
 pub struct LocationBody {
     pub location: LocationAttributes,
+}
+
+/// A replace carries every writable attribute.
+impl Whole for LocationBody {
+    const KEY: &'static str = "location";
+    const FIELDS: &'static [&'static str] = &["name", "description"];
 }
 
 pub fn location_schema() -> Value {

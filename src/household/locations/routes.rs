@@ -9,6 +9,7 @@ use crate::auth::Actor;
 use crate::error::Result;
 use crate::http::extract::{ApiJson, IfMatch, PathId, QueryParams};
 use crate::http::openapi::{Api, Op};
+use crate::http::replace::{ReplaceJson, Whole};
 use crate::http::respond;
 use crate::state::AppState;
 
@@ -33,7 +34,7 @@ pub fn routes(api: Api) -> Api {
         .request_schema(
             "LocationReplaceRequest",
             "location",
-            location_attributes_schema(&["name"]),
+            location_attributes_schema(LocationBody::FIELDS),
         )
         .route(
             Op::get(COLLECTION, "listLocations", TAG)
@@ -74,7 +75,7 @@ pub fn routes(api: Api) -> Api {
         .route(
             Op::put(MEMBER, "replaceLocation", TAG)
                 .summary("Replace a location")
-                .description("Replaces the attributes: name is required and an absent description becomes null. Only household owners, administrators and members with the location-management permission may replace locations. The current ETag is required in If-Match: missing returns 428, stale returns 409.")
+                .description("Replaces the attributes: name and description are both required (description may be null); a missing one is a 422 naming it. Only household owners, administrators and members with the location-management permission may replace locations. The current ETag is required in If-Match: missing returns 428, stale returns 409.")
                 .body("LocationReplaceRequest")
                 .if_match_required()
                 .ok("LocationResponse")
@@ -141,7 +142,7 @@ async fn replace(
     actor: Actor,
     PathId(id): PathId,
     if_match: IfMatch,
-    ApiJson(body): ApiJson<LocationBody>,
+    ReplaceJson(body): ReplaceJson<LocationBody>,
 ) -> Result<Response> {
     let location = state
         .db

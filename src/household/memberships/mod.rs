@@ -15,13 +15,13 @@ use crate::auth::{Actor, Permissions, Role, store as auth_store};
 use crate::error::{ApiError, Problems, Result};
 use crate::household::{audit, grants};
 use crate::http::extract::Page;
-use model::{Membership, MembershipAttributes, MembershipStatus};
+use model::{Membership, MembershipAttributes};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Mode {
     /// PATCH: any subset of fields.
     Update,
-    /// PUT: role required, the rest defaulted.
+    /// PUT: every field required.
     Replace,
 }
 
@@ -39,6 +39,25 @@ fn require_may_touch(actor: &Actor, target: &Membership, doing: &str) -> Result<
     if target.role == Role::Owner && actor.role != Role::Owner {
         return Err(ApiError::forbidden(format!(
             "only an owner may {doing} an owner's membership"
+        )));
+    }
+    Ok(())
+}
+
+/// The one check every administrative act on another membership's
+/// belongings (its app tokens, its access grants) goes through: nobody
+/// below an owner acts on an owner. `doing` reads "only an owner may
+/// {doing} an owner".
+pub fn require_rank_over(
+    conn: &Connection,
+    actor: &Actor,
+    membership_id: i64,
+    doing: &str,
+) -> Result<()> {
+    let role = store::role_of(conn, actor.household_id, membership_id)?;
+    if role == Some(Role::Owner) && actor.role != Role::Owner {
+        return Err(ApiError::forbidden(format!(
+            "only an owner may {doing} an owner"
         )));
     }
     Ok(())
@@ -69,8 +88,8 @@ pub fn update(
     change(conn, actor, id, attrs, Mode::Update)
 }
 
-/// PUT: `role` is required; status defaults to active, person to none and
-/// every permission flag to false.
+/// PUT: every field is required (`person_id` may be null), so a replace
+/// never unlinks a person or drops a permission by leaving it out.
 pub fn replace(
     conn: &Connection,
     actor: &Actor,
@@ -93,11 +112,7 @@ fn change(
     require_may_touch(actor, &current, "change")?;
 
     let mut next = current.clone();
-    let flag = |sent: Option<Option<bool>>, old: bool| match sent {
-        Some(Some(value)) => value,
-        _ if mode == Mode::Replace => false,
-        _ => old,
-    };
+    let flag = |sent: Option<Option<bool>>, old: bool| sent.flatten().unwrap_or(old);
     next.permissions = Permissions {
         inventory_management: flag(
             attrs.inventory_management,
@@ -112,15 +127,11 @@ fn change(
     if let Some(Some(role)) = attrs.role {
         next.role = role;
     }
-    match attrs.status {
-        Some(Some(status)) => next.status = status.into(),
-        _ if mode == Mode::Replace => next.status = MembershipStatus::Active,
-        _ => {}
+    if let Some(Some(status)) = attrs.status {
+        next.status = status.into();
     }
-    match attrs.person_id {
-        Some(person_id) => next.person_id = person_id,
-        None if mode == Mode::Replace => next.person_id = None,
-        None => {}
+    if let Some(person_id) = attrs.person_id {
+        next.person_id = person_id;
     }
 
     if next.role == Role::Owner && current.role != Role::Owner && actor.role != Role::Owner {
@@ -144,7 +155,18 @@ fn change(
     if changed.is_empty() {
         return Ok(current);
     }
-    next.permissions_version += 1;
+    if next.person_id != current.person_id {
+        if let Some(old) = current.person_id {
+            grants::take_self(conn, actor, current.id, old)?;
+        }
+        if let Some(new) = next.person_id {
+            grants::give_self(conn, actor, current.id, new)?;
+        }
+    }
+    // The grant changes above moved the stored version on; count from it.
+    next.permissions_version = store::find(conn, actor.household_id, id)?
+        .map_or(next.permissions_version, |m| m.permissions_version)
+        + 1;
     next.lock_version += 1;
     next.updated_at = crate::time::now();
     store::update(conn, &next)?;
@@ -207,13 +229,19 @@ fn changed_fields(before: &Membership, after: &Membership) -> Vec<&'static str> 
 fn validate(attrs: &MembershipAttributes, mode: Mode) -> Result<()> {
     let mut problems = Problems::default();
     let mut add = |field: &str, message: &str| problems.add(field, message);
+    let whole = mode == Mode::Replace;
     match attrs.role {
-        None if mode == Mode::Replace => add("role", "is required"),
+        None if whole => add("role", "is required"),
         Some(None) => add("role", "must not be null"),
         _ => {}
     }
-    if let Some(None) = attrs.status {
-        add("status", "must not be null");
+    match attrs.status {
+        None if whole => add("status", "is required"),
+        Some(None) => add("status", "must not be null"),
+        _ => {}
+    }
+    if whole && attrs.person_id.is_none() {
+        add("person_id", "is required (null for no linked person)");
     }
     if let Some(Some(person_id)) = attrs.person_id
         && person_id < 1
@@ -225,8 +253,10 @@ fn validate(attrs: &MembershipAttributes, mode: Mode) -> Result<()> {
         ("location_management", attrs.location_management),
         ("adult_review", attrs.adult_review),
     ] {
-        if let Some(None) = value {
-            add(field, "must not be null");
+        match value {
+            None if whole => add(field, "is required"),
+            Some(None) => add(field, "must not be null"),
+            _ => {}
         }
     }
     problems.check("the membership's attributes are invalid")

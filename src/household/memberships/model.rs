@@ -5,6 +5,7 @@ use serde_json::{Value, json};
 
 use crate::auth::{Permissions, Role};
 use crate::http::extract::present;
+use crate::http::replace::Whole;
 
 /// A membership's lifecycle: `revoked` is final and never listed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -77,8 +78,8 @@ impl Membership {
     }
 }
 
-/// Membership attributes: absent fields stay as they are (PATCH) or take
-/// their defaults (PUT); only `person_id` may be null.
+/// Membership attributes: absent fields stay as they are (PATCH) or are
+/// refused (PUT, which carries them all); only `person_id` may be null.
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct MembershipAttributes {
@@ -100,6 +101,18 @@ pub struct MembershipAttributes {
 #[serde(deny_unknown_fields)]
 pub struct MembershipBody {
     pub household_membership: MembershipAttributes,
+}
+
+impl Whole for MembershipBody {
+    const KEY: &'static str = "household_membership";
+    const FIELDS: &'static [&'static str] = &[
+        "role",
+        "status",
+        "person_id",
+        "inventory_management",
+        "location_management",
+        "adult_review",
+    ];
 }
 
 pub fn membership_schema() -> Value {
@@ -137,9 +150,9 @@ pub fn membership_attributes_schema(required: &[&str]) -> Value {
             "role": {"type": "string", "enum": ["owner", "administrator", "member"],
                 "description": "Only an owner may give the owner role"},
             "status": {"type": "string", "enum": ["active", "suspended"],
-                "description": "A suspended member's credentials stop working at once (PUT default active)"},
+                "description": "A suspended member's credentials stop working at once"},
             "person_id": {"anyOf": [{"$ref": "#/components/schemas/NumericId"}, {"type": "null"}],
-                "description": "The member's own person in this household (PUT default null)"},
+                "description": "The member's own person in this household; linking gives the member a `self` manage grant on it and unlinking removes that grant"},
             "inventory_management": {"type": "boolean"},
             "location_management": {"type": "boolean"},
             "adult_review": {"type": "boolean"},

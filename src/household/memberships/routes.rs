@@ -9,6 +9,7 @@ use crate::auth::Actor;
 use crate::error::Result;
 use crate::http::extract::{ApiJson, PathNumericId, QueryParams};
 use crate::http::openapi::{Api, Op};
+use crate::http::replace::{ReplaceJson, Whole};
 use crate::http::respond;
 use crate::state::AppState;
 
@@ -26,7 +27,7 @@ pub fn routes(api: Api) -> Api {
         .request_schema(
             "MembershipReplaceRequest",
             "household_membership",
-            membership_attributes_schema(&["role"]),
+            membership_attributes_schema(MembershipBody::FIELDS),
         )
         .route(
             Op::get(COLLECTION, "listMemberships", TAG)
@@ -47,7 +48,7 @@ pub fn routes(api: Api) -> Api {
         .route_numeric(
             Op::put(MEMBER, "replaceMembership", TAG)
                 .summary("Replace a membership's role, status, person and permissions")
-                .description("role is required; status defaults to active, person_id to null and the permission flags to false. The owner rules of updateMembership apply.")
+                .description("The whole membership: every attribute is required (person_id may be null to unlink); a missing one is a 422 naming it. The owner rules of updateMembership apply.")
                 .body("MembershipReplaceRequest")
                 .errors(&[409])
                 .ok("MembershipResponse"),
@@ -89,7 +90,7 @@ async fn replace(
     State(state): State<AppState>,
     actor: Actor,
     PathNumericId(id): PathNumericId,
-    ApiJson(body): ApiJson<MembershipBody>,
+    ReplaceJson(body): ReplaceJson<MembershipBody>,
 ) -> Result<Response> {
     let membership = state
         .db

@@ -22,10 +22,68 @@ pub const RECORD_TYPE: &str = "Person";
 const MAX_NAME: usize = 200;
 const MAX_EMAIL: usize = 254;
 
-/// Age in whole years on `today`.
 /// Changing a person needs this access to them.
 pub const WRITE_LEVEL: AccessLevel = AccessLevel::Manage;
+/// Adulthood starts on the 18th birthday in the household's time zone.
+pub const ADULT_AGE: i64 = 18;
 
+/// The one rule tying `person_type` and `has_capacity` to age (in the
+/// household time zone), checked on create, on update and when the date of
+/// birth changes, and the rule an importer's "capacity rules" apply:
+/// a `minor` is under 18 and has no capacity; an `adult` is 18 or over and
+/// has capacity; a `dependent_adult` is 18 or over and has none. Without a
+/// date of birth only the type and capacity pairing is checked. `Err` holds
+/// (field, message) for each disagreement.
+pub fn check_capacity_rule(
+    date_of_birth: Option<Date>,
+    person_type: PersonType,
+    has_capacity: bool,
+    today: Date,
+) -> std::result::Result<(), Vec<(&'static str, &'static str)>> {
+    let mut problems = Vec::new();
+    let adult = date_of_birth.map(|dob| age_on(dob, today) >= ADULT_AGE);
+    match (person_type, adult) {
+        (PersonType::Minor, Some(true)) => problems.push((
+            "person_type",
+            "must not be minor for a person aged 18 or over",
+        )),
+        (PersonType::Adult | PersonType::DependentAdult, Some(false)) => {
+            problems.push(("person_type", "must be minor for a person under 18"))
+        }
+        _ => {}
+    }
+    let capacity = person_type == PersonType::Adult;
+    if has_capacity != capacity && problems.is_empty() {
+        problems.push((
+            "has_capacity",
+            if capacity {
+                "must be true for an adult (a dependent_adult is an adult without capacity)"
+            } else {
+                "must be false for a minor or a dependent_adult"
+            },
+        ));
+    }
+    if problems.is_empty() {
+        Ok(())
+    } else {
+        Err(problems)
+    }
+}
+
+/// The type and capacity a person takes from their age when not given.
+fn default_type(
+    date_of_birth: Option<Date>,
+    has_capacity: Option<bool>,
+    today: Date,
+) -> PersonType {
+    match date_of_birth {
+        Some(dob) if age_on(dob, today) < ADULT_AGE => PersonType::Minor,
+        _ if has_capacity == Some(false) => PersonType::DependentAdult,
+        _ => PersonType::Adult,
+    }
+}
+
+/// Age in whole years on `today`.
 pub fn age_on(date_of_birth: Date, today: Date) -> i64 {
     let mut years = i64::from(today.year() - date_of_birth.year());
     if (today.month(), today.day()) < (date_of_birth.month(), date_of_birth.day()) {
@@ -182,12 +240,11 @@ pub fn create(conn: &Connection, actor: &Actor, attrs: PersonAttributes) -> Resu
     let today = household_store::today(conn, actor.household_id)?;
     validate(&attrs, true, today)?;
     let dob = attrs.date_of_birth.flatten();
-    // Defaults follow the date of birth: a child is a minor without capacity.
-    let default_type = match dob {
-        Some(dob) if age_on(dob, today) < 18 => PersonType::Minor,
-        _ => PersonType::Adult,
-    };
-    let person_type = attrs.person_type.flatten().unwrap_or(default_type);
+    // Defaults follow the capacity rule: a child is a minor without capacity.
+    let person_type = attrs
+        .person_type
+        .flatten()
+        .unwrap_or_else(|| default_type(dob, attrs.has_capacity.flatten(), today));
     let now = crate::time::now();
     let mut row = PersonRow {
         id: 0,
@@ -204,11 +261,38 @@ pub fn create(conn: &Connection, actor: &Actor, attrs: PersonAttributes) -> Resu
         updated_at: now,
     };
     apply(&mut row, attrs);
+    enforce_capacity_rule(&row, today, false)?;
     insert_new(conn, actor.household_id, &mut row)?;
     if !actor.is_manager() {
         grants::grant_to_creator(conn, actor, row.id, Relationship::FamilyMember)?;
     }
     one(conn, actor.household_id, row)
+}
+
+/// 422 when the row breaks the capacity rule. When only the date of birth
+/// was sent, the disagreement is reported on it, saying what else to change.
+fn enforce_capacity_rule(row: &PersonRow, today: Date, only_birth_date: bool) -> Result<()> {
+    let dob = row
+        .date_of_birth
+        .as_deref()
+        .and_then(|d| d.parse::<Date>().ok());
+    let person_type = PersonType::parse(&row.person_type)
+        .ok_or_else(|| ApiError::internal("stored person_type is unknown"))?;
+    let Err(found) = check_capacity_rule(dob, person_type, row.has_capacity, today) else {
+        return Ok(());
+    };
+    let mut problems = Problems::default();
+    for (field, message) in found {
+        if only_birth_date {
+            problems.add(
+                "date_of_birth",
+                format!("makes the person's {field} wrong: {field} {message}; send person_type and has_capacity with it"),
+            );
+        } else {
+            problems.add(field, message);
+        }
+    }
+    problems.check("the person's type and capacity do not follow the capacity rule")
 }
 
 fn insert_new(conn: &Connection, household_id: i64, row: &mut PersonRow) -> Result<()> {
@@ -260,7 +344,14 @@ pub fn update(
     if_match.check(&etag(&row.portable_id, row.lock_version))?;
     let today = household_store::today(conn, actor.household_id)?;
     validate(&attrs, false, today)?;
+    let touches_rule = attrs.date_of_birth.is_some()
+        || attrs.person_type.is_some()
+        || attrs.has_capacity.is_some();
+    let only_birth_date = attrs.person_type.is_none() && attrs.has_capacity.is_none();
     apply(&mut row, attrs);
+    if touches_rule {
+        enforce_capacity_rule(&row, today, only_birth_date)?;
+    }
     row.lock_version += 1;
     row.updated_at = crate::time::now();
     store::update(conn, &row)?;

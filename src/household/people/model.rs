@@ -16,6 +16,15 @@ pub enum PersonType {
 }
 
 impl PersonType {
+    pub fn parse(s: &str) -> Option<PersonType> {
+        match s {
+            "adult" => Some(PersonType::Adult),
+            "minor" => Some(PersonType::Minor),
+            "dependent_adult" => Some(PersonType::DependentAdult),
+            _ => None,
+        }
+    }
+
     pub fn as_str(self) -> &'static str {
         match self {
             PersonType::Adult => "adult",
@@ -108,8 +117,10 @@ pub fn person_attributes_schema(required: &[&str]) -> Value {
             "name": {"type": "string", "minLength": 1, "maxLength": 200, "pattern": "\\S"},
             "email": {"type": ["string", "null"], "format": "email", "maxLength": 254},
             "date_of_birth": {"type": "string", "format": "date"},
-            "person_type": {"type": "string", "enum": ["adult", "minor", "dependent_adult"]},
-            "has_capacity": {"type": "boolean"},
+            "person_type": {"type": "string", "enum": ["adult", "minor", "dependent_adult"],
+                "description": "Follows age in the household time zone: minor under 18 (without capacity), adult 18 or over with capacity, dependent_adult 18 or over without capacity. Defaults from date_of_birth and has_capacity."},
+            "has_capacity": {"type": "boolean",
+                "description": "true exactly for an adult; defaults from person_type"},
         },
     })
 }

@@ -90,7 +90,7 @@ fn validate(attrs: &ProfileAttributes, today: Date) -> Result<()> {
     }
     if let Some(Some(name)) = &attrs.time_zone
         && let Err(ApiError::Validation { errors: found, .. }) =
-            crate::household::check_time_zone(name)
+            crate::household::canonical_time_zone(name)
     {
         for (field, messages) in found {
             for message in messages {
@@ -140,13 +140,10 @@ fn apply_to_account(prefs: &mut AccountPrefs, attrs: &ProfileAttributes) -> bool
         prefs.mobile_shortcuts.clone(),
     );
     if let Some(time_zone) = &attrs.time_zone {
-        prefs.time_zone = time_zone.as_deref().map(|name| {
-            // Save the database's own spelling of the zone.
-            jiff::tz::TimeZone::get(name)
-                .ok()
-                .and_then(|tz| tz.iana_name().map(str::to_string))
-                .unwrap_or_else(|| name.to_string())
-        });
+        // Validation has passed, so every name has its canonical spelling.
+        prefs.time_zone = time_zone
+            .as_deref()
+            .map(|name| crate::household::canonical_time_zone(name).unwrap_or_default());
     }
     if let Some(Some(enabled)) = attrs.gravatar_enabled {
         prefs.gravatar_enabled = enabled;

@@ -11,26 +11,30 @@ use serde_json::json;
 use crate::auth::Actor;
 use crate::care::dose_occurrences::history;
 use crate::error::{ApiError, Problems, Result};
-use crate::household::{audit, check_time_zone};
+use crate::household::{audit, canonical_time_zone};
 use crate::http::extract::IfMatch;
 use crate::http::respond::Versioned;
 use model::{HouseholdSettings, SettingsAttributes};
 
 const MAX_NAME: usize = 200;
 const MAX_TOKEN_AGE_DAYS: i64 = 3650;
-/// `app_token_max_age_days` when a PUT leaves it out.
-pub const DEFAULT_TOKEN_AGE_DAYS: i64 = 90;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Mode {
     /// PATCH: any subset of fields.
     Update,
-    /// PUT: name and time zone required, the rest defaulted.
+    /// PUT: every field required.
     Replace,
 }
 
 fn current(conn: &Connection, actor: &Actor) -> Result<HouseholdSettings> {
-    store::find(conn, actor.household_id)?.ok_or_else(|| ApiError::not_found("household"))
+    let mut settings =
+        store::find(conn, actor.household_id)?.ok_or_else(|| ApiError::not_found("household"))?;
+    // A zone stored before names were canonicalised is answered canonically.
+    if let Ok(canonical) = canonical_time_zone(&settings.time_zone) {
+        settings.time_zone = canonical;
+    }
+    Ok(settings)
 }
 
 pub fn get(conn: &Connection, actor: &Actor) -> Result<HouseholdSettings> {
@@ -48,7 +52,7 @@ pub fn update(
     change(conn, actor, if_match, attrs, Mode::Update)
 }
 
-/// PUT: sets every field; `app_token_max_age_days` defaults to 90.
+/// PUT: sets every field; each is required.
 pub fn replace(
     conn: &Connection,
     actor: &Actor,
@@ -74,12 +78,10 @@ fn change(
         settings.name = name.trim().to_string();
     }
     if let Some(Some(time_zone)) = attrs.time_zone {
-        settings.time_zone = time_zone.trim().to_string();
+        settings.time_zone = canonical_time_zone(&time_zone)?;
     }
-    match attrs.app_token_max_age_days {
-        Some(Some(days)) => settings.app_token_max_age_days = days,
-        _ if mode == Mode::Replace => settings.app_token_max_age_days = DEFAULT_TOKEN_AGE_DAYS,
-        _ => {}
+    if let Some(Some(days)) = attrs.app_token_max_age_days {
+        settings.app_token_max_age_days = days;
     }
     let mut changed = Vec::new();
     if settings.name != before.name {
@@ -135,12 +137,13 @@ fn validate(attrs: &SettingsAttributes, mode: Mode) -> Result<()> {
     match &attrs.time_zone {
         None if mode == Mode::Replace => add("time_zone", "is required"),
         Some(None) => add("time_zone", "must not be null"),
-        Some(Some(tz)) if check_time_zone(tz.trim()).is_err() => {
+        Some(Some(tz)) if canonical_time_zone(tz).is_err() => {
             add("time_zone", "must be a known IANA time zone name")
         }
         _ => {}
     }
     match attrs.app_token_max_age_days {
+        None if mode == Mode::Replace => add("app_token_max_age_days", "is required"),
         Some(None) => add("app_token_max_age_days", "must not be null"),
         Some(Some(days)) if !(1..=MAX_TOKEN_AGE_DAYS).contains(&days) => add(
             "app_token_max_age_days",

@@ -4,6 +4,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
 use crate::http::extract::present;
+use crate::http::replace::Whole;
 use crate::http::respond::{Versioned, etag};
 
 /// The household's administrable settings.
@@ -26,8 +27,8 @@ impl Versioned for HouseholdSettings {
     }
 }
 
-/// Settings attributes: absent fields stay as they are (PATCH) or take
-/// their defaults (PUT); null is never accepted.
+/// Settings attributes: absent fields stay as they are (PATCH) or are
+/// refused (PUT, which carries them all); null is never accepted.
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct SettingsAttributes {
@@ -43,6 +44,11 @@ pub struct SettingsAttributes {
 #[serde(deny_unknown_fields)]
 pub struct SettingsBody {
     pub household: SettingsAttributes,
+}
+
+impl Whole for SettingsBody {
+    const KEY: &'static str = "household";
+    const FIELDS: &'static [&'static str] = &["name", "time_zone", "app_token_max_age_days"];
 }
 
 pub fn settings_schema() -> Value {
@@ -74,7 +80,7 @@ pub fn settings_attributes_schema(required: &[&str]) -> Value {
             "name": {"type": "string", "minLength": 1, "maxLength": 200, "pattern": "\\S"},
             "time_zone": {"$ref": "#/components/schemas/TimeZone"},
             "app_token_max_age_days": {"type": "integer", "minimum": 1, "maximum": 3650,
-                "description": "Longest life, in days, of a new household app token (PUT default 90)"},
+                "description": "Longest life, in days, of a new household app token"},
         },
     })
 }

@@ -9,6 +9,7 @@ use crate::auth::Actor;
 use crate::error::Result;
 use crate::http::extract::{ApiJson, IfMatch};
 use crate::http::openapi::{Api, Op};
+use crate::http::replace::{ReplaceJson, Whole};
 use crate::http::respond;
 use crate::state::AppState;
 
@@ -25,7 +26,7 @@ pub fn routes(api: Api) -> Api {
         .request_schema(
             "HouseholdSettingsReplaceRequest",
             "household",
-            settings_attributes_schema(&["name", "time_zone"]),
+            settings_attributes_schema(SettingsBody::FIELDS),
         )
         .route(
             Op::get(PATH, "getHouseholdAdminSettings", TAG)
@@ -47,7 +48,7 @@ pub fn routes(api: Api) -> Api {
         .route(
             Op::put(PATH, "replaceHouseholdAdminSettings", TAG)
                 .summary("Replace the household's settings")
-                .description("name and time_zone are required; app_token_max_age_days defaults to 90.")
+                .description("Every setting is required; a missing one is a 422 naming it. The time zone is stored and answered as its canonical IANA name.")
                 .body("HouseholdSettingsReplaceRequest")
                 .if_match()
                 .ok("HouseholdSettingsResponse")
@@ -78,7 +79,7 @@ async fn replace(
     State(state): State<AppState>,
     actor: Actor,
     if_match: IfMatch,
-    ApiJson(body): ApiJson<SettingsBody>,
+    ReplaceJson(body): ReplaceJson<SettingsBody>,
 ) -> Result<Response> {
     let settings = state
         .db

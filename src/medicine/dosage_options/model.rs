@@ -5,6 +5,7 @@ use serde_json::{Value, json};
 
 use crate::decimal::{self, Dec};
 use crate::http::extract::{ResourceId, present, resource_ref_schema};
+use crate::http::replace::Whole;
 use crate::http::respond::{Versioned, etag};
 use crate::medicine::forecast::{self, StockStatus};
 use crate::medicine::vocab::{DoseCycle, DoseUnit};
@@ -120,6 +121,24 @@ pub struct DosageOptionAttributes {
 #[serde(deny_unknown_fields)]
 pub struct DosageOptionBody {
     pub dosage_option: DosageOptionAttributes,
+}
+
+/// A replace carries every writable attribute.
+impl Whole for DosageOptionBody {
+    const KEY: &'static str = "dosage_option";
+    const FIELDS: &'static [&'static str] = &[
+        "amount",
+        "unit",
+        "frequency",
+        "description",
+        "default_for_adults",
+        "default_for_children",
+        "default_max_daily_doses",
+        "default_min_hours_between_doses",
+        "default_dose_cycle",
+        "current_supply",
+        "reorder_threshold",
+    ];
 }
 
 fn nullable(schema: Value) -> Value {

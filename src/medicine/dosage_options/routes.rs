@@ -10,6 +10,7 @@ use crate::auth::Actor;
 use crate::error::Result;
 use crate::http::extract::{ApiJson, IfMatch, PathId, QueryParams};
 use crate::http::openapi::{Api, Op};
+use crate::http::replace::{ReplaceJson, Whole};
 use crate::http::respond;
 use crate::state::AppState;
 
@@ -34,7 +35,7 @@ pub fn routes(api: Api) -> Api {
         .request_schema(
             "DosageOptionReplaceRequest",
             "dosage_option",
-            dosage_option_attributes_schema(&["amount", "unit"]),
+            dosage_option_attributes_schema(DosageOptionBody::FIELDS),
         )
         .route(
             Op::get(COLLECTION, "listDosageOptions", TAG)
@@ -79,7 +80,7 @@ pub fn routes(api: Api) -> Api {
         .route(
             Op::put(MEMBER, "replaceDosageOption", TAG)
                 .summary("Replace a dosage option's attributes")
-                .description("amount and unit are required; omitted attributes return to their defaults (null, or false for default_for_adults and default_for_children), current_supply included. medication_id cannot change. Needs the inventory management permission.")
+                .description("The whole option: every attribute except medication_id is required (null clears an optional one), current_supply included; a missing one is a 422 naming it. medication_id cannot change. Needs the inventory management permission.")
                 .body("DosageOptionReplaceRequest")
                 .if_match()
                 .ok("DosageOptionResponse")
@@ -138,7 +139,7 @@ async fn replace(
     actor: Actor,
     PathId(id): PathId,
     if_match: IfMatch,
-    ApiJson(body): ApiJson<DosageOptionBody>,
+    ReplaceJson(body): ReplaceJson<DosageOptionBody>,
 ) -> Result<Response> {
     let option = state
         .db

@@ -22,7 +22,7 @@ pub const RECORD_TYPE: &str = "Medication";
 /// Stock changes need the inventory-management permission (owners and
 /// administrators hold it implicitly).
 pub fn require_inventory(actor: &Actor) -> Result<()> {
-    if actor.is_manager() || actor.permissions.inventory_management {
+    if actor.can_manage_inventory() {
         Ok(())
     } else {
         Err(ApiError::forbidden(

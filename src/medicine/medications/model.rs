@@ -5,6 +5,7 @@ use serde_json::{Value, json};
 
 use crate::decimal::{self, Dec};
 use crate::http::extract::{ResourceId, present, resource_ref_schema};
+use crate::http::replace::Whole;
 use crate::http::respond::{Versioned, etag};
 use crate::medicine::vocab::{ConceptClass, DoseUnit, ReorderStatus, ScheduleType};
 
@@ -125,6 +126,26 @@ pub struct MedicationAttributes {
 #[serde(deny_unknown_fields)]
 pub struct MedicationBody {
     pub medication: MedicationAttributes,
+}
+
+/// A replace carries every writable attribute.
+impl Whole for MedicationBody {
+    const KEY: &'static str = "medication";
+    const FIELDS: &'static [&'static str] = &[
+        "location_id",
+        "name",
+        "friendly_name",
+        "category",
+        "description",
+        "dose_amount",
+        "dose_unit",
+        "default_schedule_type",
+        "reorder_threshold",
+        "barcode",
+        "dmd_code",
+        "dmd_system",
+        "dmd_concept_class",
+    ];
 }
 
 fn nullable(schema: Value) -> Value {

@@ -12,6 +12,7 @@ use crate::decimal;
 use crate::error::Result;
 use crate::http::extract::{ApiJson, IfMatch, OptionalApiJson, PathId, QueryParams};
 use crate::http::openapi::{Api, Op};
+use crate::http::replace::{ReplaceJson, Whole};
 use crate::http::respond;
 use crate::medicine::vocab::AdjustmentReason;
 use crate::state::AppState;
@@ -44,6 +45,7 @@ pub fn routes(api: Api) -> Api {
     api.resource_schema("Medication", medication_schema())
         .request_schema("MedicationCreateRequest", "medication", medication_attributes_schema(&["name"]))
         .request_schema("MedicationUpdateRequest", "medication", medication_attributes_schema(&[]))
+        .request_schema("MedicationReplaceRequest", "medication", medication_attributes_schema(MedicationBody::FIELDS))
         .request_schema(
             "InventoryAdjustmentRequest",
             "adjustment",
@@ -95,8 +97,8 @@ pub fn routes(api: Api) -> Api {
         .route(
             Op::put(MEMBER, "replaceMedication", TAG)
                 .summary("Replace a medication's attributes")
-                .description("Omitted descriptive attributes become null; an omitted current_supply keeps the stock count. Needs the inventory management permission.")
-                .body("MedicationCreateRequest")
+                .description("The whole medication: every attribute except current_supply is required (null clears an optional one); a missing one is a 422 naming it. An omitted current_supply keeps the stock count, which has its own operations. Needs the inventory management permission.")
+                .body("MedicationReplaceRequest")
                 .if_match()
                 .ok("MedicationResponse")
                 .etag(),
@@ -191,7 +193,7 @@ async fn replace(
     actor: Actor,
     PathId(id): PathId,
     if_match: IfMatch,
-    ApiJson(body): ApiJson<MedicationBody>,
+    ReplaceJson(body): ReplaceJson<MedicationBody>,
 ) -> Result<Response> {
     let medication = state
         .db
