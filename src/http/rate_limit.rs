@@ -3,8 +3,12 @@
 //! bucket only when the secret matched; the outcome travels to the `Actor`
 //! extractor in the request's extensions. Requests without a credential,
 //! and every failed authentication, count against the client's address,
-//! failures in a stricter bucket of their own: an address that has used it
-//! up is refused before anything is verified. A selector alone proves
+//! failures in a stricter bucket of their own: once an address has used it
+//! up, every further failure from it is a 429 instead of a 401. A verified
+//! credential is never held back by its address's failures: behind one
+//! home router or reverse proxy, a phone with a stale token must not lock
+//! out the rest of the family (a guess at a 256-bit secret gains nothing
+//! from learning which answer it got). A selector alone proves
 //! nothing, so it never chooses a bucket (else anyone could drain a
 //! victim's bucket, or escape every limit with a fresh selector each time).
 //!
@@ -55,15 +59,6 @@ impl RateLimiter {
 
     /// Takes one request from `key`'s bucket, or says how many seconds until one is free.
     pub fn check(&self, key: &str, now: Instant) -> Result<(), u64> {
-        self.take(key, now, true)
-    }
-
-    /// Whether `key` has a request left, without taking it.
-    pub fn peek(&self, key: &str, now: Instant) -> Result<(), u64> {
-        self.take(key, now, false)
-    }
-
-    fn take(&self, key: &str, now: Instant, consume: bool) -> Result<(), u64> {
         if self.per_minute == 0 {
             return Ok(());
         }
@@ -78,8 +73,8 @@ impl RateLimiter {
         let refill = |b: &Bucket| {
             (b.tokens + now.duration_since(b.at).as_secs_f64() * per_second).min(capacity)
         };
-        let refilled = match (buckets.get_mut(key), consume) {
-            (Some(bucket), true) => {
+        let refilled = match buckets.get_mut(key) {
+            Some(bucket) => {
                 let refilled = refill(bucket);
                 bucket.at = now;
                 bucket.tokens = if refilled >= 1.0 {
@@ -89,8 +84,7 @@ impl RateLimiter {
                 };
                 refilled
             }
-            (Some(bucket), false) => refill(bucket),
-            (None, true) => {
+            None => {
                 buckets.insert(
                     key.to_string(),
                     Bucket {
@@ -100,7 +94,6 @@ impl RateLimiter {
                 );
                 capacity
             }
-            (None, false) => capacity,
         };
         if refilled >= 1.0 {
             Ok(())
@@ -195,9 +188,6 @@ pub async fn middleware(
             Err(wait) => limited(wait),
         };
     };
-    if let Err(wait) = limits.auth_failures.peek(&address, now) {
-        return limited(wait);
-    }
     let verified = match auth::verify(&state, presented).await {
         Ok(verified) => verified,
         Err(e) => return e.into_response(),
@@ -210,9 +200,9 @@ pub async fn middleware(
             }
         }
         Err(_) => {
-            // This failure is answered (401) whatever the bucket says; the
-            // next one from this address waits once the bucket is empty.
-            let _ = limits.auth_failures.check(&address, now);
+            if let Err(wait) = limits.auth_failures.check(&address, now) {
+                return limited(wait);
+            }
         }
     }
     request.extensions_mut().insert(verified);
@@ -239,19 +229,6 @@ mod tests {
                 .check("a", t0 + Duration::from_millis(1100))
                 .is_err()
         );
-    }
-
-    #[test]
-    fn peeking_takes_nothing() {
-        let limiter = RateLimiter::new(2);
-        let t0 = Instant::now();
-        for _ in 0..10 {
-            assert!(limiter.peek("a", t0).is_ok());
-        }
-        assert!(limiter.check("a", t0).is_ok());
-        assert!(limiter.check("a", t0).is_ok());
-        assert!(limiter.peek("a", t0).is_err());
-        assert!(limiter.check("a", t0).is_err());
     }
 
     #[test]
