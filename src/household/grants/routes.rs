@@ -9,7 +9,7 @@ use super::model::{GrantBody, grant_attributes_schema, grant_schema};
 use super::store::Filter;
 use crate::auth::Actor;
 use crate::error::{ApiError, Result};
-use crate::http::extract::{ApiJson, PathNumericId, QueryParams};
+use crate::http::extract::{ApiJson, PathNumericId, QueryParams, numeric_id};
 use crate::http::openapi::{Api, Op};
 use crate::http::respond;
 use crate::state::AppState;
@@ -63,9 +63,9 @@ pub fn routes(api: Api) -> Api {
 fn filter(query: &QueryParams) -> Result<Filter> {
     let membership_id = match query.get("membership_id") {
         None => None,
-        Some(text) => match text.parse::<i64>() {
-            Ok(n) if n >= 1 => Some(n),
-            _ => {
+        Some(text) => match numeric_id(text) {
+            Some(n) => Some(n),
+            None => {
                 return Err(ApiError::invalid(
                     "membership_id",
                     "must be a positive integer",

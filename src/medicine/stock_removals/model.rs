@@ -66,12 +66,8 @@ impl<'de> Deserialize<'de> for DosageRef {
             "must be the numeric id (such as \"12\") or the portable id of a dosage option";
         let id = match Raw::deserialize(de).map_err(|_| serde::de::Error::custom(EXPECTED))? {
             Raw::Number(n) => Some(ResourceId::Numeric(n)),
-            Raw::Text(text) if text.bytes().all(|b| b.is_ascii_digit()) => {
-                text.parse::<i64>().ok().map(ResourceId::Numeric)
-            }
-            Raw::Text(text) => uuid::Uuid::parse_str(&text)
-                .ok()
-                .map(|u| ResourceId::Portable(u.hyphenated().to_string())),
+            // One spelling per id, as in paths: not "01", "+1" or a braced UUID.
+            Raw::Text(text) => ResourceId::parse(&text),
         };
         match id {
             Some(ResourceId::Numeric(n)) if n < 1 => Err(serde::de::Error::custom(EXPECTED)),
@@ -178,7 +174,7 @@ mod tests {
             ))
         );
         for bad in [
-            "0", "-1", "\"0\"", "\"+3\"", "\"abc\"", "1.5", "true", "\"\"",
+            "0", "-1", "\"0\"", "\"+3\"", "\"03\"", "\"abc\"", "1.5", "true", "\"\"",
         ] {
             assert!(d(bad).is_err(), "{bad} accepted");
         }
