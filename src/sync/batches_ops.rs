@@ -68,273 +68,121 @@ const fn kind(
 
 const STOCK_REMOVAL: &str = "StockRemoval";
 
+// One row per pair, read as a table: resource_type, action, record type,
+// the rule it applies, the authority a replay checks again.
+#[rustfmt::skip]
 pub static OPERATIONS: &[OperationKind] = &[
-    kind(
-        "location",
-        "create",
-        locations::RECORD_TYPE,
+    kind("location", "create", locations::RECORD_TYPE,
         |s| s.create(|a| locations::create(s.conn, s.actor, a)),
-        location_manager,
-    ),
-    kind(
-        "location",
-        "update",
-        locations::RECORD_TYPE,
+        location_manager),
+    kind("location", "update", locations::RECORD_TYPE,
         |s| s.update(|id, m, a| locations::update(s.conn, s.actor, id, m, a)),
-        location_manager,
-    ),
-    kind(
-        "location",
-        "delete",
-        locations::RECORD_TYPE,
-        |s| {
-            s.delete(
-                |id| locations::get(s.conn, s.actor, id),
-                |id, m| locations::delete(s.conn, s.actor, id, m),
-            )
-        },
-        location_manager,
-    ),
-    kind(
-        "person",
-        "create",
-        people::RECORD_TYPE,
+        location_manager),
+    kind("location", "delete", locations::RECORD_TYPE,
+        |s| s.delete(|id| locations::get(s.conn, s.actor, id),
+                     |id, m| locations::delete(s.conn, s.actor, id, m)),
+        location_manager),
+    // The creator's grant on the new person is what a replay needs.
+    kind("person", "create", people::RECORD_TYPE,
         |s| s.create(|a| people::create(s.conn, s.actor, a)),
-        // The creator's grant on the new person is what a replay needs.
-        |c, a, r| people::find_for(c, a, &r.record(), AccessLevel::View).map(drop),
-    ),
-    kind(
-        "person",
-        "update",
-        people::RECORD_TYPE,
+        |c, a, r| people::find_for(c, a, &r.record(), AccessLevel::View).map(drop)),
+    kind("person", "update", people::RECORD_TYPE,
         |s| s.update(|id, m, a| people::update(s.conn, s.actor, id, m, a)),
-        |c, a, r| people::find_for(c, a, &r.record(), people::WRITE_LEVEL).map(drop),
-    ),
-    kind(
-        "medication",
-        "create",
-        medications::RECORD_TYPE,
+        |c, a, r| people::find_for(c, a, &r.record(), people::WRITE_LEVEL).map(drop)),
+    kind("medication", "create", medications::RECORD_TYPE,
         |s| s.create(|a| medications::create(s.conn, s.actor, a)),
-        inventory,
-    ),
-    kind(
-        "medication",
-        "update",
-        medications::RECORD_TYPE,
+        inventory),
+    kind("medication", "update", medications::RECORD_TYPE,
         |s| s.update(|id, m, a| medications::update(s.conn, s.actor, id, m, a)),
-        inventory,
-    ),
-    kind(
-        "medication",
-        "delete",
-        medications::RECORD_TYPE,
-        |s| {
-            s.delete(
-                |id| medications::get(s.conn, s.actor, id),
-                |id, m| medications::delete(s.conn, s.actor, id, m),
-            )
-        },
-        inventory,
-    ),
-    kind(
-        "medication",
-        "adjust_inventory",
-        medications::RECORD_TYPE,
-        |s| {
-            s.update(|id, m, a| medications::inventory::adjust_inventory(s.conn, s.actor, id, m, a))
-        },
-        inventory,
-    ),
-    kind(
-        "medication",
-        "mark_as_ordered",
-        medications::RECORD_TYPE,
+        inventory),
+    kind("medication", "delete", medications::RECORD_TYPE,
+        |s| s.delete(|id| medications::get(s.conn, s.actor, id),
+                     |id, m| medications::delete(s.conn, s.actor, id, m)),
+        inventory),
+    kind("medication", "adjust_inventory", medications::RECORD_TYPE,
+        |s| s.update(|id, m, a| medications::inventory::adjust_inventory(s.conn, s.actor, id, m, a)),
+        inventory),
+    kind("medication", "mark_as_ordered", medications::RECORD_TYPE,
         |s| s.update(|id, m, a| medications::inventory::mark_as_ordered(s.conn, s.actor, id, m, a)),
-        inventory,
-    ),
-    kind(
-        "medication",
-        "mark_as_received",
-        medications::RECORD_TYPE,
-        |s| {
-            s.update(|id, m, a| medications::inventory::mark_as_received(s.conn, s.actor, id, m, a))
-        },
-        inventory,
-    ),
-    kind(
-        "medication",
-        "remove_stock",
-        STOCK_REMOVAL,
+        inventory),
+    kind("medication", "mark_as_received", medications::RECORD_TYPE,
+        |s| s.update(|id, m, a| medications::inventory::mark_as_received(s.conn, s.actor, id, m, a)),
+        inventory),
+    kind("medication", "remove_stock", STOCK_REMOVAL,
         remove_stock,
         |c, a, r| {
-            let medication =
-                r.op.id
-                    .as_ref()
-                    .ok_or_else(|| ApiError::not_found("medication"))?;
+            let medication = r.op.id.as_ref().ok_or_else(|| ApiError::not_found("medication"))?;
             stock_removals::authorize(c, a, medication).map(drop)
-        },
-    ),
-    kind(
-        "medication_dosage_option",
-        "create",
-        dosage_options::RECORD_TYPE,
+        }),
+    kind("medication_dosage_option", "create", dosage_options::RECORD_TYPE,
         |s| s.create(|a| dosage_options::create(s.conn, s.actor, a)),
-        inventory,
-    ),
-    kind(
-        "medication_dosage_option",
-        "update",
-        dosage_options::RECORD_TYPE,
+        inventory),
+    kind("medication_dosage_option", "update", dosage_options::RECORD_TYPE,
         |s| s.update(|id, m, a| dosage_options::update(s.conn, s.actor, id, m, a)),
-        inventory,
-    ),
-    kind(
-        "health_event",
-        "create",
-        health_events::RECORD_TYPE,
+        inventory),
+    kind("health_event", "create", health_events::RECORD_TYPE,
         |s| s.create(|a| health_events::create(s.conn, s.actor, a)),
-        health_event,
-    ),
-    kind(
-        "health_event",
-        "update",
-        health_events::RECORD_TYPE,
+        health_event),
+    kind("health_event", "update", health_events::RECORD_TYPE,
         |s| s.update(|id, m, a| health_events::update(s.conn, s.actor, id, m, a)),
-        health_event,
-    ),
-    kind(
-        "health_event",
-        "delete",
-        health_events::RECORD_TYPE,
-        |s| {
-            s.delete(
-                |id| health_events::get(s.conn, s.actor, id),
-                |id, m| health_events::delete(s.conn, s.actor, id, m),
-            )
-        },
-        health_event,
-    ),
-    kind(
-        "schedule",
-        "create",
-        schedules::RECORD_TYPE,
+        health_event),
+    kind("health_event", "delete", health_events::RECORD_TYPE,
+        |s| s.delete(|id| health_events::get(s.conn, s.actor, id),
+                     |id, m| health_events::delete(s.conn, s.actor, id, m)),
+        health_event),
+    kind("schedule", "create", schedules::RECORD_TYPE,
         |s| s.create(|a| schedules::create(s.conn, s.actor, a)),
-        source::<ScheduleRow>,
-    ),
-    kind(
-        "schedule",
-        "update",
-        schedules::RECORD_TYPE,
+        source::<ScheduleRow>),
+    kind("schedule", "update", schedules::RECORD_TYPE,
         |s| s.update(|id, m, a| schedules::update(s.conn, s.actor, id, m, a)),
-        source::<ScheduleRow>,
-    ),
-    kind(
-        "schedule",
-        "delete",
-        schedules::RECORD_TYPE,
-        |s| {
-            s.delete(
-                |id| schedules::get(s.conn, s.actor, id),
-                |id, m| schedules::delete(s.conn, s.actor, id, m),
-            )
-        },
-        source::<ScheduleRow>,
-    ),
-    kind(
-        "schedule",
-        "pause",
-        schedules::RECORD_TYPE,
+        source::<ScheduleRow>),
+    kind("schedule", "delete", schedules::RECORD_TYPE,
+        |s| s.delete(|id| schedules::get(s.conn, s.actor, id),
+                     |id, m| schedules::delete(s.conn, s.actor, id, m)),
+        source::<ScheduleRow>),
+    kind("schedule", "pause", schedules::RECORD_TYPE,
         |s| s.transition(|id, m| schedules::pause(s.conn, s.actor, id, m)),
-        source::<ScheduleRow>,
-    ),
-    kind(
-        "schedule",
-        "resume",
-        schedules::RECORD_TYPE,
+        source::<ScheduleRow>),
+    kind("schedule", "resume", schedules::RECORD_TYPE,
         |s| s.transition(|id, m| schedules::resume(s.conn, s.actor, id, m)),
-        source::<ScheduleRow>,
-    ),
-    kind(
-        "person_medication",
-        "create",
-        person_medications::RECORD_TYPE,
+        source::<ScheduleRow>),
+    kind("person_medication", "create", person_medications::RECORD_TYPE,
         |s| s.create(|a| person_medications::create(s.conn, s.actor, a)),
-        source::<PersonMedicationRow>,
-    ),
-    kind(
-        "person_medication",
-        "update",
-        person_medications::RECORD_TYPE,
+        source::<PersonMedicationRow>),
+    kind("person_medication", "update", person_medications::RECORD_TYPE,
         |s| s.update(|id, m, a| person_medications::update(s.conn, s.actor, id, m, a)),
-        source::<PersonMedicationRow>,
-    ),
-    kind(
-        "person_medication",
-        "delete",
-        person_medications::RECORD_TYPE,
-        |s| {
-            s.delete(
-                |id| person_medications::get(s.conn, s.actor, id),
-                |id, m| person_medications::delete(s.conn, s.actor, id, m),
-            )
-        },
-        source::<PersonMedicationRow>,
-    ),
-    kind(
-        "person_medication",
-        "pause",
-        person_medications::RECORD_TYPE,
+        source::<PersonMedicationRow>),
+    kind("person_medication", "delete", person_medications::RECORD_TYPE,
+        |s| s.delete(|id| person_medications::get(s.conn, s.actor, id),
+                     |id, m| person_medications::delete(s.conn, s.actor, id, m)),
+        source::<PersonMedicationRow>),
+    kind("person_medication", "pause", person_medications::RECORD_TYPE,
         |s| s.transition(|id, m| person_medications::pause(s.conn, s.actor, id, m)),
-        source::<PersonMedicationRow>,
-    ),
-    kind(
-        "person_medication",
-        "resume",
-        person_medications::RECORD_TYPE,
+        source::<PersonMedicationRow>),
+    kind("person_medication", "resume", person_medications::RECORD_TYPE,
         |s| s.transition(|id, m| person_medications::resume(s.conn, s.actor, id, m)),
-        source::<PersonMedicationRow>,
-    ),
-    kind(
-        "medication_pause_period",
-        "create",
-        pause_periods::RECORD_TYPE,
+        source::<PersonMedicationRow>),
+    kind("medication_pause_period", "create", pause_periods::RECORD_TYPE,
         create_pause_period,
-        |c, a, r| pause_periods::authorize_create(c, a, &attributes(r.op)?).map(drop),
-    ),
-    kind(
-        "medication_pause_period",
-        "close",
-        pause_periods::RECORD_TYPE,
+        |c, a, r| pause_periods::authorize_create(c, a, &attributes(r.op)?).map(drop)),
+    kind("medication_pause_period", "close", pause_periods::RECORD_TYPE,
         close_pause_period,
-        |c, a, r| pause_periods::authorize_resume(c, a, r.record_portable_id).map(drop),
-    ),
-    kind(
-        "medication_take",
-        "create",
-        medication_takes::RECORD_TYPE,
+        |c, a, r| pause_periods::authorize_resume(c, a, r.record_portable_id).map(drop)),
+    kind("medication_take", "create", medication_takes::RECORD_TYPE,
         create_take,
         |c, a, r| {
             let person = person_of(c, a, "medication_takes", r)?;
             medication_takes::require_record(c, a, person, "medication take")
-        },
-    ),
-    kind(
-        "medication_dose_occurrence",
-        "create",
-        dose_outcomes::RECORD_TYPE,
+        }),
+    kind("medication_dose_occurrence", "create", dose_outcomes::RECORD_TYPE,
         |s| s.create(|a| dose_outcomes::record_not_taken(s.conn, s.actor, a)),
         |c, a, r| {
             let person = person_of(c, a, "dose_occurrences", r)?;
             dose_outcomes::authorize_record(c, a, person, "dose occurrence")
-        },
-    ),
-    kind(
-        "medication_dose_occurrence",
-        "update",
-        dose_outcomes::RECORD_TYPE,
+        }),
+    kind("medication_dose_occurrence", "update", dose_outcomes::RECORD_TYPE,
         |s| s.update(|id, m, a| dose_outcomes::reopen(s.conn, s.actor, id, m, a)),
-        |c, a, r| dose_outcomes::authorize_reopen(c, a, person_of(c, a, "dose_occurrences", r)?),
-    ),
+        |c, a, r| dose_outcomes::authorize_reopen(c, a, person_of(c, a, "dose_occurrences", r)?)),
 ];
 
 /// The row of a pair, if a batch may carry it.
