@@ -323,3 +323,23 @@ fn create_take(s: &Step<'_>) -> Result<OperationResult> {
     result.replayed = Some(replayed);
     Ok(result)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A second row for a pair would never be dispatched: `find` takes the first.
+    #[test]
+    fn every_pair_has_one_row() {
+        for (i, k) in OPERATIONS.iter().enumerate() {
+            assert!(
+                OPERATIONS[i + 1..]
+                    .iter()
+                    .all(|o| (o.resource_type, o.action) != (k.resource_type, k.action)),
+                "{} {} is listed twice",
+                k.resource_type,
+                k.action
+            );
+        }
+    }
+}
