@@ -52,7 +52,7 @@ pub fn document(_state: &AppState) -> Value {
             "idempotency_keys": true,
             "etag_conflicts": true,
             "tombstones": true,
-            "operations": crate::sync::batches_model::operations_document(),
+            "operations": crate::sync::batches_ops::operations_document(),
             "online_only_resources": ONLINE_ONLY_RESOURCES,
         },
         "client_tools": {

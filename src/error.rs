@@ -55,6 +55,10 @@ pub enum ApiError {
     NotFound(String),
     #[error("{message}")]
     Conflict { code: &'static str, message: String },
+    /// A stale If-Match: a variant of its own so that a sync batch can turn
+    /// it into `sync_conflict` by matching the type, not the code string.
+    #[error("the resource has changed since it was read; reload it and retry with the new ETag")]
+    StaleEtag,
     #[error("{message}")]
     Validation {
         message: String,
@@ -93,10 +97,7 @@ impl ApiError {
 
     /// A stale If-Match: the resource changed since the client read it.
     pub fn stale_etag() -> Self {
-        ApiError::conflict(
-            "edit_conflict",
-            "the resource has changed since it was read; reload it and retry with the new ETag",
-        )
+        ApiError::StaleEtag
     }
 
     pub fn precondition_required() -> Self {
@@ -125,7 +126,7 @@ impl ApiError {
             ApiError::Unauthorized(_) => StatusCode::UNAUTHORIZED,
             ApiError::Forbidden(_) => StatusCode::FORBIDDEN,
             ApiError::NotFound(_) => StatusCode::NOT_FOUND,
-            ApiError::Conflict { .. } => StatusCode::CONFLICT,
+            ApiError::Conflict { .. } | ApiError::StaleEtag => StatusCode::CONFLICT,
             ApiError::Validation { .. } => StatusCode::UNPROCESSABLE_ENTITY,
             ApiError::PreconditionRequired(_) => StatusCode::PRECONDITION_REQUIRED,
             ApiError::MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
@@ -142,6 +143,7 @@ impl ApiError {
             ApiError::Forbidden(_) => "forbidden",
             ApiError::NotFound(_) => "not_found",
             ApiError::Conflict { code, .. } => code,
+            ApiError::StaleEtag => "edit_conflict",
             ApiError::Validation { .. } => "validation_failed",
             ApiError::PreconditionRequired(_) => "precondition_required",
             ApiError::MethodNotAllowed => "method_not_allowed",

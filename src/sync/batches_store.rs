@@ -5,18 +5,17 @@ use rusqlite::{Connection, OptionalExtension, params};
 
 use crate::error::Result;
 
-/// The person of the household's record `portable_id` in `table` (person in
-/// `column`), if the record is still there.
+/// The person (`person_id`) of the household's record `portable_id` in
+/// `table`, deleted or retired ones included, if the record is still there.
 pub fn person_of(
     conn: &Connection,
     household_id: i64,
     table: &str,
-    column: &str,
     portable_id: &str,
 ) -> Result<Option<i64>> {
     Ok(conn
         .prepare_cached(&format!(
-            "SELECT {column} FROM {table} WHERE household_id = ?1 AND portable_id = ?2"
+            "SELECT person_id FROM {table} WHERE household_id = ?1 AND portable_id = ?2"
         ))?
         .query_row(params![household_id, portable_id], |r| r.get(0))
         .optional()?)

@@ -4,6 +4,9 @@ use crate::http::openapi::Api;
 
 pub mod batches;
 pub mod batches_model;
+pub mod batches_ops;
+pub mod batches_schema;
+pub mod batches_step;
 pub mod batches_store;
 pub mod changes;
 pub mod changes_model;

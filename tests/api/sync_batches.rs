@@ -525,3 +525,147 @@ async fn a_replay_after_re_authenticating_gets_the_saved_response_and_keys_are_p
     assert_ne!(theirs.body, first.body);
     assert_eq!(supply(&app, med).await, "7.5");
 }
+
+/// The operation table is the one source of the pairs: the capability
+/// document's `sync.operations`, the documented `SyncOperation` union and
+/// the dispatch agree on every pair.
+#[tokio::test]
+async fn capabilities_schema_and_dispatch_carry_the_same_pairs() {
+    let app = TestApp::new().await;
+    let caps = app.get("/api/v1/capabilities", &app.owner).await;
+    caps.assert_status(200);
+    let operations = caps.data()["sync"]["operations"]
+        .as_object()
+        .unwrap()
+        .clone();
+    let schema = &app.document()["components"]["schemas"]["SyncOperation"];
+    let mut documented: Vec<(String, Value)> = schema["anyOf"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|alt| {
+            (
+                alt["properties"]["resource_type"]["const"]
+                    .as_str()
+                    .unwrap()
+                    .to_string(),
+                alt["properties"]["action"]["enum"].clone(),
+            )
+        })
+        .collect();
+    let advertised: Vec<(String, Value)> = operations
+        .iter()
+        .map(|(r, actions)| (r.clone(), actions.clone()))
+        .collect();
+    documented.sort_by(|a, b| a.0.cmp(&b.0));
+    assert_eq!(documented, advertised);
+    for (resource_type, actions) in &advertised {
+        for action in actions.as_array().unwrap() {
+            // An empty operation fails its own shape or rule checks, never
+            // the pair check.
+            let refused = send(
+                &app,
+                batch(json!([{"action": action, "resource_type": resource_type}])),
+                None,
+            )
+            .await;
+            assert_ne!(
+                refused.error_code(),
+                "sync_operation_unsupported",
+                "{resource_type} {action}"
+            );
+        }
+    }
+}
+
+/// A replayed stock removal is checked by the removal rule's own authorize
+/// function, as its REST replay is: once the medication is gone, neither
+/// replay hands out the saved result.
+#[tokio::test]
+async fn a_replayed_stock_removal_is_checked_like_its_rest_replay() {
+    let app = TestApp::new().await;
+    let (med, _) = medication(&app).await;
+    let body = batch(json!([removal(med, "1")]));
+    let path = app.hh("/sync/batches");
+    app.post_keyed(&path, &app.owner, &body, "removal-batch")
+        .await
+        .assert_status(201);
+    let rest_path = app.hh(&format!("/medications/{med}/stock_removals"));
+    let rest_body = json!({"stock_removal": {"quantity": "1", "reason": "lost",
+        "submission_id": pillbox::db::new_portable_id()}});
+    app.post_keyed(&rest_path, &app.owner, &rest_body, "removal-rest")
+        .await
+        .assert_status(201);
+
+    let current = app
+        .get(&app.hh(&format!("/medications/{med}")), &app.owner)
+        .await;
+    app.delete(
+        &app.hh(&format!("/medications/{med}")),
+        &app.owner,
+        Some(&current.etag()),
+    )
+    .await
+    .assert_status(204);
+
+    app.post_keyed(&rest_path, &app.owner, &rest_body, "removal-rest")
+        .await
+        .assert_error(404, "not_found");
+    app.post_keyed(&path, &app.owner, &body, "removal-batch")
+        .await
+        .assert_error(404, "not_found");
+    assert_eq!(counts(&app).await.3, 2);
+}
+
+/// A replayed pause is checked by the pause rule's own authorize function,
+/// as its REST replay is: a source retired since is not found.
+#[tokio::test]
+async fn a_replayed_pause_is_checked_like_its_rest_replay() {
+    let app = TestApp::new().await;
+    let (person, _) = owner_person(&app).await;
+    let (med, _) = medication(&app).await;
+    let created = send(
+        &app,
+        batch(json!([
+            {"action": "create", "resource_type": "schedule", "attributes": {
+                "person_id": person.to_string(), "medication_id": med.to_string(),
+                "schedule_type": "daily", "schedule_config": {"times": ["08:00"]},
+                "start_date": "2026-03-01"}},
+        ])),
+        None,
+    )
+    .await;
+    created.assert_status(201);
+    let schedule = created.data()["results"][0]["record_portable_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let body = batch(json!([
+        {"action": "create", "resource_type": "medication_pause_period", "attributes": {
+            "source_type": "schedule", "source_id": schedule, "reason": "side_effects"}},
+    ]));
+    let path = app.hh("/sync/batches");
+    let first = app
+        .post_keyed(&path, &app.owner, &body, "pause-batch")
+        .await;
+    first.assert_status(201);
+    let replay = app
+        .post_keyed(&path, &app.owner, &body, "pause-batch")
+        .await;
+    replay.assert_status(201);
+    assert_eq!(replay.body, first.body);
+
+    let current = app
+        .get(&app.hh(&format!("/schedules/{schedule}")), &app.owner)
+        .await;
+    app.delete(
+        &app.hh(&format!("/schedules/{schedule}")),
+        &app.owner,
+        Some(&current.etag()),
+    )
+    .await
+    .assert_status(204);
+    app.post_keyed(&path, &app.owner, &body, "pause-batch")
+        .await
+        .assert_error(404, "not_found");
+}

@@ -103,6 +103,37 @@ fn taken_conflict() -> ApiError {
     )
 }
 
+/// The permission check of [`record_not_taken`] on `person_id`'s dose (404
+/// naming `missing`, 403); also run before a saved batch is replayed.
+pub fn authorize_record(
+    conn: &Connection,
+    actor: &Actor,
+    person_id: i64,
+    missing: &str,
+) -> Result<()> {
+    access::require_level(
+        conn,
+        actor,
+        person_id,
+        RECORD_LEVEL,
+        missing,
+        "recording a dose outcome needs record access to the person",
+    )
+}
+
+/// The permission check of [`reopen`] on `person_id`'s dose outcome; also
+/// run before a saved batch is replayed.
+pub fn authorize_reopen(conn: &Connection, actor: &Actor, person_id: i64) -> Result<()> {
+    access::require_level(
+        conn,
+        actor,
+        person_id,
+        REOPEN_LEVEL,
+        "dose occurrence",
+        "reopening a dose outcome needs manage access to the person",
+    )
+}
+
 /// Batch create of a `not_taken` outcome.
 pub fn record_not_taken(
     conn: &Connection,
@@ -141,14 +172,7 @@ pub fn record_not_taken(
     let source = takes_store::find_source(conn, actor.household_id, source_type, &attrs.source_id)?
         .filter(|s| !s.retired)
         .ok_or_else(|| ApiError::not_found(noun))?;
-    access::require_level(
-        conn,
-        actor,
-        source.person_id,
-        RECORD_LEVEL,
-        noun,
-        "recording a dose outcome needs record access to the person",
-    )?;
+    authorize_record(conn, actor, source.person_id, noun)?;
     if occurrence.source_type != source_type.as_str()
         || occurrence.source_portable_id != source.portable_id
     {
@@ -300,14 +324,7 @@ pub fn reopen(
     }
     let saved = store::find_outcome(conn, actor.household_id, id)?
         .ok_or_else(|| ApiError::not_found("dose occurrence"))?;
-    access::require_level(
-        conn,
-        actor,
-        saved.person_id,
-        REOPEN_LEVEL,
-        "dose occurrence",
-        "reopening a dose outcome needs manage access to the person",
-    )?;
+    authorize_reopen(conn, actor, saved.person_id)?;
     if_match.require(&saved.etag())?;
     if saved.outcome == "open" {
         return Ok(saved);

@@ -84,7 +84,7 @@ fn links_of(conn: &Connection, event_id: i64) -> Result<Vec<Link>> {
 
 /// 404 (naming `missing`) when the person is outside the actor's scope, 403
 /// when visible but the access is below `needed`.
-fn require_access(
+pub fn require_access(
     conn: &Connection,
     actor: &Actor,
     person_id: i64,

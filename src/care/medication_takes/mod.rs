@@ -67,7 +67,12 @@ pub const WRITE_LEVEL: AccessLevel = AccessLevel::Record;
 
 /// 404 (naming `missing`) when the person is outside the actor's scope, 403
 /// when visible but the access is below record.
-fn require_record(conn: &Connection, actor: &Actor, person_id: i64, missing: &str) -> Result<()> {
+pub fn require_record(
+    conn: &Connection,
+    actor: &Actor,
+    person_id: i64,
+    missing: &str,
+) -> Result<()> {
     access::require_level(
         conn,
         actor,
