@@ -8,6 +8,7 @@ pub mod cli;
 pub mod config;
 pub mod db;
 pub mod decimal;
+pub mod domain;
 pub mod error;
 pub mod household;
 pub mod http;

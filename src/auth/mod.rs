@@ -12,8 +12,9 @@ use axum::extract::FromRequestParts;
 use axum::http::request::Parts;
 use serde::{Deserialize, Serialize};
 
+use crate::domain::numeric_id;
 use crate::error::{ApiError, Result};
-use crate::http::extract::{numeric_id, raw_param};
+use crate::http::extract::raw_param;
 use crate::state::AppState;
 
 pub use access::AccessLevel;

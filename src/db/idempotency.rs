@@ -29,8 +29,8 @@ use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 
 use crate::auth::Actor;
+use crate::domain::Versioned;
 use crate::error::{ApiError, Result};
-use crate::http::respond::Versioned;
 
 /// The request header that carries the key.
 pub const HEADER: &str = "Idempotency-Key";

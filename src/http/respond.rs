@@ -6,17 +6,7 @@ use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use serde::Serialize;
 
-use crate::http::extract::Page;
-
-/// The strong ETag of a versioned record: changes with every write to it.
-pub fn etag(portable_id: &str, lock_version: i64) -> String {
-    format!("\"{portable_id}.{lock_version}\"")
-}
-
-/// A resource that has a version, so its responses carry an ETag.
-pub trait Versioned {
-    fn etag(&self) -> String;
-}
+use crate::domain::{Page, PageMeta, Versioned};
 
 /// `{"data": ...}`, serialised straight from the value (no JSON tree in between).
 #[derive(Serialize)]
@@ -27,14 +17,7 @@ struct Data<T> {
 #[derive(Serialize)]
 struct Collection<T> {
     data: Vec<T>,
-    meta: Meta,
-}
-
-#[derive(Serialize)]
-struct Meta {
-    page: u32,
-    per_page: u32,
-    total_count: i64,
+    meta: PageMeta,
 }
 
 pub fn ok<T: Serialize>(data: T) -> Response {
@@ -58,11 +41,7 @@ pub fn no_content() -> Response {
 }
 
 pub fn collection<T: Serialize>(items: Vec<T>, page: Page, total_count: i64) -> Response {
-    let meta = Meta {
-        page: page.page,
-        per_page: page.per_page,
-        total_count,
-    };
+    let meta = page.meta(total_count);
     Json(Collection { data: items, meta }).into_response()
 }
 
@@ -71,10 +50,4 @@ fn with_etag(mut response: Response, etag: &str) -> Response {
         response.headers_mut().insert(header::ETAG, value);
     }
     response
-}
-
-impl<T: Versioned> Versioned for &T {
-    fn etag(&self) -> String {
-        (*self).etag()
-    }
 }

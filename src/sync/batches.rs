@@ -41,11 +41,11 @@ use crate::care::{
     health_events, medication_takes, pause_periods, person_medications, schedules, sources,
 };
 use crate::db::idempotency::{self, Replay, SavedResponse};
+use crate::domain::{IfMatch, ResourceId, Versioned};
 use crate::error::{ApiError, FieldErrors, Result};
 use crate::household::{locations, people};
-use crate::http::extract::{ApiJson, IdempotencyKey, IfMatch, ResourceId, typed};
+use crate::http::extract::{ApiJson, IdempotencyKey, typed};
 use crate::http::openapi::{Api, Op};
-use crate::http::respond::Versioned;
 use crate::medicine::{dosage_options, medications, stock_removals};
 use crate::state::AppState;
 
@@ -473,7 +473,7 @@ fn apply(
                 record_type: "StockRemoval",
                 record_id: removal.id.to_string(),
                 record_portable_id: removal.portable_id,
-                etag: Some(crate::http::respond::etag(
+                etag: Some(crate::domain::etag(
                     &medication.portable_id,
                     medication.lock_version,
                 )),

@@ -1,10 +1,9 @@
 //! The sync batch request and response shapes, and the one table of the
 //! resource/action pairs a batch may carry.
 
+use crate::domain::ResourceId;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
-
-use crate::http::extract::ResourceId;
 
 /// Most operations one batch may carry.
 pub const MAX_OPERATIONS: usize = 200;
