@@ -3,6 +3,7 @@
 
 pub mod access;
 pub mod accounts;
+pub mod model;
 pub mod password;
 pub mod routes;
 pub mod store;
@@ -79,6 +80,16 @@ pub struct Actor {
     pub person_id: Option<i64>,
     pub permissions: Permissions,
     pub credential: Credential,
+}
+
+impl crate::db::idempotency::KeyOwner for Actor {
+    fn household_id(&self) -> i64 {
+        self.household_id
+    }
+
+    fn membership_id(&self) -> i64 {
+        self.membership_id
+    }
 }
 
 impl Actor {

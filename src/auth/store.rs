@@ -2,7 +2,7 @@
 
 use rusqlite::{Connection, OptionalExtension, params};
 
-use super::routes::HouseholdSummary;
+use super::model::HouseholdSummary;
 use super::{AccessLevel, Actor, Authenticated, Credential, Permissions, Role, token};
 use crate::domain::Page;
 use crate::error::{ApiError, Result};
