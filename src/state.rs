@@ -6,7 +6,7 @@ use axum::body::Bytes;
 
 use crate::config::Settings;
 use crate::db::Db;
-use crate::http::rate_limit::RateLimits;
+use crate::limits::RateLimits;
 
 #[derive(Clone)]
 pub struct AppState {

@@ -127,7 +127,7 @@ pub fn filter_id(
     conn: &Connection,
     actor: &Actor,
     named: Named,
-    reference: Option<&crate::http::extract::ResourceId>,
+    reference: Option<&crate::domain::ResourceId>,
 ) -> Result<Option<i64>> {
     let Some(reference) = reference else {
         return Ok(None);

@@ -3,6 +3,7 @@
 
 pub mod access;
 pub mod accounts;
+pub mod model;
 pub mod password;
 pub mod routes;
 pub mod store;
@@ -12,8 +13,9 @@ use axum::extract::FromRequestParts;
 use axum::http::request::Parts;
 use serde::{Deserialize, Serialize};
 
+use crate::domain::numeric_id;
 use crate::error::{ApiError, Result};
-use crate::http::extract::{numeric_id, raw_param};
+use crate::http::extract::raw_param;
 use crate::state::AppState;
 
 pub use access::AccessLevel;
@@ -78,6 +80,16 @@ pub struct Actor {
     pub person_id: Option<i64>,
     pub permissions: Permissions,
     pub credential: Credential,
+}
+
+impl crate::db::idempotency::KeyOwner for Actor {
+    fn household_id(&self) -> i64 {
+        self.household_id
+    }
+
+    fn membership_id(&self) -> i64 {
+        self.membership_id
+    }
 }
 
 impl Actor {

@@ -3,7 +3,6 @@
 use axum::extract::State;
 use axum::response::Response;
 use axum::routing::get;
-use serde::Serialize;
 use serde_json::{Value, json};
 
 use super::{Authenticated, store};
@@ -12,17 +11,6 @@ use crate::http::extract::QueryParams;
 use crate::http::openapi::{Api, Op};
 use crate::http::respond;
 use crate::state::AppState;
-
-#[derive(Debug, Serialize)]
-pub struct HouseholdSummary {
-    pub id: i64,
-    pub portable_id: String,
-    pub name: String,
-    pub time_zone: String,
-    pub role: String,
-    pub membership_id: i64,
-    pub person_id: Option<i64>,
-}
 
 fn household_summary_schema() -> Value {
     json!({

@@ -2,10 +2,10 @@
 
 use rusqlite::{Connection, OptionalExtension, params};
 
-use super::routes::HouseholdSummary;
+use super::model::HouseholdSummary;
 use super::{AccessLevel, Actor, Authenticated, Credential, Permissions, Role, token};
+use crate::domain::Page;
 use crate::error::{ApiError, Result};
-use crate::http::extract::Page;
 
 pub fn authenticate(conn: &Connection, presented: &str) -> Result<Authenticated> {
     const INVALID: ApiError = ApiError::Unauthorized("the bearer credential is not valid");

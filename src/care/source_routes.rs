@@ -8,8 +8,9 @@ use serde::Serialize;
 use crate::auth::Actor;
 use crate::care::pause_periods::model::EmptyBody;
 use crate::care::sources::{self, SourceRow};
+use crate::domain::IfMatch;
 use crate::error::Result;
-use crate::http::extract::{IfMatch, OptionalApiJson, PathId};
+use crate::http::extract::{OptionalApiJson, PathId};
 use crate::http::respond;
 use crate::state::AppState;
 

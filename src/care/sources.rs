@@ -19,10 +19,10 @@ use crate::care::pause_periods::{
 };
 use crate::db::change_feed::{self, Action, Change};
 use crate::db::page::{self, PageQuery};
+use crate::domain::{IfMatch, Page, ResourceId, Versioned, etag, trimmed};
 use crate::error::{ApiError, Problems, Result};
 use crate::household::people;
-use crate::http::extract::{IfMatch, Page, QueryParams, ResourceId, trimmed};
-use crate::http::respond::{Versioned, etag};
+use crate::http::extract::QueryParams;
 
 /// The access to the person that changing the plan needs.
 pub const WRITE_LEVEL: AccessLevel = AccessLevel::Manage;
@@ -76,7 +76,7 @@ macro_rules! source_row {
             fn find(
                 conn: &rusqlite::Connection,
                 household_id: i64,
-                id: &$crate::http::extract::ResourceId,
+                id: &$crate::domain::ResourceId,
             ) -> $crate::error::Result<Option<Self>> {
                 store::find(conn, household_id, id)
             }

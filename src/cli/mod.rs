@@ -17,8 +17,8 @@ use clap::{Parser, Subcommand};
 
 use crate::config::{DataDirArgs, LogFormat, ServeArgs};
 use crate::db::{Db, OpenMode};
+use crate::domain::Page;
 use crate::error::Result;
-use crate::http::extract::Page;
 
 #[derive(Debug, Parser)]
 #[command(

@@ -21,16 +21,14 @@
 //! kept as JSON text and the status as an integer so any operation (pause
 //! periods, sync batches, stock removals, location memberships) can use it.
 
-use axum::http::{HeaderValue, StatusCode, header};
-use axum::response::{IntoResponse, Response};
+use axum::http::StatusCode;
 use rusqlite::{Connection, OptionalExtension, params};
 use serde::Serialize;
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 
-use crate::auth::Actor;
+use crate::domain::Versioned;
 use crate::error::{ApiError, Result};
-use crate::http::respond::Versioned;
 
 /// The request header that carries the key.
 pub const HEADER: &str = "Idempotency-Key";
@@ -131,34 +129,19 @@ fn to_json<T: Serialize + ?Sized>(value: &T) -> Result<String> {
         .map_err(|e| ApiError::internal(format!("cannot serialise a response: {e}")))
 }
 
-impl IntoResponse for SavedResponse {
-    fn into_response(self) -> Response {
-        let status = StatusCode::from_u16(self.status).unwrap_or(StatusCode::OK);
-        if status == StatusCode::NO_CONTENT {
-            return status.into_response();
-        }
-        let mut response = (
-            status,
-            [(
-                header::CONTENT_TYPE,
-                HeaderValue::from_static("application/json"),
-            )],
-            self.body,
-        )
-            .into_response();
-        if let Some(value) = self.etag.and_then(|e| HeaderValue::from_str(&e).ok()) {
-            response.headers_mut().insert(header::ETAG, value);
-        }
-        response
-    }
+/// Who writes under a key: the acting member of a household. Kept as a
+/// trait so storage need not know the `Actor` of `auth`.
+pub trait KeyOwner {
+    fn household_id(&self) -> i64;
+    fn membership_id(&self) -> i64;
 }
 
 /// Whose keys these are: the acting member, not the credential. A client
 /// that gets a 401, re-authenticates (a new token) and replays its saved
 /// batch with the original key must get the saved response, not a second
 /// write (the spec's authentication rule 9). Members never share keys.
-pub fn key_owner(actor: &Actor) -> String {
-    format!("membership:{}", actor.membership_id)
+pub fn key_owner(owner: &impl KeyOwner) -> String {
+    format!("membership:{}", owner.membership_id())
 }
 
 fn cutoff() -> String {
@@ -173,7 +156,7 @@ fn cutoff() -> String {
 /// saved with the key.
 pub fn run<A, W>(
     conn: &Connection,
-    actor: &Actor,
+    actor: &impl KeyOwner,
     replay: &Replay,
     recheck: A,
     write: W,
@@ -188,7 +171,8 @@ where
     let cutoff = cutoff();
     purge_expired(conn, &cutoff)?;
     let credential = key_owner(actor);
-    if let Some((fingerprint, saved)) = find(conn, actor.household_id, &credential, key, &cutoff)? {
+    if let Some((fingerprint, saved)) = find(conn, actor.household_id(), &credential, key, &cutoff)?
+    {
         if fingerprint != replay.fingerprint {
             return Err(ApiError::conflict(
                 KEY_REUSED,
@@ -201,7 +185,7 @@ where
     let saved = write(conn)?;
     insert(
         conn,
-        actor.household_id,
+        actor.household_id(),
         &credential,
         key,
         replay,

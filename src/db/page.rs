@@ -3,8 +3,8 @@
 
 use rusqlite::{Connection, Row, ToSql};
 
+use crate::domain::Page;
 use crate::error::Result;
-use crate::http::extract::Page;
 
 /// The parts of a paged list query. `count_from` may leave out joins only
 /// the rows need.

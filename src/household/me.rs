@@ -8,10 +8,10 @@ use serde::Serialize;
 use serde_json::{Value, json};
 
 use crate::auth::{Actor, Permissions, Role};
+use crate::domain::ResourceId;
 use crate::error::Result;
 use crate::household::memberships;
 use crate::household::people::{self, model::Person};
-use crate::http::extract::ResourceId;
 use crate::http::openapi::{Api, Op};
 use crate::http::respond;
 use crate::state::AppState;

@@ -7,8 +7,9 @@ use axum::extract::{FromRequest, FromRequestParts, RawPathParams, Request};
 use axum::http::StatusCode;
 use axum::http::request::Parts;
 use serde::de::DeserializeOwned;
-use serde_json::{Value, json};
+use serde_json::Value;
 
+use crate::domain::{IfMatch, Page, ResourceId, numeric_id};
 use crate::error::{ApiError, FieldErrors, Result};
 
 mod strict;
@@ -217,16 +218,6 @@ fn plain_expected(expected: Option<&str>) -> String {
     }
 }
 
-/// Deserialize helper for PATCH fields where "absent" and "null" differ:
-/// `#[serde(default, deserialize_with = "present")] field: Option<Option<T>>`.
-pub fn present<'de, D, T>(de: D) -> std::result::Result<Option<T>, D::Error>
-where
-    D: serde::Deserializer<'de>,
-    T: serde::Deserialize<'de>,
-{
-    T::deserialize(de).map(Some)
-}
-
 /// Query-string parameters, with typed accessors that fail as 422s.
 pub struct QueryParams(HashMap<String, String>);
 
@@ -238,13 +229,6 @@ impl<S: Send + Sync> FromRequestParts<S> for QueryParams {
         let pairs: Vec<(String, String)> = form_decode(raw);
         Ok(QueryParams(pairs.into_iter().collect()))
     }
-}
-
-/// Submitted text as kept: trimmed, and blank text is no text.
-pub fn trimmed(value: Option<String>) -> Option<String> {
-    value
-        .map(|s| s.trim().to_string())
-        .filter(|s| !s.is_empty())
 }
 
 fn form_decode(raw: &str) -> Vec<(String, String)> {
@@ -279,31 +263,6 @@ fn percent_decode(s: &str) -> String {
         i += 1;
     }
     String::from_utf8_lossy(&out).into_owned()
-}
-
-/// One page of a list: `page` from 1, `per_page` 1..=100 (default 20).
-#[derive(Debug, Clone, Copy)]
-pub struct Page {
-    pub page: u32,
-    pub per_page: u32,
-}
-
-impl Page {
-    pub const MAX_PER_PAGE: u32 = 100;
-    /// Far past any real list; keeps offsets well inside SQLite's integers.
-    pub const MAX_PAGE: u32 = 1_000_000_000;
-
-    pub fn offset(&self) -> i64 {
-        i64::from(self.page - 1) * i64::from(self.per_page)
-    }
-
-    pub fn limit(&self) -> i64 {
-        i64::from(self.per_page)
-    }
-
-    pub fn meta(&self, total_count: i64) -> Value {
-        json!({"page": self.page, "per_page": self.per_page, "total_count": total_count})
-    }
 }
 
 impl QueryParams {
@@ -367,8 +326,6 @@ impl QueryParams {
 }
 
 /// The `If-Match` header, when sent.
-pub struct IfMatch(pub Option<String>);
-
 impl<S: Send + Sync> FromRequestParts<S> for IfMatch {
     type Rejection = ApiError;
 
@@ -383,24 +340,6 @@ impl<S: Send + Sync> FromRequestParts<S> for IfMatch {
             })
             .transpose()?;
         Ok(IfMatch(value))
-    }
-}
-
-impl IfMatch {
-    /// Optional precondition: stale → 409, absent → allowed.
-    pub fn check(&self, current: &str) -> Result<()> {
-        match &self.0 {
-            Some(sent) if sent != current => Err(ApiError::stale_etag()),
-            _ => Ok(()),
-        }
-    }
-
-    /// Mandatory precondition: absent → 428, stale → 409.
-    pub fn require(&self, current: &str) -> Result<()> {
-        match &self.0 {
-            None => Err(ApiError::precondition_required()),
-            Some(_) => self.check(current),
-        }
     }
 }
 
@@ -427,106 +366,6 @@ impl<S: Send + Sync> FromRequestParts<S> for IdempotencyKey {
             )),
         }
     }
-}
-
-/// A `{id}` that names a record by its numeric id or its portable id.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum ResourceId {
-    Numeric(i64),
-    Portable(String),
-}
-
-impl ResourceId {
-    /// Only the canonical spellings name a record: `12` (not `012`, `+12`
-    /// or `12.0`) and a hyphenated UUID (either case; not braced, URN or
-    /// unhyphenated), so one record has one address.
-    pub fn parse(text: &str) -> Option<ResourceId> {
-        if let Some(n) = numeric_id(text) {
-            return Some(ResourceId::Numeric(n));
-        }
-        if text.len() != 36 {
-            return None;
-        }
-        uuid::Uuid::try_parse(text)
-            .ok()
-            .map(|u| ResourceId::Portable(u.hyphenated().to_string()))
-    }
-
-    /// SQL-ready parts: (numeric id or -1, portable id or "").
-    pub fn sql_parts(&self) -> (i64, &str) {
-        match self {
-            ResourceId::Numeric(n) => (*n, ""),
-            ResourceId::Portable(p) => (-1, p.as_str()),
-        }
-    }
-}
-
-/// In a body, a reference is a numeric id (number or numeric string) or a
-/// portable id (UUID string).
-impl<'de> serde::Deserialize<'de> for ResourceId {
-    fn deserialize<D: serde::Deserializer<'de>>(de: D) -> std::result::Result<Self, D::Error> {
-        struct IdVisitor;
-        const EXPECTED: &str = "must be a numeric id or a portable id (UUID)";
-
-        impl serde::de::Visitor<'_> for IdVisitor {
-            type Value = ResourceId;
-
-            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-                f.write_str("a numeric id or a portable id (UUID)")
-            }
-
-            fn visit_u64<E: serde::de::Error>(self, v: u64) -> std::result::Result<ResourceId, E> {
-                i64::try_from(v)
-                    .ok()
-                    .filter(|n| *n >= 1)
-                    .map(ResourceId::Numeric)
-                    .ok_or_else(|| E::custom(EXPECTED))
-            }
-
-            fn visit_i64<E: serde::de::Error>(self, v: i64) -> std::result::Result<ResourceId, E> {
-                if v >= 1 {
-                    Ok(ResourceId::Numeric(v))
-                } else {
-                    Err(E::custom(EXPECTED))
-                }
-            }
-
-            fn visit_str<E: serde::de::Error>(self, v: &str) -> std::result::Result<ResourceId, E> {
-                ResourceId::parse(v).ok_or_else(|| E::custom(EXPECTED))
-            }
-
-            fn visit_f64<E: serde::de::Error>(self, _: f64) -> std::result::Result<ResourceId, E> {
-                Err(E::custom(EXPECTED))
-            }
-
-            fn visit_bool<E: serde::de::Error>(
-                self,
-                _: bool,
-            ) -> std::result::Result<ResourceId, E> {
-                Err(E::custom(EXPECTED))
-            }
-        }
-
-        de.deserialize_any(IdVisitor)
-    }
-}
-
-/// A numeric id written canonically: digits only, no leading zero, from 1
-/// to `i64::MAX`. Anything else (`01`, `+1`, `1.0`, ` 1`) is no id.
-pub fn numeric_id(text: &str) -> Option<i64> {
-    if text.is_empty() || text.starts_with('0') || !text.bytes().all(|b| b.is_ascii_digit()) {
-        return None;
-    }
-    text.parse::<i64>().ok()
-}
-
-/// The JSON schema of a body reference: numeric id, numeric string or UUID.
-pub fn resource_ref_schema() -> Value {
-    json!({"anyOf": [
-        {"type": "integer", "minimum": 1, "maximum": i64::MAX},
-        {"type": "string", "pattern": "^[1-9][0-9]*$"},
-        {"type": "string", "format": "uuid"},
-    ]})
 }
 
 /// Reads one path parameter of the matched route.
@@ -575,6 +414,7 @@ pub async fn raw_param<S: Send + Sync>(parts: &mut Parts, state: &S, name: &str)
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::domain::present;
 
     #[derive(serde::Deserialize, Debug)]
     #[serde(deny_unknown_fields)]
@@ -647,29 +487,7 @@ mod tests {
     }
 
     #[test]
-    fn resource_ids() {
-        assert_eq!(ResourceId::parse("12"), Some(ResourceId::Numeric(12)));
-        assert_eq!(ResourceId::parse("0"), None);
-        for not_canonical in ["12.0", "12.5", "012", "+12", " 12", "-1", "1e1"] {
-            assert_eq!(ResourceId::parse(not_canonical), None, "{not_canonical}");
-        }
-        let upper = "0192A5B0-0000-7000-8000-000000000000";
-        assert_eq!(
-            ResourceId::parse(upper),
-            Some(ResourceId::Portable(upper.to_ascii_lowercase()))
-        );
-        for not_canonical in [
-            "0192a5b000007000800000000000000",
-            "{0192a5b0-0000-7000-8000-000000000000}",
-            "urn:uuid:0192a5b0-0000-7000-8000-000000000000",
-        ] {
-            assert_eq!(ResourceId::parse(not_canonical), None, "{not_canonical}");
-        }
-        assert!(matches!(
-            ResourceId::parse("0192a5b0-0000-7000-8000-000000000000"),
-            Some(ResourceId::Portable(_))
-        ));
-        assert_eq!(ResourceId::parse("abc"), None);
+    fn query_text_is_percent_decoded() {
         assert_eq!(percent_decode("a%20b+c%2"), "a b c%2");
     }
 }

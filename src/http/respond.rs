@@ -6,17 +6,8 @@ use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use serde::Serialize;
 
-use crate::http::extract::Page;
-
-/// The strong ETag of a versioned record: changes with every write to it.
-pub fn etag(portable_id: &str, lock_version: i64) -> String {
-    format!("\"{portable_id}.{lock_version}\"")
-}
-
-/// A resource that has a version, so its responses carry an ETag.
-pub trait Versioned {
-    fn etag(&self) -> String;
-}
+use crate::db::idempotency::SavedResponse;
+use crate::domain::{Page, PageMeta, Versioned};
 
 /// `{"data": ...}`, serialised straight from the value (no JSON tree in between).
 #[derive(Serialize)]
@@ -27,14 +18,7 @@ struct Data<T> {
 #[derive(Serialize)]
 struct Collection<T> {
     data: Vec<T>,
-    meta: Meta,
-}
-
-#[derive(Serialize)]
-struct Meta {
-    page: u32,
-    per_page: u32,
-    total_count: i64,
+    meta: PageMeta,
 }
 
 pub fn ok<T: Serialize>(data: T) -> Response {
@@ -58,11 +42,7 @@ pub fn no_content() -> Response {
 }
 
 pub fn collection<T: Serialize>(items: Vec<T>, page: Page, total_count: i64) -> Response {
-    let meta = Meta {
-        page: page.page,
-        per_page: page.per_page,
-        total_count,
-    };
+    let meta = page.meta(total_count);
     Json(Collection { data: items, meta }).into_response()
 }
 
@@ -73,8 +53,25 @@ fn with_etag(mut response: Response, etag: &str) -> Response {
     response
 }
 
-impl<T: Versioned> Versioned for &T {
-    fn etag(&self) -> String {
-        (*self).etag()
+/// A saved response is answered as it was first sent: status, JSON body and ETag.
+impl IntoResponse for SavedResponse {
+    fn into_response(self) -> Response {
+        let status = StatusCode::from_u16(self.status).unwrap_or(StatusCode::OK);
+        if status == StatusCode::NO_CONTENT {
+            return status.into_response();
+        }
+        let mut response = (
+            status,
+            [(
+                header::CONTENT_TYPE,
+                HeaderValue::from_static("application/json"),
+            )],
+            self.body,
+        )
+            .into_response();
+        if let Some(value) = self.etag.and_then(|e| HeaderValue::from_str(&e).ok()) {
+            response.headers_mut().insert(header::ETAG, value);
+        }
+        response
     }
 }

@@ -1,9 +1,8 @@
 //! The sync batch request and response shapes.
 
+use crate::domain::ResourceId;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
-
-use crate::http::extract::ResourceId;
 
 /// Most operations one batch may carry.
 pub const MAX_OPERATIONS: usize = 200;

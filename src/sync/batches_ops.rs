@@ -18,9 +18,9 @@ use crate::care::person_medications::model::PersonMedicationRow;
 use crate::care::schedules::model::ScheduleRow;
 use crate::care::sources::{self, SourceRow};
 use crate::care::{health_events, medication_takes, pause_periods, person_medications, schedules};
+use crate::domain::ResourceId;
 use crate::error::{ApiError, Result};
 use crate::household::{locations, people};
-use crate::http::extract::ResourceId;
 use crate::medicine::{dosage_options, medications, stock_removals};
 
 /// A saved result about to be replayed, with the operation that made it.
@@ -277,7 +277,7 @@ fn remove_stock(s: &Step<'_>) -> Result<OperationResult> {
         record_type: s.record_type,
         record_id: removal.id.to_string(),
         record_portable_id: removal.portable_id,
-        etag: Some(crate::http::respond::etag(
+        etag: Some(crate::domain::etag(
             &medication.portable_id,
             medication.lock_version,
         )),

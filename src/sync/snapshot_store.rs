@@ -18,8 +18,8 @@ use serde_json::Value;
 
 use crate::auth::Actor;
 use crate::auth::store::{VISIBLE_PERSON, Visibility};
+use crate::domain::etag;
 use crate::error::Result;
-use crate::http::respond::etag;
 
 /// Runs a prepared query and hands each mapped row to `each`.
 fn each_row<T>(

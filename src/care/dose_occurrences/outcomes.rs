@@ -33,9 +33,8 @@ use crate::care::medication_takes::model::SourceType;
 use crate::care::medication_takes::store as takes_store;
 use crate::care::occurrence_key;
 use crate::db::change_feed::{self, Action, Change};
+use crate::domain::{IfMatch, ResourceId, Versioned, etag};
 use crate::error::{ApiError, Problems, Result};
-use crate::http::extract::{IfMatch, ResourceId};
-use crate::http::respond::{self, Versioned};
 
 pub const RECORD_TYPE: &str = "MedicationDoseOccurrence";
 /// Deciding a dose (not taken) needs this access to the person...
@@ -71,7 +70,7 @@ pub struct DoseOutcome {
 
 impl Versioned for DoseOutcome {
     fn etag(&self) -> String {
-        respond::etag(&self.portable_id, self.lock_version)
+        etag(&self.portable_id, self.lock_version)
     }
 }
 

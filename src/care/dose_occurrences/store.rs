@@ -15,8 +15,8 @@ use super::outcomes::DoseOutcome;
 use crate::auth::Actor;
 use crate::auth::store::VISIBLE_PERSON;
 use crate::decimal::Dec;
+use crate::domain::ResourceId;
 use crate::error::Result;
-use crate::http::extract::ResourceId;
 use crate::medicine::vocab::{DoseCycle, DoseUnit};
 
 /// A person whose doses are listed.

@@ -23,10 +23,9 @@ use rusqlite::Connection;
 
 use crate::auth::{AccessLevel, Actor, access};
 use crate::db::change_feed::{self, Action, Change};
+use crate::domain::{IfMatch, Page, ResourceId, etag, trimmed};
 use crate::error::{ApiError, Problems, Result};
 use crate::household::people;
-use crate::http::extract::{IfMatch, Page, ResourceId, trimmed};
-use crate::http::respond::etag;
 
 use model::{HealthEvent, HealthEventAttributes, HealthEventRow};
 pub use store::Filter;

@@ -5,9 +5,8 @@ use rusqlite::types::{FromSql, FromSqlError, FromSqlResult, ToSql, ToSqlOutput, 
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
-use crate::http::extract::{ResourceId, present, resource_ref_schema};
+use crate::domain::{ResourceId, Versioned, etag, present, resource_ref_schema};
 use crate::http::replace::Whole;
-use crate::http::respond::{Versioned, etag};
 
 /// What kind of health event this is (DESIGN.md decision).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

@@ -10,8 +10,8 @@ use crate::auth::Actor;
 use crate::auth::access::{self, Named};
 use crate::auth::store::{VISIBLE_PERSON, Visibility};
 use crate::db::page::{self, PageQuery};
+use crate::domain::{Page, ResourceId};
 use crate::error::{ApiError, Result};
-use crate::http::extract::{Page, ResourceId};
 
 const COLUMNS: &str = "e.id, e.portable_id, e.person_id, p.portable_id, e.event_kind, e.severity,
     e.title, e.notes, e.started_on, e.ended_on, e.lock_version, e.created_at, e.updated_at";

@@ -4,8 +4,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
 use crate::decimal::{self, Dec};
-use crate::http::extract::{ResourceId, resource_ref_schema};
-use crate::http::respond::{Versioned, etag};
+use crate::domain::{ResourceId, Versioned, etag, resource_ref_schema};
 use crate::medicine::vocab::DoseUnit;
 
 /// What a take was given under: a schedule or a direct assignment.

@@ -13,10 +13,11 @@ use super::model::{
     new_medication_take_schema, warning_schema,
 };
 use crate::auth::Actor;
+use crate::domain::{ResourceId, Versioned};
 use crate::error::{ApiError, Result};
-use crate::http::extract::{ApiJson, QueryParams, ResourceId};
+use crate::http::extract::{ApiJson, QueryParams};
 use crate::http::openapi::{Api, Op};
-use crate::http::respond::{self, Versioned};
+use crate::http::respond;
 use crate::state::AppState;
 
 const TAG: &str = "Medication takes";

@@ -8,8 +8,8 @@ use crate::auth::access::{self, Named};
 use crate::auth::store::{VISIBLE_PERSON, Visibility};
 use crate::db::page::{self, PageQuery};
 use crate::decimal::Dec;
+use crate::domain::{Page, ResourceId};
 use crate::error::Result;
-use crate::http::extract::{Page, ResourceId};
 use crate::medicine::vocab::{DoseCycle, DoseUnit, ScheduleType};
 
 const COLUMNS: &str = "t.id, t.portable_id, t.person_id, p.portable_id, t.source_type, t.source_id,

@@ -22,11 +22,10 @@ use crate::care::dose_occurrences::history;
 use crate::care::schedule_config::{self, Slot};
 use crate::care::schedules;
 use crate::db::change_feed::{self, Action, Change};
+use crate::domain::{IfMatch, ResourceId, etag};
 use crate::error::{ApiError, Problems, Result};
 use crate::household::people::{self, store::PersonRow};
 use crate::household::store as household_store;
-use crate::http::extract::{IfMatch, ResourceId};
-use crate::http::respond::etag;
 
 use model::{NotificationPreference, NotificationPreferenceAttributes};
 use store::PreferenceRow;

@@ -3,9 +3,8 @@
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
-use crate::http::extract::present;
+use crate::domain::{Versioned, etag, present};
 use crate::http::replace::Whole;
-use crate::http::respond::{Versioned, etag};
 
 /// A person's notification preferences: every key always present, nothing
 /// else. Before the first write the defaults are answered with `id`,

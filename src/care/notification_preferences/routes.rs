@@ -9,8 +9,9 @@ use super::model::{
     notification_preference_schema,
 };
 use crate::auth::Actor;
+use crate::domain::IfMatch;
 use crate::error::Result;
-use crate::http::extract::{ApiJson, IfMatch};
+use crate::http::extract::ApiJson;
 use crate::http::openapi::{Api, Op};
 use crate::http::replace::{ReplaceJson, Whole};
 use crate::http::respond;

@@ -23,9 +23,8 @@ use rusqlite::Connection;
 use crate::auth::{AccessLevel, Actor, access};
 use crate::care::{person_medications, schedules, sources};
 use crate::db::change_feed::{self, Action, Change};
+use crate::domain::{IfMatch, Page, ResourceId, Versioned};
 use crate::error::{ApiError, Problems, Result};
-use crate::http::extract::{IfMatch, Page, ResourceId};
-use crate::http::respond::Versioned;
 use model::{PausePeriod, PausePeriodAttributes, PauseReason, SourceType};
 pub use store::SourceFilter;
 

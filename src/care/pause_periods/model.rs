@@ -5,7 +5,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
 use crate::care::schedules::model::nullable;
-use crate::http::respond::{Versioned, etag};
+use crate::domain::{Versioned, etag};
 
 /// What a period pauses: a schedule or a direct assignment.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]

@@ -14,9 +14,10 @@ use super::model::{
 };
 use crate::auth::Actor;
 use crate::db::idempotency::{self, Replay, SavedResponse};
+use crate::domain::IfMatch;
 use crate::error::{ApiError, FieldErrors, Result};
 use crate::http::extract::{
-    ApiJson, IdempotencyKey, IfMatch, OptionalApiJson, QueryParams, path_param, typed,
+    ApiJson, IdempotencyKey, OptionalApiJson, QueryParams, path_param, typed,
 };
 use crate::http::openapi::{Api, Op};
 use crate::http::respond;

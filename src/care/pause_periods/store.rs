@@ -10,8 +10,8 @@ use super::model::{PausePeriod, PauseReason, SourceType};
 use crate::auth::Actor;
 use crate::auth::store::{VISIBLE_PERSON, Visibility};
 use crate::db::page::{self, PageQuery};
+use crate::domain::Page;
 use crate::error::Result;
-use crate::http::extract::Page;
 
 const COLUMNS: &str = "pp.id, pp.portable_id, pp.source_type, pp.source_id,
     COALESCE(s.portable_id, a.portable_id), pp.person_id, p.portable_id, pp.reason, pp.note,

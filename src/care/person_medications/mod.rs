@@ -24,8 +24,8 @@ use crate::care::schedules::dose::{self, Dose};
 pub use crate::care::sources::Filter;
 use crate::care::sources::{self, check_same_person, person_for_plan, text};
 use crate::db::change_feed::Action;
+use crate::domain::{IfMatch, Page, ResourceId};
 use crate::error::{Problems, Result};
-use crate::http::extract::{IfMatch, Page, ResourceId};
 use model::{
     AdministrationKind, Direction, PersonMedication, PersonMedicationAttributes,
     PersonMedicationRow,

@@ -7,7 +7,7 @@ use crate::care::schedules::dose::{Dose, DoseAttributes};
 use crate::care::schedules::model::nullable;
 use crate::care::sources::Sourced;
 use crate::decimal::{self, Dec};
-use crate::http::extract::{ResourceId, present, resource_ref_schema};
+use crate::domain::{ResourceId, present, resource_ref_schema};
 use crate::http::replace::Whole;
 use crate::medicine::vocab::{DoseCycle, DoseUnit};
 

@@ -13,8 +13,9 @@ use super::model::{
 use crate::auth::Actor;
 use crate::care::pause_periods::model::EMPTY_REQUEST;
 use crate::care::source_routes;
+use crate::domain::IfMatch;
 use crate::error::Result;
-use crate::http::extract::{ApiJson, IfMatch, PathId, QueryParams};
+use crate::http::extract::{ApiJson, PathId, QueryParams};
 use crate::http::openapi::{Api, Op};
 use crate::http::replace::{ReplaceJson, Whole};
 use crate::http::respond;

@@ -8,8 +8,8 @@ use super::model::{Direction, PersonMedicationRow};
 use crate::auth::Actor;
 use crate::care::schedules::dose::Dose;
 use crate::care::sources::{self, Filter, ListSql};
+use crate::domain::{Page, ResourceId};
 use crate::error::Result;
-use crate::http::extract::{Page, ResourceId};
 
 const COLUMNS: &str = "a.id, a.portable_id, a.person_id, p.portable_id, a.medication_id,
     m.portable_id, a.source_dosage_option_id, d.portable_id, a.dose_amount, a.dose_unit,

@@ -18,8 +18,8 @@ use rusqlite::Connection;
 use serde::Serialize;
 
 use crate::decimal::Dec;
+use crate::domain::ResourceId;
 use crate::error::{ApiError, Problems, Result};
-use crate::http::extract::ResourceId;
 use crate::medicine::dosage_options::{self, model::DosageOption};
 use crate::medicine::medications::{self, model::MedicationRow};
 use crate::medicine::vocab::{DoseCycle, DoseUnit};

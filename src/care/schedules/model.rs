@@ -8,7 +8,7 @@ use super::dose::{Dose, DoseAttributes};
 use crate::care::schedule_config;
 use crate::care::sources::Sourced;
 use crate::decimal::{self, Dec};
-use crate::http::extract::{ResourceId, present, resource_ref_schema};
+use crate::domain::{ResourceId, present, resource_ref_schema};
 use crate::http::replace::Whole;
 use crate::medicine::vocab::{DoseCycle, DoseUnit, ScheduleType};
 

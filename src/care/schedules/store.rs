@@ -9,8 +9,8 @@ use super::dose::Dose;
 use super::model::ScheduleRow;
 use crate::auth::Actor;
 use crate::care::sources::{self, Filter, ListSql};
+use crate::domain::{Page, ResourceId};
 use crate::error::Result;
-use crate::http::extract::{Page, ResourceId};
 
 const COLUMNS: &str = "s.id, s.portable_id, s.person_id, p.portable_id, s.medication_id,
     m.portable_id, s.source_dosage_option_id, d.portable_id, s.dose_amount, s.dose_unit,

@@ -9,9 +9,9 @@ use rusqlite::Connection;
 use serde_json::json;
 
 use crate::auth::{Actor, token};
+use crate::domain::Page;
 use crate::error::{ApiError, Result};
 use crate::household::{audit, memberships};
-use crate::http::extract::Page;
 use model::{AppToken, CreatedAppToken};
 
 const MAX_NAME: usize = 100;

@@ -3,8 +3,8 @@
 use rusqlite::{Connection, OptionalExtension, Row, params};
 
 use super::model::AppToken;
+use crate::domain::Page;
 use crate::error::Result;
-use crate::http::extract::Page;
 
 const COLUMNS: &str = "id, name, membership_id, selector, created_by_membership_id, created_at,
     expires_at, last_used_at";

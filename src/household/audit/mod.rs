@@ -8,8 +8,8 @@ use rusqlite::Connection;
 use serde_json::Value;
 
 use crate::auth::Actor;
+use crate::domain::Page;
 use crate::error::Result;
-use crate::http::extract::Page;
 use model::AuditEvent;
 
 /// Appends one audit event in the caller's transaction. `metadata` never

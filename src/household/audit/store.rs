@@ -5,8 +5,8 @@ use rusqlite::{Connection, params};
 use serde_json::Value;
 
 use super::model::AuditEvent;
+use crate::domain::Page;
 use crate::error::Result;
-use crate::http::extract::Page;
 
 pub fn insert(
     conn: &Connection,

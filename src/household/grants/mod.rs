@@ -10,9 +10,9 @@ use serde_json::json;
 
 use crate::auth::access::{self, Named};
 use crate::auth::{AccessLevel, Actor};
+use crate::domain::Page;
 use crate::error::{ApiError, Problems, Result};
 use crate::household::{audit, memberships, people};
-use crate::http::extract::Page;
 use model::{GrantAttributes, PersonAccessGrant};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

@@ -5,7 +5,7 @@ use serde_json::{Value, json};
 
 use super::Relationship;
 use crate::auth::AccessLevel;
-use crate::http::extract::{ResourceId, resource_ref_schema};
+use crate::domain::{ResourceId, resource_ref_schema};
 
 /// A live grant: `membership_id` may act on `person_id` at `access_level`.
 #[derive(Debug, Clone, Serialize)]

@@ -7,8 +7,8 @@ use super::Relationship;
 use super::model::PersonAccessGrant;
 use crate::auth::AccessLevel;
 use crate::db::page::{self, PageQuery};
+use crate::domain::{Page, ResourceId};
 use crate::error::Result;
-use crate::http::extract::{Page, ResourceId};
 
 pub struct NewGrant<'a> {
     pub household_id: i64,

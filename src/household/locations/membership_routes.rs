@@ -13,8 +13,9 @@ use super::model::{
 };
 use crate::auth::Actor;
 use crate::db::idempotency::{self, Replay, SavedResponse};
+use crate::domain::{ResourceId, numeric_id};
 use crate::error::{ApiError, Result};
-use crate::http::extract::{ApiJson, IdempotencyKey, ResourceId, numeric_id, raw_param, typed};
+use crate::http::extract::{ApiJson, IdempotencyKey, raw_param, typed};
 use crate::http::openapi::{Api, Op};
 use crate::state::AppState;
 

@@ -15,9 +15,9 @@ use super::store::{self, LocationRow, MembershipRow};
 use crate::auth::{AccessLevel, Actor};
 use crate::db::change_feed::{self, Action, Change};
 use crate::db::idempotency::SavedResponse;
+use crate::domain::ResourceId;
 use crate::error::{ApiError, Result};
 use crate::household::people::{self, store::PersonRow};
-use crate::http::extract::ResourceId;
 
 /// The outcome of `create`: the membership, and whether it is new (201) or
 /// the existing assignment returned unchanged (200).

@@ -17,9 +17,8 @@ use rusqlite::Connection;
 
 use crate::auth::Actor;
 use crate::db::change_feed::{self, Action, Change};
+use crate::domain::{IfMatch, Page, ResourceId, etag};
 use crate::error::{ApiError, Problems, Result};
-use crate::http::extract::{IfMatch, Page, ResourceId};
-use crate::http::respond::etag;
 
 use model::{Location, LocationAttributes};
 use store::LocationRow;

@@ -3,9 +3,8 @@
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
-use crate::http::extract::{ResourceId, present, resource_ref_schema};
+use crate::domain::{ResourceId, Versioned, etag, present, resource_ref_schema};
 use crate::http::replace::Whole;
-use crate::http::respond::{Versioned, etag};
 
 /// A place where medicines are kept: every key always present, nothing else.
 #[derive(Debug, Clone, Serialize)]

@@ -6,8 +6,9 @@ use axum::routing::{delete, get, patch, post, put};
 
 use super::model::{LocationBody, location_attributes_schema, location_schema};
 use crate::auth::Actor;
+use crate::domain::IfMatch;
 use crate::error::Result;
-use crate::http::extract::{ApiJson, IfMatch, PathId, QueryParams};
+use crate::http::extract::{ApiJson, PathId, QueryParams};
 use crate::http::openapi::{Api, Op};
 use crate::http::replace::{ReplaceJson, Whole};
 use crate::http::respond;

@@ -4,8 +4,8 @@
 use rusqlite::{Connection, OptionalExtension, Row, named_params, params};
 
 use crate::db::page::{self, PageQuery};
+use crate::domain::{Page, ResourceId};
 use crate::error::Result;
-use crate::http::extract::{Page, ResourceId};
 
 #[derive(Debug, Clone)]
 pub struct LocationRow {

@@ -12,9 +12,9 @@ use rusqlite::Connection;
 use serde_json::json;
 
 use crate::auth::{Actor, Permissions, Role, store as auth_store};
+use crate::domain::Page;
 use crate::error::{ApiError, Problems, Result};
 use crate::household::{audit, grants};
-use crate::http::extract::Page;
 use model::{Membership, MembershipAttributes};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -4,7 +4,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
 use crate::auth::{Permissions, Role};
-use crate::http::extract::present;
+use crate::domain::present;
 use crate::http::replace::Whole;
 
 /// A membership's lifecycle: `revoked` is final and never listed.

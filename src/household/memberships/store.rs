@@ -5,8 +5,8 @@ use rusqlite::{Connection, OptionalExtension, Row, params};
 
 use super::model::{Membership, MembershipStatus};
 use crate::auth::{Permissions, Role};
+use crate::domain::Page;
 use crate::error::Result;
-use crate::http::extract::Page;
 
 pub fn insert(
     conn: &Connection,

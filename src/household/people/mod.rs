@@ -9,11 +9,10 @@ use rusqlite::Connection;
 
 use crate::auth::{AccessLevel, Actor, access};
 use crate::db::change_feed::{self, Action, Change};
+use crate::domain::{IfMatch, Page, ResourceId, etag};
 use crate::error::{ApiError, Problems, Result};
 use crate::household::grants::{self, Relationship};
 use crate::household::store as household_store;
-use crate::http::extract::{IfMatch, Page, ResourceId};
-use crate::http::respond::etag;
 
 use model::{Person, PersonAttributes, PersonType};
 use store::PersonRow;

@@ -1,11 +1,9 @@
 //! Person API shapes.
 
+use crate::domain::{Versioned, etag, present};
 use jiff::civil::Date;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
-
-use crate::http::extract::present;
-use crate::http::respond::{Versioned, etag};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]

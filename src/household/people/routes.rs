@@ -6,8 +6,9 @@ use axum::routing::{get, patch, post, put};
 
 use super::model::{PersonBody, person_attributes_schema, person_schema};
 use crate::auth::Actor;
+use crate::domain::{IfMatch, ResourceId};
 use crate::error::Result;
-use crate::http::extract::{ApiJson, IfMatch, PathNumericId, QueryParams, ResourceId};
+use crate::http::extract::{ApiJson, PathNumericId, QueryParams};
 use crate::http::openapi::{Api, Op};
 use crate::http::respond;
 use crate::state::AppState;

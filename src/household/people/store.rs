@@ -7,8 +7,8 @@ use rusqlite::{Connection, OptionalExtension, Row, named_params, params};
 use crate::auth::Actor;
 use crate::auth::store::{VISIBLE_PERSON, Visibility};
 use crate::db::page::{self, PageQuery};
+use crate::domain::{Page, ResourceId};
 use crate::error::Result;
-use crate::http::extract::{Page, ResourceId};
 
 #[derive(Debug, Clone)]
 pub struct PersonRow {

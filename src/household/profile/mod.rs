@@ -13,10 +13,10 @@ use jiff::civil::Date;
 use rusqlite::Connection;
 
 use crate::auth::{AccessLevel, Actor};
+use crate::domain::{IfMatch, ResourceId};
 use crate::error::{ApiError, Problems, Result};
 use crate::household::people::{self, model::PersonAttributes, store::PersonRow};
 use crate::household::store as household_store;
-use crate::http::extract::{IfMatch, ResourceId};
 
 use model::{Avatar, Profile, ProfileAttributes};
 use store::AccountPrefs;

@@ -1,10 +1,9 @@
 //! Profile API shapes.
 
+use crate::domain::present;
 use jiff::civil::Date;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
-
-use crate::http::extract::present;
 
 /// The signed-in member's own profile: their linked person and the
 /// preferences of their account. Every key is always present.

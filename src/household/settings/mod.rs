@@ -10,10 +10,9 @@ use serde_json::json;
 
 use crate::auth::Actor;
 use crate::care::dose_occurrences::history;
+use crate::domain::{IfMatch, Versioned};
 use crate::error::{ApiError, Problems, Result};
 use crate::household::{audit, canonical_time_zone};
-use crate::http::extract::IfMatch;
-use crate::http::respond::Versioned;
 use model::{HouseholdSettings, SettingsAttributes};
 
 const MAX_NAME: usize = 200;

@@ -3,9 +3,8 @@
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
-use crate::http::extract::present;
+use crate::domain::{Versioned, etag, present};
 use crate::http::replace::Whole;
-use crate::http::respond::{Versioned, etag};
 
 /// The household's administrable settings.
 #[derive(Debug, Clone, Serialize)]

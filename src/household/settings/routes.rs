@@ -6,8 +6,9 @@ use axum::routing::{get, patch, put};
 
 use super::model::{SettingsBody, settings_attributes_schema, settings_schema};
 use crate::auth::Actor;
+use crate::domain::IfMatch;
 use crate::error::Result;
-use crate::http::extract::{ApiJson, IfMatch};
+use crate::http::extract::ApiJson;
 use crate::http::openapi::{Api, Op};
 use crate::http::replace::{ReplaceJson, Whole};
 use crate::http::respond;

@@ -7,8 +7,9 @@ use serde_json::json;
 
 use super::model::{DosageOptionBody, dosage_option_attributes_schema, dosage_option_schema};
 use crate::auth::Actor;
+use crate::domain::IfMatch;
 use crate::error::Result;
-use crate::http::extract::{ApiJson, IfMatch, PathId, QueryParams};
+use crate::http::extract::{ApiJson, PathId, QueryParams};
 use crate::http::openapi::{Api, Op};
 use crate::http::replace::{ReplaceJson, Whole};
 use crate::http::respond;

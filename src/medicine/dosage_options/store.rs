@@ -5,8 +5,8 @@ use rusqlite::{Connection, OptionalExtension, Row, named_params, params};
 
 use super::model::DosageOption;
 use crate::db::page::{self, PageQuery};
+use crate::domain::{Page, ResourceId};
 use crate::error::Result;
-use crate::http::extract::{Page, ResourceId};
 
 const COLUMNS: &str = "d.id, d.portable_id, d.medication_id, m.portable_id, d.amount, d.unit,
     d.frequency, d.description, d.default_for_adults, d.default_for_children,

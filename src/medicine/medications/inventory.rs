@@ -10,9 +10,9 @@ use super::model::{self, Medication};
 use super::{for_change, save, trimmed};
 use crate::auth::Actor;
 use crate::decimal::Dec;
+use crate::domain::{IfMatch, ResourceId, present};
 use crate::error::{ApiError, Result};
 use crate::household::audit;
-use crate::http::extract::{IfMatch, ResourceId, present};
 use crate::medicine::vocab::{AdjustmentReason, ReorderStatus};
 
 #[derive(Debug, Deserialize)]

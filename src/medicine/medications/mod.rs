@@ -10,10 +10,9 @@ use rusqlite::Connection;
 
 use crate::auth::Actor;
 use crate::db::change_feed::{self, Action, Change};
+use crate::domain::{IfMatch, Page, ResourceId, etag, trimmed};
 use crate::error::{ApiError, Problems, Result};
 use crate::household::locations;
-use crate::http::extract::{IfMatch, Page, ResourceId, trimmed};
-use crate::http::respond::etag;
 use crate::medicine::forecast::{Holder, Plan};
 use model::{Medication, MedicationAttributes, MedicationRow};
 

@@ -4,9 +4,8 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
 use crate::decimal::{self, Dec};
-use crate::http::extract::{ResourceId, present, resource_ref_schema};
+use crate::domain::{ResourceId, Versioned, etag, present, resource_ref_schema};
 use crate::http::replace::Whole;
-use crate::http::respond::{Versioned, etag};
 use crate::medicine::vocab::{ConceptClass, DoseUnit, ReorderStatus, ScheduleType};
 
 /// A medication as stored, before the derived fields are added.

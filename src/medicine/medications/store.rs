@@ -4,8 +4,8 @@ use rusqlite::{Connection, OptionalExtension, Row, named_params, params};
 
 use super::model::{MedicationRow, Reorder};
 use crate::db::page::{self, PageQuery};
+use crate::domain::{Page, ResourceId};
 use crate::error::Result;
-use crate::http::extract::{Page, ResourceId};
 
 const COLUMNS: &str = "m.id, m.portable_id, l.id, l.portable_id, m.name, m.friendly_name,
     m.category, m.description, m.dose_amount, m.dose_unit, m.default_schedule_type,

@@ -13,9 +13,9 @@ use serde_json::json;
 use crate::auth::Actor;
 use crate::db::change_feed::{self, Action, Change};
 use crate::decimal::Dec;
+use crate::domain::{Page, ResourceId, trimmed};
 use crate::error::{ApiError, Problems, Result};
 use crate::household::audit;
-use crate::http::extract::{Page, ResourceId, trimmed};
 use crate::medicine::medications::{self, require_inventory};
 use model::{NewStockRemoval, StockRemoval};
 

@@ -4,7 +4,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
 use crate::decimal::{self, Dec};
-use crate::http::extract::ResourceId;
+use crate::domain::ResourceId;
 use crate::medicine::vocab::StockRemovalReason;
 
 /// A saved stock removal, exactly as it is returned (also on a replay).

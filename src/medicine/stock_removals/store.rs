@@ -4,8 +4,8 @@ use rusqlite::{Connection, OptionalExtension, Row, params};
 
 use super::model::StockRemoval;
 use crate::decimal::Dec;
+use crate::domain::{Page, ResourceId};
 use crate::error::Result;
-use crate::http::extract::{Page, ResourceId};
 
 const COLUMNS: &str = "s.id, s.portable_id, s.medication_id, m.portable_id, s.dosage_option_id,
     s.quantity, s.reason, s.note, s.submission_id, s.supply_before, s.supply_after,

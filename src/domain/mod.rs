@@ -1,0 +1,13 @@
+//! Types every layer shares, below `http/` and `db/`: how a record is named,
+//! paged and versioned, and how submitted text is kept. Nothing here knows
+//! HTTP, SQL or any resource.
+
+pub mod id;
+pub mod page;
+pub mod text;
+pub mod version;
+
+pub use id::{ResourceId, numeric_id, resource_ref_schema};
+pub use page::{Page, PageMeta};
+pub use text::{present, trimmed};
+pub use version::{IfMatch, Versioned, etag};

@@ -1,0 +1,40 @@
+//! One page of a list, and the paging facts a collection reports.
+
+use serde::Serialize;
+
+/// One page of a list: `page` from 1, `per_page` 1..=100 (default 20).
+#[derive(Debug, Clone, Copy)]
+pub struct Page {
+    pub page: u32,
+    pub per_page: u32,
+}
+
+impl Page {
+    pub const MAX_PER_PAGE: u32 = 100;
+    /// Far past any real list; keeps offsets well inside SQLite's integers.
+    pub const MAX_PAGE: u32 = 1_000_000_000;
+
+    pub fn offset(&self) -> i64 {
+        i64::from(self.page - 1) * i64::from(self.per_page)
+    }
+
+    pub fn limit(&self) -> i64 {
+        i64::from(self.per_page)
+    }
+
+    pub fn meta(&self, total_count: i64) -> PageMeta {
+        PageMeta {
+            page: self.page,
+            per_page: self.per_page,
+            total_count,
+        }
+    }
+}
+
+/// A collection's `meta`: which page this is and how many records match.
+#[derive(Debug, Clone, Copy, Serialize)]
+pub struct PageMeta {
+    pub page: u32,
+    pub per_page: u32,
+    pub total_count: i64,
+}
