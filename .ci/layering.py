@@ -48,7 +48,7 @@ def use_paths(text):
     groups expanded (`use a::{b, c::{d}}` -> a::b, a::c::d)."""
     paths = []
     for m in re.finditer(r"\buse\s+((?:crate|super|self)::[^;]*);", text, flags=re.S):
-        paths.extend(expand(re.sub(r"\s+", "", m.group(1))))
+        paths.extend(expand(re.sub(r"\s+", "", re.sub(r"\s+as\s+\w+", "", m.group(1)))))
     body = re.sub(r"\buse\s+[^;]*;", "", text, flags=re.S)
     for m in re.finditer(r"\b((?:crate|super)(?:::[A-Za-z_][A-Za-z0-9_]*)+)", body):
         paths.append(m.group(1))
