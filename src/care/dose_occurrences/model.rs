@@ -4,9 +4,9 @@ use jiff::civil::Date;
 use serde::Serialize;
 use serde_json::{Value, json};
 
-use crate::care::schedules::model::nullable;
 use crate::decimal::{self, Dec};
 use crate::domain::{Versioned, etag};
+use crate::http::openapi::nullable;
 use crate::medicine::vocab::DoseUnit;
 
 /// Outcome values of an expected dose (DESIGN.md: `taken` only through a

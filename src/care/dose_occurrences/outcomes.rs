@@ -37,7 +37,7 @@ use crate::db::change_feed::{self, Action, Change};
 use crate::domain::{IfMatch, ResourceId, Versioned};
 use crate::error::{ApiError, Problems, Result};
 
-pub const RECORD_TYPE: &str = "MedicationDoseOccurrence";
+pub const RECORD_TYPE: &str = crate::domain::record_type::DOSE_OCCURRENCE;
 /// Deciding a dose (not taken) needs this access to the person...
 pub const RECORD_LEVEL: AccessLevel = AccessLevel::Record;
 /// ...and reopening a decided one this.

@@ -22,6 +22,7 @@ use crate::care::dose_occurrences::history;
 use crate::care::schedule_config::{self, Slot};
 use crate::care::schedules;
 use crate::db::change_feed::{self, Action, Change};
+use crate::domain::record_type;
 use crate::domain::{IfMatch, ResourceId, etag};
 use crate::error::{ApiError, Problems, Result};
 use crate::household::people::{self, store::PersonRow};
@@ -30,7 +31,7 @@ use crate::household::store as household_store;
 use model::{NotificationPreference, NotificationPreferenceAttributes};
 use store::PreferenceRow;
 
-pub const RECORD_TYPE: &str = "NotificationPreference";
+pub const RECORD_TYPE: &str = crate::domain::record_type::NOTIFICATION_PREFERENCE;
 /// Clearing a slot time that a running schedule uses.
 pub const SLOT_TIME_IN_USE: &str = "slot_time_in_use";
 
@@ -319,7 +320,7 @@ fn touch_person(conn: &Connection, actor: &Actor, person: &mut PersonRow) -> Res
         conn,
         Change {
             household_id: actor.household_id,
-            record_type: people::RECORD_TYPE,
+            record_type: record_type::PERSON,
             record_id: person.id,
             record_portable_id: &person.portable_id,
             action: Action::Update,

@@ -18,7 +18,7 @@ use crate::medicine::forecast::{Holder, Plan, StockStatus};
 use crate::medicine::medications::require_inventory;
 use model::{DosageOption, DosageOptionAttributes, DosageOptionView};
 
-pub const RECORD_TYPE: &str = "MedicationDosageOption";
+pub const RECORD_TYPE: &str = crate::domain::record_type::DOSAGE_OPTION;
 
 /// How absent attributes are treated.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -16,7 +16,7 @@ use crate::household::locations;
 use crate::medicine::forecast::{Holder, Plan};
 use model::{Medication, MedicationAttributes, MedicationRow};
 
-pub const RECORD_TYPE: &str = "Medication";
+pub const RECORD_TYPE: &str = crate::domain::record_type::MEDICATION;
 
 /// Stock changes need the inventory-management permission (owners and
 /// administrators hold it implicitly).
