@@ -79,6 +79,18 @@ pub fn require_rank_over(
     Ok(())
 }
 
+/// Stock changes need the inventory-management permission (owners and
+/// administrators hold it implicitly).
+pub fn require_inventory(actor: &Actor) -> Result<()> {
+    if actor.can_manage_inventory() {
+        Ok(())
+    } else {
+        Err(ApiError::forbidden(
+            "managing medicines and stock needs the inventory management permission",
+        ))
+    }
+}
+
 /// A rule's person check: 404 naming `missing` (the record the caller
 /// asked for) when the person is outside the actor's scope, 403 saying
 /// `why` when visible but the access is below `needed`.

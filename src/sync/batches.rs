@@ -201,7 +201,7 @@ fn recheck_replay(conn: &Connection, actor: &Actor, body: &str) -> Result<()> {
         let action = result["action"].as_str().unwrap_or_default();
         match authority(record_type, action) {
             Authority::Member => {}
-            Authority::Inventory => medications::require_inventory(actor)?,
+            Authority::Inventory => access::require_inventory(actor)?,
             Authority::Locations => locations::require_location_manager(actor)?,
             Authority::Person {
                 level,

@@ -25,7 +25,7 @@ pub mod store;
 use rusqlite::Connection;
 
 use crate::auth::Actor;
-use crate::care::notification_preferences;
+use crate::care::notification_preferences::slots;
 use crate::care::pause_periods::model::SourceType;
 use crate::care::schedule_config;
 pub use crate::care::sources::Filter;
@@ -176,7 +176,7 @@ fn apply(
     }
     // The plan as a whole is judged only once each attribute is valid.
     if let Some(config) = config.filter(|_| problems.is_empty()) {
-        let slot_times = notification_preferences::slot_times(conn, row.person_id)?;
+        let slot_times = slots::slot_times(conn, row.person_id)?;
         let plan = PlanContext {
             schedule_type: row.schedule_type,
             start_date: row.start_date,

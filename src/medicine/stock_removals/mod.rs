@@ -11,13 +11,14 @@ use rusqlite::Connection;
 use serde_json::json;
 
 use crate::auth::Actor;
+use crate::auth::access::require_inventory;
 use crate::db::change_feed::{self, Action, Change};
 use crate::decimal::Dec;
 use crate::domain::record_type;
 use crate::domain::{Page, ResourceId, trimmed};
 use crate::error::{ApiError, Problems, Result};
 use crate::household::audit;
-use crate::medicine::medications::{self, require_inventory};
+use crate::medicine::medications;
 use model::{NewStockRemoval, StockRemoval};
 
 pub const AUDIT_EVENT: &str = "medication.stock_removed";
