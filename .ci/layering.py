@@ -2,8 +2,8 @@
 """Layering report for src/ (issue 11 item 4), read-only.
 
 1. Every `crate::http` reference in db/, domain/ and in resource rule files
-   (a resource folder's files other than routes.rs / *_routes.rs, which are
-   the HTTP adapters and may use http/).
+   (files of auth/, household/, medicine/, care/, sync/ that hold no routes
+   and are not model.rs shapes; those two kinds are listed apart, uncounted).
 2. Every reference from db/ or domain/ to a resource module.
 3. Import circles between source files: each group of files that reach one
    another through `use crate::...`, `super::...` or inline `crate::` paths
@@ -48,7 +48,7 @@ def use_paths(text):
     groups expanded (`use a::{b, c::{d}}` -> a::b, a::c::d)."""
     paths = []
     for m in re.finditer(r"\buse\s+((?:crate|super|self)::[^;]*);", text, flags=re.S):
-        paths.extend(expand(re.sub(r"\s+", "", m.group(1))))
+        paths.extend(expand(re.sub(r"\s+", "", re.sub(r"\s+as\s+\w+", "", m.group(1)))))
     body = re.sub(r"\buse\s+[^;]*;", "", text, flags=re.S)
     for m in re.finditer(r"\b((?:crate|super)(?:::[A-Za-z_][A-Za-z0-9_]*)+)", body):
         paths.append(m.group(1))
@@ -99,7 +99,7 @@ def main():
     quiet = "--quiet" in sys.argv
     files = module_files()
     graph = {m: set() for m in files}
-    findings = []
+    findings, mixed, shapes = [], [], []
     for mod, rel in files.items():
         text = strip_comments(open(os.path.join(ROOT, rel), encoding="utf-8").read())
         # Tests may reach anywhere; only the code itself is layered.
@@ -109,10 +109,19 @@ def main():
             if target and target != mod and not mod[: len(target)] == target:
                 graph[mod].add(target)
         top = mod[0] if mod else ""
-        rule_file = top in RESOURCE_AREAS and not rel.endswith("routes.rs")
+        adapter = rel.endswith("routes.rs") or re.search(r"\bfn routes\(", text)
+        shape = rel.endswith("model.rs")
         for target in graph[mod]:
-            if target[:1] == ("http",) and (top in LOW_LAYERS or rule_file):
-                findings.append(f"{rel}: uses crate::{'::'.join(target)}")
+            named = f"{rel}: uses crate::{'::'.join(target)}"
+            if target[:1] == ("http",) and top in LOW_LAYERS:
+                findings.append(named)
+            elif target[:1] == ("http",) and top in RESOURCE_AREAS:
+                if adapter:
+                    mixed.append(named)
+                elif shape:
+                    shapes.append(named)
+                else:
+                    findings.append(named)
             if top in LOW_LAYERS and target[:1] and target[0] in RESOURCE_AREAS:
                 findings.append(f"{rel}: uses resource module crate::{'::'.join(target)}")
 
@@ -147,9 +156,16 @@ def main():
         if v not in index:
             strong(v)
 
-    print(f"== crate::http / resource references from lower layers and rule files: {len(findings)}")
+    print(f"== crate::http or resource uses in db/, domain/ and rule files: {len(findings)}")
     for f in sorted(findings):
         print("  " + f)
+    if not quiet:
+        print(f"-- (not counted) shape files using the HTTP contract (schemas, PUT bodies): {len(shapes)}")
+        for f in sorted(shapes):
+            print("  " + f)
+        print(f"-- (not counted) files that hold routes, some with rules beside them: {len(mixed)}")
+        for f in sorted(mixed):
+            print("  " + f)
     print(f"== import circles (groups of files that import one another): {len(sccs)}")
     for comp in sorted(sccs, key=len):
         members = set(comp)

@@ -4,7 +4,7 @@
 use rusqlite::{Connection, OptionalExtension};
 use serde::{Deserialize, Serialize};
 
-use super::{Actor, store};
+use super::{Actor, Role, store};
 use crate::error::{ApiError, Result};
 
 /// Ordered: `view` < `record` < `manage`. `record` may record takes and
@@ -58,6 +58,37 @@ pub fn person_access(
         return Ok(Some(AccessLevel::Manage));
     }
     store::granted_level(conn, actor.membership_id, person_id, &crate::time::now())
+}
+
+/// The one check every administrative act on another membership's
+/// belongings (its app tokens, its access grants) goes through: nobody
+/// below an owner acts on an owner. `doing` reads "only an owner may
+/// {doing} an owner".
+pub fn require_rank_over(
+    conn: &Connection,
+    actor: &Actor,
+    membership_id: i64,
+    doing: &str,
+) -> Result<()> {
+    let role = store::membership_role(conn, actor.household_id, membership_id)?;
+    if role == Some(Role::Owner) && actor.role != Role::Owner {
+        return Err(ApiError::forbidden(format!(
+            "only an owner may {doing} an owner"
+        )));
+    }
+    Ok(())
+}
+
+/// Stock changes need the inventory-management permission (owners and
+/// administrators hold it implicitly).
+pub fn require_inventory(actor: &Actor) -> Result<()> {
+    if actor.can_manage_inventory() {
+        Ok(())
+    } else {
+        Err(ApiError::forbidden(
+            "managing medicines and stock needs the inventory management permission",
+        ))
+    }
 }
 
 /// A rule's person check: 404 naming `missing` (the record the caller

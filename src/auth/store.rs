@@ -232,3 +232,12 @@ pub fn households(
         .collect::<rusqlite::Result<Vec<_>>>()?;
     Ok((rows, total))
 }
+
+/// The role of a membership of the household, if it is one.
+pub fn membership_role(conn: &Connection, household_id: i64, id: i64) -> Result<Option<Role>> {
+    let role: Option<String> = conn
+        .prepare_cached("SELECT role FROM memberships WHERE id = ?1 AND household_id = ?2")?
+        .query_row(params![id, household_id], |r| r.get(0))
+        .optional()?;
+    Ok(role.as_deref().and_then(Role::parse))
+}

@@ -19,7 +19,7 @@ use crate::care::pause_periods::{
 };
 use crate::db::change_feed::{self, Action, Change};
 use crate::db::page::{self, PageQuery};
-use crate::domain::{IfMatch, Page, ResourceId, Versioned, etag, trimmed};
+use crate::domain::{IfMatch, Page, ResourceId, Versioned, etag};
 use crate::error::{ApiError, Problems, Result};
 use crate::household::people;
 use crate::http::extract::QueryParams;
@@ -185,22 +185,6 @@ pub fn check_same_person(
             "person_id",
             "cannot change: create a new one for the other person instead",
         ),
-    }
-}
-
-/// Trims text; blank becomes `None`; longer than `max` is a problem.
-pub fn text(
-    field: &str,
-    value: Option<String>,
-    max: usize,
-    problems: &mut Problems,
-) -> Option<Option<String>> {
-    let value = trimmed(value);
-    if value.as_ref().is_some_and(|v| v.chars().count() > max) {
-        problems.add(field, format!("must be at most {max} characters"));
-        None
-    } else {
-        Some(value)
     }
 }
 

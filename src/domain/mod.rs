@@ -4,10 +4,11 @@
 
 pub mod id;
 pub mod page;
+pub mod record_type;
 pub mod text;
 pub mod version;
 
 pub use id::{ResourceId, numeric_id, resource_ref_schema};
 pub use page::{Page, PageMeta};
-pub use text::{present, trimmed};
+pub use text::{bounded_text, present, trimmed};
 pub use version::{IfMatch, Versioned, etag};

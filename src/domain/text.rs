@@ -1,5 +1,7 @@
 //! Submitted text and optional attributes as the rules keep them.
 
+use crate::error::Problems;
+
 /// Submitted text as kept: trimmed, and blank text is no text.
 pub fn trimmed(value: Option<String>) -> Option<String> {
     value
@@ -15,4 +17,20 @@ where
     T: serde::Deserialize<'de>,
 {
     T::deserialize(de).map(Some)
+}
+
+/// Trims text; blank becomes `None`; longer than `max` is a problem.
+pub fn bounded_text(
+    field: &str,
+    value: Option<String>,
+    max: usize,
+    problems: &mut Problems,
+) -> Option<Option<String>> {
+    let value = trimmed(value);
+    if value.as_ref().is_some_and(|v| v.chars().count() > max) {
+        problems.add(field, format!("must be at most {max} characters"));
+        None
+    } else {
+        Some(value)
+    }
 }

@@ -12,6 +12,11 @@ use serde_json::{Map, Value, json};
 
 use crate::state::AppState;
 
+/// A schema that also admits `null`.
+pub fn nullable(schema: Value) -> Value {
+    json!({"anyOf": [schema, {"type": "null"}]})
+}
+
 pub const PUBLIC: &str = "Public";
 pub const ACCOUNT: &str = "Account";
 pub const HOUSEHOLD: &str = "Household";

@@ -228,7 +228,7 @@ pub fn schema_properties(subject: &str) -> Value {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::care::notification_preferences::SlotTimes;
+    use crate::care::notification_preferences::slots::SlotTimes;
     use crate::medicine::forecast_store::SchedulePlan;
     use crate::medicine::vocab::DoseCycle;
 

@@ -4,7 +4,7 @@
 use jiff::civil::Date;
 use rusqlite::{Connection, Row, named_params};
 
-use crate::care::notification_preferences::{self, SlotTimes};
+use crate::care::notification_preferences::slots::{self, SlotTimes};
 use crate::decimal::Dec;
 use crate::error::Result;
 use crate::medicine::vocab::{DoseCycle, DoseUnit, ScheduleType};
@@ -68,7 +68,7 @@ fn from_row(r: &Row<'_>) -> rusqlite::Result<DrawingSource> {
                 let time = |i: usize| -> rusqlite::Result<_> {
                     Ok(r.get::<_, Option<String>>(i)?
                         .as_deref()
-                        .and_then(notification_preferences::parse_time))
+                        .and_then(slots::parse_time))
                 };
                 SlotTimes {
                     morning: time(13)?,

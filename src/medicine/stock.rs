@@ -5,9 +5,9 @@ use rusqlite::{Connection, OptionalExtension, params};
 
 use crate::db::change_feed::{self, Action, Change};
 use crate::decimal::Dec;
+use crate::domain::record_type;
 use crate::error::{ApiError, Result};
-use crate::medicine::dosage_options;
-use crate::medicine::medications::{self, model::MedicationRow};
+use crate::medicine::medications::model::MedicationRow;
 use crate::medicine::stock_removals::store::{set_dosage_supply, set_medication_supply};
 use crate::medicine::vocab::DoseUnit;
 
@@ -93,12 +93,12 @@ pub fn deduct_take(
     let (record_type, record_id, portable_id) = match &option {
         Some((id, portable_id, _, _)) => {
             set_dosage_supply(conn, *id, after, now)?;
-            (dosage_options::RECORD_TYPE, *id, portable_id.as_str())
+            (record_type::DOSAGE_OPTION, *id, portable_id.as_str())
         }
         None => {
             set_medication_supply(conn, medication.id, after, now)?;
             (
-                medications::RECORD_TYPE,
+                record_type::MEDICATION,
                 medication.id,
                 medication.portable_id.as_str(),
             )

@@ -227,7 +227,7 @@ fn location_manager(_: &Connection, actor: &Actor, _: &Replayed<'_>) -> Result<(
 }
 
 fn inventory(_: &Connection, actor: &Actor, _: &Replayed<'_>) -> Result<()> {
-    medications::require_inventory(actor)
+    crate::auth::access::require_inventory(actor)
 }
 
 /// The person of a person-scoped record, deleted and retired ones included

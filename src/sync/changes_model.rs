@@ -6,19 +6,7 @@ use serde_json::{Value, json};
 use super::snapshot_store::DoseOccurrenceRecord;
 
 /// Every `record_type` the change feed can carry.
-pub const RECORD_TYPES: &[&str] = &[
-    "Person",
-    "Location",
-    "Medication",
-    "MedicationDosageOption",
-    "Schedule",
-    "PersonMedication",
-    "MedicationTake",
-    "MedicationPausePeriod",
-    "MedicationDoseOccurrence",
-    "HealthEvent",
-    "NotificationPreference",
-];
+pub const RECORD_TYPES: &[&str] = crate::domain::record_type::ALL;
 
 /// One page of the feed after a cursor.
 #[derive(Debug, Serialize)]

@@ -26,6 +26,7 @@ use super::snapshot_store::{self, Reader, Scope};
 use crate::auth::Actor;
 use crate::db::instance;
 use crate::error::Result;
+use crate::http::openapi::nullable;
 use crate::http::openapi::{Api, Op};
 use crate::http::stream::{self, JsonObject};
 use crate::state::AppState;
@@ -161,10 +162,6 @@ async fn mobile_snapshot(State(state): State<AppState>, actor: Actor) -> Result<
 
 fn r(name: &str) -> Value {
     json!({"$ref": format!("#/components/schemas/{name}")})
-}
-
-fn nullable(schema: Value) -> Value {
-    json!({"anyOf": [schema, {"type": "null"}]})
 }
 
 fn string() -> Value {

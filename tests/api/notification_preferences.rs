@@ -1,5 +1,5 @@
 use pillbox::auth::Role;
-use pillbox::care::notification_preferences::{self, SlotTimes};
+use pillbox::care::notification_preferences::slots::{self, SlotTimes};
 use serde_json::{Value, json};
 
 use crate::support::TestApp;
@@ -70,7 +70,7 @@ async fn defaults_are_answered_without_writing_anything() {
     assert_eq!(person.data()["notification_preference_id"], Value::Null);
     let slots = app
         .db
-        .read(move |c| notification_preferences::slot_times(c, olive))
+        .read(move |c| slots::slot_times(c, olive))
         .await
         .unwrap();
     assert_eq!(slots, SlotTimes::DEFAULT);
@@ -156,7 +156,7 @@ async fn first_patch_creates_then_updates_with_if_match() {
     // Schedules read the slot times.
     let slots = app
         .db
-        .read(move |c| notification_preferences::slot_times(c, olive))
+        .read(move |c| slots::slot_times(c, olive))
         .await
         .unwrap();
     assert_eq!(

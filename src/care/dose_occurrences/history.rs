@@ -24,7 +24,7 @@ use rusqlite::{Connection, params};
 use serde::{Deserialize, Serialize, de::DeserializeOwned};
 use serde_json::Value;
 
-use crate::care::notification_preferences::{self, SlotTimes};
+use crate::care::notification_preferences::slots::{self, SlotTimes};
 use crate::care::person_medications::model::{AdministrationKind, PersonMedicationRow};
 use crate::care::schedules::model::ScheduleRow;
 use crate::decimal::Dec;
@@ -113,7 +113,7 @@ impl Planned for PersonMedicationRow {
 
 /// Slot times as kept in a revision: `HH:MM:SS` or null per slot.
 pub fn slot_times_state(times: &SlotTimes) -> Value {
-    let time = |t: Option<jiff::civil::Time>| t.map(notification_preferences::format_time);
+    let time = |t: Option<jiff::civil::Time>| t.map(slots::format_time);
     serde_json::json!({
         "morning": time(times.morning),
         "afternoon": time(times.afternoon),
@@ -126,7 +126,7 @@ fn slot_times_from(state: &Value) -> Option<SlotTimes> {
     let time = |key: &str| -> Option<Option<jiff::civil::Time>> {
         match &state[key] {
             Value::Null => Some(None),
-            Value::String(text) => notification_preferences::parse_time(text).map(Some),
+            Value::String(text) => slots::parse_time(text).map(Some),
             _ => None,
         }
     };

@@ -72,7 +72,7 @@ use rusqlite::Connection;
 use rust_decimal::Decimal;
 
 use crate::auth::{Actor, access};
-use crate::care::notification_preferences::{self, SlotTimes};
+use crate::care::notification_preferences::slots::{self, SlotTimes};
 use crate::care::occurrence_key::{self, Occurrence};
 use crate::care::schedule_config::{self, ScheduleConfig, Slot, TaperStep};
 use crate::decimal::Dec;
@@ -281,7 +281,7 @@ struct Inputs<'c> {
 impl Inputs<'_> {
     fn slots(&mut self, person_id: i64) -> Result<&Timeline<SlotTimes>> {
         if !self.slots.contains_key(&person_id) {
-            let current = notification_preferences::slot_times(self.conn, person_id)?;
+            let current = slots::slot_times(self.conn, person_id)?;
             let timeline = self.revisions.slot_times(person_id, current);
             self.slots.insert(person_id, timeline);
         }

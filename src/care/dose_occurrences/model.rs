@@ -4,8 +4,9 @@ use jiff::civil::Date;
 use serde::Serialize;
 use serde_json::{Value, json};
 
-use crate::care::schedules::model::nullable;
 use crate::decimal::{self, Dec};
+use crate::domain::{Versioned, etag};
+use crate::http::openapi::nullable;
 use crate::medicine::vocab::DoseUnit;
 
 /// Outcome values of an expected dose (DESIGN.md: `taken` only through a
@@ -107,4 +108,32 @@ pub fn collection_schema() -> Value {
             },
         },
     })
+}
+
+/// A saved outcome row.
+#[derive(Debug, Clone, Serialize)]
+pub struct DoseOutcome {
+    pub id: i64,
+    pub portable_id: String,
+    pub person_id: i64,
+    pub source_type: String,
+    pub source_id: i64,
+    pub window_starts_on: String,
+    pub window_ends_on: String,
+    pub position: i64,
+    pub scheduled_at: Option<String>,
+    pub outcome: String,
+    pub reason: Option<String>,
+    pub note: Option<String>,
+    pub resolved_at: Option<String>,
+    pub medication_take_id: Option<i64>,
+    pub lock_version: i64,
+    pub created_at: String,
+    pub updated_at: String,
+}
+
+impl Versioned for DoseOutcome {
+    fn etag(&self) -> String {
+        etag(&self.portable_id, self.lock_version)
+    }
 }

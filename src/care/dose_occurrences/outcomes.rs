@@ -24,8 +24,9 @@
 //! take records an actual dose.
 
 use rusqlite::Connection;
-use serde::{Deserialize, Serialize};
+use serde::Deserialize;
 
+use super::model::DoseOutcome;
 use crate::auth::Actor;
 use crate::auth::access::{self, AccessLevel};
 use crate::care::dose_occurrences::{PERSON_MEDICATION, SCHEDULE, cycle_window, store};
@@ -33,10 +34,10 @@ use crate::care::medication_takes::model::SourceType;
 use crate::care::medication_takes::store as takes_store;
 use crate::care::occurrence_key;
 use crate::db::change_feed::{self, Action, Change};
-use crate::domain::{IfMatch, ResourceId, Versioned, etag};
+use crate::domain::{IfMatch, ResourceId, Versioned};
 use crate::error::{ApiError, Problems, Result};
 
-pub const RECORD_TYPE: &str = "MedicationDoseOccurrence";
+pub const RECORD_TYPE: &str = crate::domain::record_type::DOSE_OCCURRENCE;
 /// Deciding a dose (not taken) needs this access to the person...
 pub const RECORD_LEVEL: AccessLevel = AccessLevel::Record;
 /// ...and reopening a decided one this.
@@ -45,34 +46,6 @@ pub const REOPEN_LEVEL: AccessLevel = AccessLevel::Manage;
 pub const CONFLICT: &str = "dose_outcome_conflict";
 pub const MAX_REASON: usize = 200;
 pub const MAX_NOTE: usize = 1000;
-
-/// A saved outcome row.
-#[derive(Debug, Clone, Serialize)]
-pub struct DoseOutcome {
-    pub id: i64,
-    pub portable_id: String,
-    pub person_id: i64,
-    pub source_type: String,
-    pub source_id: i64,
-    pub window_starts_on: String,
-    pub window_ends_on: String,
-    pub position: i64,
-    pub scheduled_at: Option<String>,
-    pub outcome: String,
-    pub reason: Option<String>,
-    pub note: Option<String>,
-    pub resolved_at: Option<String>,
-    pub medication_take_id: Option<i64>,
-    pub lock_version: i64,
-    pub created_at: String,
-    pub updated_at: String,
-}
-
-impl Versioned for DoseOutcome {
-    fn etag(&self) -> String {
-        etag(&self.portable_id, self.lock_version)
-    }
-}
 
 /// Batch create attributes.
 #[derive(Debug, Deserialize)]

@@ -10,7 +10,7 @@ use rusqlite::Connection;
 use super::history::{AssignmentPlan, Revisions, SchedulePlan, Timeline};
 use super::store::{self, Pause, PersonRef, ScheduleSource};
 use super::{SCHEDULE, cycle_window, instant, schedule_times_on, start_of};
-use crate::care::notification_preferences::{self, SlotTimes};
+use crate::care::notification_preferences::slots::{self, SlotTimes};
 use crate::care::person_medications::model::AdministrationKind;
 use crate::care::schedule_config::{self, TaperStep};
 use crate::decimal::Dec;
@@ -163,7 +163,7 @@ impl ScheduleHistory {
             .filter(|p| p.source_type == SCHEDULE && p.source_id == schedule_id)
             .collect();
         let zone = household_store::time_zone(conn, household_id)?;
-        let slot_times = notification_preferences::slot_times(conn, source.common.person_id)?;
+        let slot_times = slots::slot_times(conn, source.common.person_id)?;
         Ok(Some(ScheduleHistory {
             plans: revisions.schedule(schedule_id, source.plan.clone(), source.updated_at),
             zones: revisions.time_zone(household_id, zone),

@@ -11,7 +11,7 @@ use rusqlite::types::Type;
 use rusqlite::{Connection, OptionalExtension, Row, named_params, params};
 
 use super::history::{AssignmentPlan, SchedulePlan};
-use super::outcomes::DoseOutcome;
+use super::model::DoseOutcome;
 use crate::auth::Actor;
 use crate::auth::store::VISIBLE_PERSON;
 use crate::decimal::Dec;

@@ -30,7 +30,7 @@ use crate::household::people;
 use model::{HealthEvent, HealthEventAttributes, HealthEventRow};
 pub use store::Filter;
 
-pub const RECORD_TYPE: &str = "HealthEvent";
+pub const RECORD_TYPE: &str = crate::domain::record_type::HEALTH_EVENT;
 /// The access to the event's person that recording, changing and deleting need.
 pub const WRITE_LEVEL: AccessLevel = AccessLevel::Record;
 const MAX_TITLE: usize = 200;

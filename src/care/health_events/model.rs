@@ -6,6 +6,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
 use crate::domain::{ResourceId, Versioned, etag, present, resource_ref_schema};
+use crate::http::openapi::nullable;
 use crate::http::replace::Whole;
 
 /// What kind of health event this is (DESIGN.md decision).
@@ -181,10 +182,6 @@ impl Whole for HealthEventBody {
         "ended_on",
         "medication_ids",
     ];
-}
-
-fn nullable(schema: Value) -> Value {
-    json!({"anyOf": [schema, {"type": "null"}]})
 }
 
 fn event_kind_schema() -> Value {

@@ -42,7 +42,7 @@ use model::{MedicationTake, NewMedicationTake, SourceType, Warning};
 pub use store::Filter;
 use store::Source;
 
-pub const RECORD_TYPE: &str = "MedicationTake";
+pub const RECORD_TYPE: &str = crate::domain::record_type::MEDICATION_TAKE;
 /// How far ahead of the server's clock a take may be dated.
 const MAX_FUTURE: SignedDuration = SignedDuration::from_mins(5);
 /// A dose given this long before its expected dose's window opens, or

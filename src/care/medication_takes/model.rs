@@ -5,6 +5,7 @@ use serde_json::{Value, json};
 
 use crate::decimal::{self, Dec};
 use crate::domain::{ResourceId, Versioned, etag, resource_ref_schema};
+use crate::http::openapi::nullable;
 use crate::medicine::vocab::DoseUnit;
 
 /// What a take was given under: a schedule or a direct assignment.
@@ -151,10 +152,6 @@ pub struct NewMedicationTake {
 #[serde(deny_unknown_fields)]
 pub struct MedicationTakeBody {
     pub medication_take: NewMedicationTake,
-}
-
-fn nullable(schema: Value) -> Value {
-    json!({"anyOf": [schema, {"type": "null"}]})
 }
 
 pub fn medication_take_schema() -> Value {

@@ -12,6 +12,7 @@
 
 pub mod model;
 pub mod routes;
+pub mod slots;
 pub mod store;
 
 use jiff::civil::Time;
@@ -22,68 +23,19 @@ use crate::care::dose_occurrences::history;
 use crate::care::schedule_config::{self, Slot};
 use crate::care::schedules;
 use crate::db::change_feed::{self, Action, Change};
+use crate::domain::record_type;
 use crate::domain::{IfMatch, ResourceId, etag};
 use crate::error::{ApiError, Problems, Result};
 use crate::household::people::{self, store::PersonRow};
 use crate::household::store as household_store;
 
 use model::{NotificationPreference, NotificationPreferenceAttributes};
+use slots::{SlotTimes, format_time, parse_time, slot_times_of};
 use store::PreferenceRow;
 
-pub const RECORD_TYPE: &str = "NotificationPreference";
+pub const RECORD_TYPE: &str = crate::domain::record_type::NOTIFICATION_PREFERENCE;
 /// Clearing a slot time that a running schedule uses.
 pub const SLOT_TIME_IN_USE: &str = "slot_time_in_use";
-
-/// The times of a person's four day slots; `None` when the person cleared
-/// the slot.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct SlotTimes {
-    pub morning: Option<Time>,
-    pub afternoon: Option<Time>,
-    pub evening: Option<Time>,
-    pub night: Option<Time>,
-}
-
-impl SlotTimes {
-    /// The slot times of a person who never saved preferences.
-    pub const DEFAULT: SlotTimes = SlotTimes {
-        morning: Some(Time::constant(8, 0, 0, 0)),
-        afternoon: Some(Time::constant(13, 0, 0, 0)),
-        evening: Some(Time::constant(18, 0, 0, 0)),
-        night: Some(Time::constant(22, 0, 0, 0)),
-    };
-
-    /// The time of a slot by its `schedule_config` name (`morning`,
-    /// `afternoon`, `evening`, `night`); `None` for a cleared or unknown slot.
-    pub fn slot(&self, name: &str) -> Option<Time> {
-        match name {
-            "morning" => self.morning,
-            "afternoon" => self.afternoon,
-            "evening" => self.evening,
-            "night" => self.night,
-            _ => None,
-        }
-    }
-}
-
-/// The person's four slot times: their saved ones, or the defaults when
-/// they never saved preferences. For schedules with `slots`.
-pub fn slot_times(conn: &Connection, person_id: i64) -> Result<SlotTimes> {
-    Ok(match store::find_by_person(conn, person_id)? {
-        None => SlotTimes::DEFAULT,
-        Some(row) => slot_times_of(&row),
-    })
-}
-
-fn slot_times_of(row: &PreferenceRow) -> SlotTimes {
-    let time = |t: &Option<String>| t.as_deref().and_then(parse_time);
-    SlotTimes {
-        morning: time(&row.morning_time),
-        afternoon: time(&row.afternoon_time),
-        evening: time(&row.evening_time),
-        night: time(&row.night_time),
-    }
-}
 
 /// A slot time that a running schedule uses cannot be cleared (409
 /// `slot_time_in_use` naming the schedules): the schedule would silently
@@ -135,33 +87,6 @@ fn refuse_clearing_used_slots(
             users.join(", ")
         ),
     ))
-}
-
-/// A time of day written `HH:MM` or `HH:MM:SS` (two digits each, 00:00 to
-/// 23:59:59).
-pub fn parse_time(text: &str) -> Option<Time> {
-    let parts: Vec<&str> = text.split(':').collect();
-    if !(2..=3).contains(&parts.len()) {
-        return None;
-    }
-    let mut numbers = [0i8; 3];
-    for (number, part) in numbers.iter_mut().zip(&parts) {
-        if part.len() != 2 || !part.bytes().all(|b| b.is_ascii_digit()) {
-            return None;
-        }
-        *number = part.parse().ok()?;
-    }
-    Time::new(numbers[0], numbers[1], numbers[2], 0).ok()
-}
-
-/// The stored and answered form of a time: `HH:MM:SS`.
-pub fn format_time(time: Time) -> String {
-    format!(
-        "{:02}:{:02}:{:02}",
-        time.hour(),
-        time.minute(),
-        time.second()
-    )
 }
 
 /// The settings of a person who never saved preferences (not yet a row:
@@ -319,7 +244,7 @@ fn touch_person(conn: &Connection, actor: &Actor, person: &mut PersonRow) -> Res
         conn,
         Change {
             household_id: actor.household_id,
-            record_type: people::RECORD_TYPE,
+            record_type: record_type::PERSON,
             record_id: person.id,
             record_portable_id: &person.portable_id,
             action: Action::Update,

@@ -21,14 +21,16 @@ use std::collections::HashMap;
 use rusqlite::Connection;
 
 use crate::auth::{AccessLevel, Actor, access};
-use crate::care::{person_medications, schedules, sources};
+use crate::care::person_medications::store as person_medications_store;
+use crate::care::schedules::store as schedules_store;
 use crate::db::change_feed::{self, Action, Change};
-use crate::domain::{IfMatch, Page, ResourceId, Versioned};
+use crate::domain::record_type;
+use crate::domain::{IfMatch, Page, ResourceId, Versioned, bounded_text};
 use crate::error::{ApiError, Problems, Result};
 use model::{PausePeriod, PausePeriodAttributes, PauseReason, SourceType};
 pub use store::SourceFilter;
 
-pub const RECORD_TYPE: &str = "MedicationPausePeriod";
+pub const RECORD_TYPE: &str = crate::domain::record_type::PAUSE_PERIOD;
 /// The access to the person that pausing and resuming need.
 pub const WRITE_LEVEL: AccessLevel = AccessLevel::Manage;
 pub const MAX_NOTE: usize = 1000;
@@ -56,13 +58,13 @@ fn live_source(
     id: &ResourceId,
 ) -> Result<Option<Source>> {
     Ok(match source_type {
-        SourceType::Schedule => schedules::store::find(conn, household_id, id)?.map(|row| Source {
+        SourceType::Schedule => schedules_store::find(conn, household_id, id)?.map(|row| Source {
             source_type,
             id: row.id,
             portable_id: row.portable_id,
             person_id: row.person_id,
         }),
-        SourceType::PersonMedication => person_medications::store::find(conn, household_id, id)?
+        SourceType::PersonMedication => person_medications_store::find(conn, household_id, id)?
             .map(|row| Source {
                 source_type,
                 id: row.id,
@@ -146,8 +148,8 @@ fn set_active(conn: &Connection, actor: &Actor, source: &Source, active: bool) -
         &crate::time::now(),
     )?;
     let record_type = match source.source_type {
-        SourceType::Schedule => schedules::RECORD_TYPE,
-        SourceType::PersonMedication => person_medications::RECORD_TYPE,
+        SourceType::Schedule => record_type::SCHEDULE,
+        SourceType::PersonMedication => record_type::PERSON_MEDICATION,
     };
     record(
         conn,
@@ -174,7 +176,7 @@ pub fn create(
 ) -> Result<PausePeriod> {
     let source = authorize_create(conn, actor, attrs)?;
     let mut problems = Problems::default();
-    let note = sources::text("note", attrs.note.clone(), MAX_NOTE, &mut problems);
+    let note = bounded_text("note", attrs.note.clone(), MAX_NOTE, &mut problems);
     problems.check("the pause period's attributes are invalid")?;
     let note = note.flatten();
     if !store::open_for(conn, source.source_type, &[source.id])?.is_empty() {

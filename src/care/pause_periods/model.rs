@@ -4,8 +4,8 @@ use rusqlite::types::{FromSql, FromSqlError, FromSqlResult, ToSql, ToSqlOutput, 
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
-use crate::care::schedules::model::nullable;
 use crate::domain::{Versioned, etag};
+use crate::http::openapi::nullable;
 
 /// What a period pauses: a schedule or a direct assignment.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]

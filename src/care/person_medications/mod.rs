@@ -22,16 +22,16 @@ use crate::auth::Actor;
 use crate::care::pause_periods::model::SourceType;
 use crate::care::schedules::dose::{self, Dose};
 pub use crate::care::sources::Filter;
-use crate::care::sources::{self, check_same_person, person_for_plan, text};
+use crate::care::sources::{self, check_same_person, person_for_plan};
 use crate::db::change_feed::Action;
-use crate::domain::{IfMatch, Page, ResourceId};
+use crate::domain::{IfMatch, Page, ResourceId, bounded_text};
 use crate::error::{Problems, Result};
 use model::{
     AdministrationKind, Direction, PersonMedication, PersonMedicationAttributes,
     PersonMedicationRow,
 };
 
-pub const RECORD_TYPE: &str = "PersonMedication";
+pub const RECORD_TYPE: &str = crate::domain::record_type::PERSON_MEDICATION;
 const MAX_NOTES: usize = 2000;
 
 sources::source_row!(
@@ -98,7 +98,7 @@ fn apply(
     }
     match attrs.notes {
         Some(value) => {
-            if let Some(value) = text("notes", value, MAX_NOTES, &mut problems) {
+            if let Some(value) = bounded_text("notes", value, MAX_NOTES, &mut problems) {
                 row.notes = value;
             }
         }

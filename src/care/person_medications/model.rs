@@ -4,10 +4,10 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
 use crate::care::schedules::dose::{Dose, DoseAttributes};
-use crate::care::schedules::model::nullable;
 use crate::care::sources::Sourced;
 use crate::decimal::{self, Dec};
 use crate::domain::{ResourceId, present, resource_ref_schema};
+use crate::http::openapi::nullable;
 use crate::http::replace::Whole;
 use crate::medicine::vocab::{DoseCycle, DoseUnit};
 

@@ -20,8 +20,10 @@ use serde::Serialize;
 use crate::decimal::Dec;
 use crate::domain::ResourceId;
 use crate::error::{ApiError, Problems, Result};
-use crate::medicine::dosage_options::{self, model::DosageOption};
-use crate::medicine::medications::{self, model::MedicationRow};
+use crate::medicine::dosage_options::model::DosageOption;
+use crate::medicine::dosage_options::store as dosage_options_store;
+use crate::medicine::medications::model::MedicationRow;
+use crate::medicine::medications::store as medications_store;
 use crate::medicine::vocab::{DoseCycle, DoseUnit};
 
 /// The dose fields as stored and sent.
@@ -91,7 +93,7 @@ pub fn settle(
     problems: &mut Problems,
 ) -> Result<Option<Settled>> {
     let find_medication = |id: &ResourceId| -> Result<MedicationRow> {
-        medications::store::find(conn, household_id, id)?
+        medications_store::find(conn, household_id, id)?
             .ok_or_else(|| ApiError::not_found("medication"))
     };
     let medication = match (attrs.medication_id, current) {
@@ -111,7 +113,7 @@ pub fn settle(
     let mut applied_option: Option<DosageOption> = None;
     match attrs.source_dosage_option_id {
         Some(Some(id)) => {
-            let found = dosage_options::store::find(conn, household_id, &id)?
+            let found = dosage_options_store::find(conn, household_id, &id)?
                 .ok_or_else(|| ApiError::not_found("dosage option"))?;
             let unchanged = current.is_some_and(|d| d.source_dosage_option_id == Some(found.id));
             if found.medication_id != medication.id {
@@ -129,7 +131,7 @@ pub fn settle(
         None => {
             if let Some(id) = current.and_then(|d| d.source_dosage_option_id) {
                 let kept =
-                    dosage_options::store::find(conn, household_id, &ResourceId::Numeric(id))?;
+                    dosage_options_store::find(conn, household_id, &ResourceId::Numeric(id))?;
                 match kept {
                     Some(kept) if kept.medication_id == medication.id => option = Some(kept),
                     _ => problems.add(

@@ -25,19 +25,19 @@ pub mod store;
 use rusqlite::Connection;
 
 use crate::auth::Actor;
-use crate::care::notification_preferences;
+use crate::care::notification_preferences::slots;
 use crate::care::pause_periods::model::SourceType;
 use crate::care::schedule_config;
 pub use crate::care::sources::Filter;
-use crate::care::sources::{self, check_same_person, person_for_plan, text};
+use crate::care::sources::{self, check_same_person, person_for_plan};
 use crate::db::change_feed::Action;
-use crate::domain::{IfMatch, Page, ResourceId};
+use crate::domain::{IfMatch, Page, ResourceId, bounded_text};
 use crate::error::{Problems, Result};
 use dose::Dose;
 use model::{Schedule, ScheduleAttributes, ScheduleRow};
 use plan::PlanContext;
 
-pub const RECORD_TYPE: &str = "Schedule";
+pub const RECORD_TYPE: &str = crate::domain::record_type::SCHEDULE;
 const MAX_FREQUENCY: usize = 200;
 const MAX_NOTES: usize = 2000;
 
@@ -97,7 +97,7 @@ fn apply(
     };
     match attrs.frequency {
         Some(value) => {
-            if let Some(value) = text("frequency", value, MAX_FREQUENCY, &mut problems) {
+            if let Some(value) = bounded_text("frequency", value, MAX_FREQUENCY, &mut problems) {
                 row.frequency = value;
             }
         }
@@ -167,7 +167,7 @@ fn apply(
     }
     match attrs.notes {
         Some(value) => {
-            if let Some(value) = text("notes", value, MAX_NOTES, &mut problems) {
+            if let Some(value) = bounded_text("notes", value, MAX_NOTES, &mut problems) {
                 row.notes = value;
             }
         }
@@ -176,7 +176,7 @@ fn apply(
     }
     // The plan as a whole is judged only once each attribute is valid.
     if let Some(config) = config.filter(|_| problems.is_empty()) {
-        let slot_times = notification_preferences::slot_times(conn, row.person_id)?;
+        let slot_times = slots::slot_times(conn, row.person_id)?;
         let plan = PlanContext {
             schedule_type: row.schedule_type,
             start_date: row.start_date,

@@ -9,6 +9,7 @@ use crate::care::schedule_config;
 use crate::care::sources::Sourced;
 use crate::decimal::{self, Dec};
 use crate::domain::{ResourceId, present, resource_ref_schema};
+use crate::http::openapi::nullable;
 use crate::http::replace::Whole;
 use crate::medicine::vocab::{DoseCycle, DoseUnit, ScheduleType};
 
@@ -115,10 +116,6 @@ impl Whole for ScheduleBody {
         "end_date",
         "notes",
     ];
-}
-
-pub fn nullable(schema: Value) -> Value {
-    json!({"anyOf": [schema, {"type": "null"}]})
 }
 
 const CONFIG_RULES: &str = "What each schedule_type needs in schedule_config: daily and \

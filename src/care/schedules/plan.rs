@@ -3,7 +3,7 @@
 
 use jiff::civil::Date;
 
-use crate::care::notification_preferences::SlotTimes;
+use crate::care::notification_preferences::slots::SlotTimes;
 use crate::care::schedule_config::{FIELD, ScheduleConfig};
 use crate::error::Problems;
 use crate::medicine::vocab::{DoseCycle, DoseUnit, ScheduleType};

@@ -8,10 +8,10 @@ pub mod store;
 use rusqlite::Connection;
 use serde_json::json;
 
-use crate::auth::{Actor, token};
+use crate::auth::{Actor, access, token};
 use crate::domain::Page;
 use crate::error::{ApiError, Result};
-use crate::household::{audit, memberships};
+use crate::household::audit;
 use model::{AppToken, CreatedAppToken};
 
 const MAX_NAME: usize = 100;
@@ -129,12 +129,7 @@ pub fn revoke_in(
     let found = store::find_live(conn, household_id, id)?
         .ok_or_else(|| ApiError::not_found("app token"))?;
     if let Some(actor) = acting {
-        memberships::require_rank_over(
-            conn,
-            actor,
-            found.membership_id,
-            "revoke the app tokens of",
-        )?;
+        access::require_rank_over(conn, actor, found.membership_id, "revoke the app tokens of")?;
     }
     let acting = acting.map(|a| a.membership_id);
     store::revoke(conn, found.id)?;

@@ -12,7 +12,9 @@ use crate::auth::access::{self, Named};
 use crate::auth::{AccessLevel, Actor};
 use crate::domain::Page;
 use crate::error::{ApiError, Problems, Result};
-use crate::household::{audit, memberships, people};
+use crate::household::audit;
+use crate::household::memberships::store as memberships_store;
+use crate::household::people::store as people_store;
 use model::{GrantAttributes, PersonAccessGrant};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -202,7 +204,7 @@ pub fn list(
 ) -> Result<(Vec<PersonAccessGrant>, i64)> {
     actor.require_manager("list person access grants")?;
     if let Some(id) = filter.membership_id
-        && memberships::store::find(conn, actor.household_id, id)?.is_none()
+        && memberships_store::find(conn, actor.household_id, id)?.is_none()
     {
         return Err(ApiError::not_found("membership"));
     }
@@ -227,12 +229,12 @@ pub fn create(
     let mut problems = Problems::default();
     let mut add = |field: &str, message: &str| problems.add(field, message);
     // References that name nothing in this household are "not found".
-    let membership = memberships::store::find(conn, actor.household_id, attrs.membership_id)?
+    let membership = memberships_store::find(conn, actor.household_id, attrs.membership_id)?
         .ok_or_else(|| ApiError::not_found("membership"))?;
-    memberships::require_rank_over(conn, actor, membership.id, "grant access to")?;
+    access::require_rank_over(conn, actor, membership.id, "grant access to")?;
     let person = match &attrs.person_id {
         Some(id) => Some(
-            people::store::find(conn, actor.household_id, id)?
+            people_store::find(conn, actor.household_id, id)?
                 .ok_or_else(|| ApiError::not_found("person"))?,
         ),
         None => {
@@ -321,7 +323,7 @@ pub fn revoke(conn: &Connection, actor: &Actor, id: i64) -> Result<()> {
     actor.require_manager("revoke person access grants")?;
     let grant = store::find_live(conn, actor.household_id, id)?
         .ok_or_else(|| ApiError::not_found("person access grant"))?;
-    memberships::require_rank_over(
+    access::require_rank_over(
         conn,
         actor,
         grant.membership_id,

@@ -16,6 +16,7 @@ use crate::auth::{AccessLevel, Actor};
 use crate::db::change_feed::{self, Action, Change};
 use crate::db::idempotency::SavedResponse;
 use crate::domain::ResourceId;
+use crate::domain::record_type;
 use crate::error::{ApiError, Result};
 use crate::household::people::{self, store::PersonRow};
 
@@ -48,7 +49,7 @@ pub(super) fn touch_person(conn: &Connection, actor: &Actor, mut person: PersonR
         conn,
         Change {
             household_id: actor.household_id,
-            record_type: people::RECORD_TYPE,
+            record_type: record_type::PERSON,
             record_id: person.id,
             record_portable_id: &person.portable_id,
             action: Action::Update,

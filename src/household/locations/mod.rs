@@ -23,7 +23,7 @@ use crate::error::{ApiError, Problems, Result};
 use model::{Location, LocationAttributes};
 use store::LocationRow;
 
-pub const RECORD_TYPE: &str = "Location";
+pub const RECORD_TYPE: &str = crate::domain::record_type::LOCATION;
 const MAX_NAME: usize = 200;
 const MAX_DESCRIPTION: usize = 2000;
 

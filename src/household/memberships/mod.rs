@@ -44,25 +44,6 @@ fn require_may_touch(actor: &Actor, target: &Membership, doing: &str) -> Result<
     Ok(())
 }
 
-/// The one check every administrative act on another membership's
-/// belongings (its app tokens, its access grants) goes through: nobody
-/// below an owner acts on an owner. `doing` reads "only an owner may
-/// {doing} an owner".
-pub fn require_rank_over(
-    conn: &Connection,
-    actor: &Actor,
-    membership_id: i64,
-    doing: &str,
-) -> Result<()> {
-    let role = store::role_of(conn, actor.household_id, membership_id)?;
-    if role == Some(Role::Owner) && actor.role != Role::Owner {
-        return Err(ApiError::forbidden(format!(
-            "only an owner may {doing} an owner"
-        )));
-    }
-    Ok(())
-}
-
 /// The household always keeps an active owner.
 fn require_other_owner(conn: &Connection, target: &Membership, doing: &str) -> Result<()> {
     if target.is_active_owner()

@@ -163,14 +163,6 @@ pub fn update(conn: &Connection, m: &Membership) -> Result<()> {
 }
 
 /// The role of a membership of the household, whatever its status.
-pub fn role_of(conn: &Connection, household_id: i64, id: i64) -> Result<Option<Role>> {
-    let role: Option<String> = conn
-        .prepare_cached("SELECT role FROM memberships WHERE id = ?1 AND household_id = ?2")?
-        .query_row(params![id, household_id], |r| r.get(0))
-        .optional()?;
-    Ok(role.as_deref().and_then(Role::parse))
-}
-
 pub fn revoke(conn: &Connection, id: i64) -> Result<()> {
     conn.prepare_cached(
         "UPDATE memberships SET status = 'revoked', permissions_version = permissions_version + 1,

@@ -17,7 +17,7 @@ use crate::household::store as household_store;
 use model::{Person, PersonAttributes, PersonType};
 use store::PersonRow;
 
-pub const RECORD_TYPE: &str = "Person";
+pub const RECORD_TYPE: &str = crate::domain::record_type::PERSON;
 const MAX_NAME: usize = 200;
 const MAX_EMAIL: usize = 254;
 

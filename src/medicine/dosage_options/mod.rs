@@ -10,15 +10,15 @@ pub mod store;
 use rusqlite::Connection;
 
 use crate::auth::Actor;
+use crate::auth::access::require_inventory;
 use crate::db::change_feed::{self, Action, Change};
 use crate::decimal::Dec;
 use crate::domain::{IfMatch, Page, ResourceId, etag, trimmed};
 use crate::error::{ApiError, Problems, Result};
 use crate::medicine::forecast::{Holder, Plan, StockStatus};
-use crate::medicine::medications::require_inventory;
 use model::{DosageOption, DosageOptionAttributes, DosageOptionView};
 
-pub const RECORD_TYPE: &str = "MedicationDosageOption";
+pub const RECORD_TYPE: &str = crate::domain::record_type::DOSAGE_OPTION;
 
 /// How absent attributes are treated.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -5,6 +5,7 @@ use serde_json::{Value, json};
 
 use crate::decimal::{self, Dec};
 use crate::domain::{ResourceId, Versioned, etag, present, resource_ref_schema};
+use crate::http::openapi::nullable;
 use crate::http::replace::Whole;
 use crate::medicine::forecast::{self, StockStatus};
 use crate::medicine::vocab::{DoseCycle, DoseUnit};
@@ -138,10 +139,6 @@ impl Whole for DosageOptionBody {
         "current_supply",
         "reorder_threshold",
     ];
-}
-
-fn nullable(schema: Value) -> Value {
-    json!({"anyOf": [schema, {"type": "null"}]})
 }
 
 pub fn dosage_option_schema() -> Value {

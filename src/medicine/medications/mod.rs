@@ -9,26 +9,15 @@ pub mod store;
 use rusqlite::Connection;
 
 use crate::auth::Actor;
+use crate::auth::access::require_inventory;
 use crate::db::change_feed::{self, Action, Change};
 use crate::domain::{IfMatch, Page, ResourceId, etag, trimmed};
 use crate::error::{ApiError, Problems, Result};
-use crate::household::locations;
+use crate::household::locations::store as locations_store;
 use crate::medicine::forecast::{Holder, Plan};
 use model::{Medication, MedicationAttributes, MedicationRow};
 
-pub const RECORD_TYPE: &str = "Medication";
-
-/// Stock changes need the inventory-management permission (owners and
-/// administrators hold it implicitly).
-pub fn require_inventory(actor: &Actor) -> Result<()> {
-    if actor.can_manage_inventory() {
-        Ok(())
-    } else {
-        Err(ApiError::forbidden(
-            "managing medicines and stock needs the inventory management permission",
-        ))
-    }
-}
+pub const RECORD_TYPE: &str = crate::domain::record_type::MEDICATION;
 
 /// Adds the derived fields, from the plan of the medication's stock.
 pub fn to_api(row: MedicationRow, plan: &Plan) -> Medication {
@@ -109,7 +98,7 @@ fn apply(
                 row.location_id = None;
                 row.location_portable_id = None;
             }
-            Some(id) => match locations::store::find(conn, actor.household_id, &id)? {
+            Some(id) => match locations_store::find(conn, actor.household_id, &id)? {
                 Some(location) => {
                     row.location_id = Some(location.id);
                     row.location_portable_id = Some(location.portable_id);

@@ -5,6 +5,7 @@ use serde_json::{Value, json};
 
 use crate::decimal::{self, Dec};
 use crate::domain::{ResourceId, Versioned, etag, present, resource_ref_schema};
+use crate::http::openapi::nullable;
 use crate::http::replace::Whole;
 use crate::medicine::vocab::{ConceptClass, DoseUnit, ReorderStatus, ScheduleType};
 
@@ -145,10 +146,6 @@ impl Whole for MedicationBody {
         "dmd_system",
         "dmd_concept_class",
     ];
-}
-
-fn nullable(schema: Value) -> Value {
-    json!({"anyOf": [schema, {"type": "null"}]})
 }
 
 fn text(max: u32) -> Value {

@@ -11,16 +11,15 @@ use rusqlite::Connection;
 use serde_json::json;
 
 use crate::auth::Actor;
+use crate::auth::access::require_inventory;
 use crate::db::change_feed::{self, Action, Change};
 use crate::decimal::Dec;
+use crate::domain::record_type;
 use crate::domain::{Page, ResourceId, trimmed};
 use crate::error::{ApiError, Problems, Result};
 use crate::household::audit;
-use crate::medicine::medications::{self, require_inventory};
+use crate::medicine::medications;
 use model::{NewStockRemoval, StockRemoval};
-
-/// The change-feed record type of a dosage option.
-pub const DOSAGE_OPTION_RECORD_TYPE: &str = "MedicationDosageOption";
 
 pub const AUDIT_EVENT: &str = "medication.stock_removed";
 
@@ -158,12 +157,12 @@ pub fn create(
     let change = match &dosage {
         Some(d) => {
             store::set_dosage_supply(conn, d.id, supply_after, &now)?;
-            (DOSAGE_OPTION_RECORD_TYPE, d.id, d.portable_id.as_str())
+            (record_type::DOSAGE_OPTION, d.id, d.portable_id.as_str())
         }
         None => {
             store::set_medication_supply(conn, medication.id, supply_after, &now)?;
             (
-                medications::RECORD_TYPE,
+                record_type::MEDICATION,
                 medication.id,
                 medication.portable_id.as_str(),
             )

@@ -5,6 +5,7 @@ use serde_json::{Value, json};
 
 use crate::decimal::{self, Dec};
 use crate::domain::ResourceId;
+use crate::http::openapi::nullable;
 use crate::medicine::vocab::StockRemovalReason;
 
 /// A saved stock removal, exactly as it is returned (also on a replay).
@@ -103,10 +104,6 @@ pub struct NewStockRemoval {
 #[serde(deny_unknown_fields)]
 pub struct StockRemovalBody {
     pub stock_removal: NewStockRemoval,
-}
-
-fn nullable(schema: Value) -> Value {
-    json!({"anyOf": [schema, {"type": "null"}]})
 }
 
 pub fn stock_removal_schema() -> Value {
