@@ -326,7 +326,7 @@ pub fn create(conn: &Connection, actor: &Actor, input: NewMedicationTake) -> Res
         conn,
         actor.household_id,
         &medication,
-        (source.source_type.as_str(), source.id),
+        source.source_dosage_option_id,
         dose_amount,
         dose_unit,
         &now,

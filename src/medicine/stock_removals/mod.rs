@@ -11,16 +11,13 @@ use rusqlite::Connection;
 use serde_json::json;
 
 use crate::auth::Actor;
-use crate::db::change_feed::{self, Action, Change};
 use crate::decimal::Dec;
 use crate::error::{ApiError, Problems, Result};
 use crate::household::audit;
 use crate::http::extract::{Page, ResourceId, trimmed};
 use crate::medicine::medications::{self, require_inventory};
+use crate::medicine::{dosage_options, stock};
 use model::{NewStockRemoval, StockRemoval};
-
-/// The change-feed record type of a dosage option.
-pub const DOSAGE_OPTION_RECORD_TYPE: &str = "MedicationDosageOption";
 
 pub const AUDIT_EVENT: &str = "medication.stock_removed";
 
@@ -96,7 +93,8 @@ pub fn create(
     // retry naming it either way states the same facts.
     let named_dosage = match &input.dosage_id {
         Some(reference) => Some(
-            store::find_dosage(conn, actor.household_id, medication.id, &reference.0)?
+            dosage_options::store::find(conn, actor.household_id, &reference.0)?
+                .filter(|d| d.medication_id == medication.id)
                 .ok_or_else(|| ApiError::not_found("dosage option"))?,
         ),
         None => None,
@@ -106,7 +104,7 @@ pub fn create(
         quantity: input.quantity,
         reason: input.reason,
         note: note.as_deref(),
-        dosage_option_id: named_dosage.as_ref().map(|d| d.0),
+        dosage_option_id: named_dosage.as_ref().map(|d| d.id),
     };
     if let Some(saved) = store::find_by_submission(conn, medication.id, &submission_id)? {
         if saved.facts() == facts {
@@ -120,23 +118,21 @@ pub fn create(
     }
 
     // Where the stock comes from: a dosage option's own stock, or the medication's.
-    let dosage = match named_dosage {
-        Some((id, portable_id, Some(current_supply))) => Some(store::TrackedDosage {
-            id,
-            portable_id,
-            current_supply,
-        }),
-        Some((_, _, None)) => {
-            return Err(ApiError::invalid(
-                "dosage_id",
-                "names a dosage option that does not keep its own stock",
-            ));
-        }
-        None => None,
+    let (holder, supply_before) = match &named_dosage {
+        Some(d) => match d.current_supply {
+            Some(supply) => (stock::Holder::dosage_option(d), supply),
+            None => {
+                return Err(ApiError::invalid(
+                    "dosage_id",
+                    "names a dosage option that does not keep its own stock",
+                ));
+            }
+        },
+        None => (
+            stock::Holder::medication(&medication),
+            medication.current_supply,
+        ),
     };
-    let supply_before = dosage
-        .as_ref()
-        .map_or(medication.current_supply, |d| d.current_supply);
     let supply_after = match supply_before.checked_sub(facts.quantity) {
         Some(after) if !after.is_negative() => after,
         Some(_) => {
@@ -155,31 +151,7 @@ pub fn create(
     };
 
     let now = crate::time::now();
-    let change = match &dosage {
-        Some(d) => {
-            store::set_dosage_supply(conn, d.id, supply_after, &now)?;
-            (DOSAGE_OPTION_RECORD_TYPE, d.id, d.portable_id.as_str())
-        }
-        None => {
-            store::set_medication_supply(conn, medication.id, supply_after, &now)?;
-            (
-                medications::RECORD_TYPE,
-                medication.id,
-                medication.portable_id.as_str(),
-            )
-        }
-    };
-    change_feed::append(
-        conn,
-        Change {
-            household_id: actor.household_id,
-            record_type: change.0,
-            record_id: change.1,
-            record_portable_id: change.2,
-            action: Action::Update,
-            person_id: None,
-        },
-    )?;
+    stock::set_supply(conn, actor.household_id, holder, supply_after, &now)?;
 
     let portable_id = crate::db::new_portable_id();
     let id = store::insert(
