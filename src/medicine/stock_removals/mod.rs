@@ -79,15 +79,7 @@ pub fn create(
 ) -> Result<StockRemoval> {
     let medication = authorize(conn, actor, medication_id)?;
 
-    let mut problems = Problems::default();
-    if !input.quantity.is_positive() {
-        problems.add("quantity", "must be greater than zero");
-    }
-    let note = trimmed(input.note);
-    if note.as_ref().is_some_and(|n| n.chars().count() > MAX_NOTE) {
-        problems.add("note", format!("must be at most {MAX_NOTE} characters"));
-    }
-    problems.check("the stock removal is invalid")?;
+    let note = check(&input)?;
 
     // The option named (by numeric or portable id) is resolved first, so a
     // retry naming it either way states the same facts.
@@ -133,22 +125,7 @@ pub fn create(
             medication.current_supply,
         ),
     };
-    let supply_after = match supply_before.checked_sub(facts.quantity) {
-        Some(after) if !after.is_negative() => after,
-        Some(_) => {
-            return Err(ApiError::invalid(
-                "quantity",
-                format!("is more than the current supply of {supply_before}; nothing was removed"),
-            ));
-        }
-        // Only a stock saved before the range was enforced can get here.
-        None => {
-            return Err(ApiError::invalid(
-                "quantity",
-                "would leave a stock outside the range of quantities kept; count the stock (adjust_inventory) first",
-            ));
-        }
-    };
+    let supply_after = remaining(supply_before, facts.quantity)?;
 
     let now = crate::time::now();
     stock::set_supply(conn, actor.household_id, holder, supply_after, &now)?;
@@ -189,4 +166,35 @@ pub fn create(
         }),
     )?;
     store::find(conn, id)?.ok_or_else(|| ApiError::internal("saved stock removal is missing"))
+}
+
+/// The 422 for a removal's quantity and note; the note, trimmed.
+fn check(input: &NewStockRemoval) -> Result<Option<String>> {
+    let mut problems = Problems::default();
+    if !input.quantity.is_positive() {
+        problems.add("quantity", "must be greater than zero");
+    }
+    let note = trimmed(input.note.clone());
+    if note.as_ref().is_some_and(|n| n.chars().count() > MAX_NOTE) {
+        problems.add("note", format!("must be at most {MAX_NOTE} characters"));
+    }
+    problems.check("the stock removal is invalid")?;
+    Ok(note)
+}
+
+/// The stock left after removing `quantity`; a 422 when the stock holds
+/// less, since a removal never takes more than is there.
+fn remaining(supply_before: Dec, quantity: Dec) -> Result<Dec> {
+    match supply_before.checked_sub(quantity) {
+        Some(after) if !after.is_negative() => Ok(after),
+        Some(_) => Err(ApiError::invalid(
+            "quantity",
+            format!("is more than the current supply of {supply_before}; nothing was removed"),
+        )),
+        // Only a stock saved before the range was enforced can get here.
+        None => Err(ApiError::invalid(
+            "quantity",
+            "would leave a stock outside the range of quantities kept; count the stock (adjust_inventory) first",
+        )),
+    }
 }
