@@ -234,15 +234,34 @@ fn check_type(
     config: &mut ScheduleConfig,
     problems: &mut Problems,
 ) {
-    use ScheduleType as T;
+    refuse_keys_of_other_types(schedule_type, config, problems);
     let name = schedule_type.as_str();
-    let given = |key: &str| object.contains_key(key);
-    // An invalid list has already been reported; only a missing one is.
-    let missing = |key: &str| {
-        object
-            .get(key)
-            .is_none_or(|v| v.as_array().is_some_and(Vec::is_empty))
-    };
+    if schedule_type == ScheduleType::Prn {
+        if object.contains_key("as_needed") && !config.as_needed {
+            problems.add(
+                &format!("{FIELD}.as_needed"),
+                "is always true for prn schedules",
+            );
+        }
+        config.as_needed = true;
+        return;
+    }
+    if config.as_needed {
+        problems.add(
+            &format!("{FIELD}.as_needed"),
+            format!("is only for prn schedules; a {name} schedule has set times"),
+        );
+    }
+    require_what_the_type_needs(schedule_type, object, config, problems);
+}
+
+/// `weekdays`, `dates` and `taper_steps` on a type they do not belong to.
+fn refuse_keys_of_other_types(
+    schedule_type: ScheduleType,
+    config: &ScheduleConfig,
+    problems: &mut Problems,
+) {
+    use ScheduleType as T;
     let owner = |key: &str| match key {
         "weekdays" => T::Weekly,
         "dates" => T::SpecificDates,
@@ -258,28 +277,30 @@ fn check_type(
             problems.add(
                 &format!("{FIELD}.{key}"),
                 format!(
-                    "is used only by {} schedules, not {name}",
-                    owner(key).as_str()
+                    "is used only by {} schedules, not {}",
+                    owner(key).as_str(),
+                    schedule_type.as_str()
                 ),
             );
         }
     }
-    if schedule_type == T::Prn {
-        if given("as_needed") && !config.as_needed {
-            problems.add(
-                &format!("{FIELD}.as_needed"),
-                "is always true for prn schedules",
-            );
-        }
-        config.as_needed = true;
-        return;
-    }
-    if config.as_needed {
-        problems.add(
-            &format!("{FIELD}.as_needed"),
-            format!("is only for prn schedules; a {name} schedule has set times"),
-        );
-    }
+}
+
+/// The times or slots, weekdays, dates or taper steps a timed type needs.
+fn require_what_the_type_needs(
+    schedule_type: ScheduleType,
+    object: &Map<String, Value>,
+    config: &ScheduleConfig,
+    problems: &mut Problems,
+) {
+    use ScheduleType as T;
+    let name = schedule_type.as_str();
+    // An invalid list has already been reported; only a missing one is.
+    let missing = |key: &str| {
+        object
+            .get(key)
+            .is_none_or(|v| v.as_array().is_some_and(Vec::is_empty))
+    };
     let moments = config.times.len() + config.slots.len();
     let unreadable = (!missing("times") && config.times.is_empty())
         || (!missing("slots") && config.slots.is_empty());
