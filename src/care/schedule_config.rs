@@ -29,8 +29,12 @@ use jiff::civil::{Date, Time, Weekday};
 use serde_json::{Map, Value, json};
 
 use crate::decimal::{self, Dec};
-use crate::error::{ApiError, Problems, Result};
+use crate::error::{Problems, Result};
 use crate::medicine::vocab::{DoseUnit, ScheduleType};
+pub use read::{parse_date, parse_time};
+use read::{read_dates, read_slots, read_steps, read_times, read_weekdays};
+
+mod read;
 
 /// The attribute name; problems are reported as `schedule_config.<key>`.
 pub const FIELD: &str = "schedule_config";
@@ -230,15 +234,34 @@ fn check_type(
     config: &mut ScheduleConfig,
     problems: &mut Problems,
 ) {
-    use ScheduleType as T;
+    refuse_keys_of_other_types(schedule_type, config, problems);
     let name = schedule_type.as_str();
-    let given = |key: &str| object.contains_key(key);
-    // An invalid list has already been reported; only a missing one is.
-    let missing = |key: &str| {
-        object
-            .get(key)
-            .is_none_or(|v| v.as_array().is_some_and(Vec::is_empty))
-    };
+    if schedule_type == ScheduleType::Prn {
+        if object.contains_key("as_needed") && !config.as_needed {
+            problems.add(
+                &format!("{FIELD}.as_needed"),
+                "is always true for prn schedules",
+            );
+        }
+        config.as_needed = true;
+        return;
+    }
+    if config.as_needed {
+        problems.add(
+            &format!("{FIELD}.as_needed"),
+            format!("is only for prn schedules; a {name} schedule has set times"),
+        );
+    }
+    require_what_the_type_needs(schedule_type, object, config, problems);
+}
+
+/// `weekdays`, `dates` and `taper_steps` on a type they do not belong to.
+fn refuse_keys_of_other_types(
+    schedule_type: ScheduleType,
+    config: &ScheduleConfig,
+    problems: &mut Problems,
+) {
+    use ScheduleType as T;
     let owner = |key: &str| match key {
         "weekdays" => T::Weekly,
         "dates" => T::SpecificDates,
@@ -254,28 +277,30 @@ fn check_type(
             problems.add(
                 &format!("{FIELD}.{key}"),
                 format!(
-                    "is used only by {} schedules, not {name}",
-                    owner(key).as_str()
+                    "is used only by {} schedules, not {}",
+                    owner(key).as_str(),
+                    schedule_type.as_str()
                 ),
             );
         }
     }
-    if schedule_type == T::Prn {
-        if given("as_needed") && !config.as_needed {
-            problems.add(
-                &format!("{FIELD}.as_needed"),
-                "is always true for prn schedules",
-            );
-        }
-        config.as_needed = true;
-        return;
-    }
-    if config.as_needed {
-        problems.add(
-            &format!("{FIELD}.as_needed"),
-            format!("is only for prn schedules; a {name} schedule has set times"),
-        );
-    }
+}
+
+/// The times or slots, weekdays, dates or taper steps a timed type needs.
+fn require_what_the_type_needs(
+    schedule_type: ScheduleType,
+    object: &Map<String, Value>,
+    config: &ScheduleConfig,
+    problems: &mut Problems,
+) {
+    use ScheduleType as T;
+    let name = schedule_type.as_str();
+    // An invalid list has already been reported; only a missing one is.
+    let missing = |key: &str| {
+        object
+            .get(key)
+            .is_none_or(|v| v.as_array().is_some_and(Vec::is_empty))
+    };
     let moments = config.times.len() + config.slots.len();
     let unreadable = (!missing("times") && config.times.is_empty())
         || (!missing("slots") && config.slots.is_empty());
@@ -316,266 +341,6 @@ fn check_type(
             }
         }
         _ => {}
-    }
-}
-
-fn array<'a>(value: &'a Value, field: &str, what: &str, problems: &mut Problems) -> &'a [Value] {
-    match value.as_array() {
-        Some(items) => items,
-        None => {
-            problems.add(field, format!("must be an array of {what}"));
-            &[]
-        }
-    }
-}
-
-/// Reads a list with `read` per item, sorting by `key` and refusing repeats.
-fn list<T, K: Ord>(
-    value: &Value,
-    field: &str,
-    what: &str,
-    problems: &mut Problems,
-    read: impl Fn(&Value) -> Option<T>,
-    key: impl Fn(&T) -> K,
-) -> Vec<T> {
-    let items = array(value, field, what, problems);
-    let mut out = Vec::with_capacity(items.len());
-    for item in items {
-        match read(item) {
-            Some(v) => out.push(v),
-            None => {
-                problems.add(field, format!("must be an array of {what}"));
-                return Vec::new();
-            }
-        }
-    }
-    out.sort_by_key(|v| key(v));
-    if out.windows(2).any(|w| key(&w[0]) == key(&w[1])) {
-        problems.add(field, "must not repeat a value");
-    }
-    out
-}
-
-/// "HH:MM", 00:00 to 23:59.
-pub fn parse_time(text: &str) -> Option<Time> {
-    let b = text.as_bytes();
-    if b.len() != 5 || b[2] != b':' || ![0, 1, 3, 4].iter().all(|&i| b[i].is_ascii_digit()) {
-        return None;
-    }
-    let hour = (b[0] - b'0') * 10 + (b[1] - b'0');
-    let minute = (b[3] - b'0') * 10 + (b[4] - b'0');
-    Time::new(hour as i8, minute as i8, 0, 0).ok()
-}
-
-/// Strictly "YYYY-MM-DD".
-pub fn parse_date(text: &str) -> Option<Date> {
-    let b = text.as_bytes();
-    let shaped = b.len() == 10
-        && b[4] == b'-'
-        && b[7] == b'-'
-        && b.iter()
-            .enumerate()
-            .all(|(i, c)| i == 4 || i == 7 || c.is_ascii_digit());
-    if shaped { text.parse().ok() } else { None }
-}
-
-fn read_times(value: &Value, field: &str, problems: &mut Problems) -> Vec<Time> {
-    list(
-        value,
-        field,
-        "times written HH:MM (00:00 to 23:59)",
-        problems,
-        |v| v.as_str().and_then(parse_time),
-        |t| *t,
-    )
-}
-
-fn read_slots(value: &Value, field: &str, problems: &mut Problems) -> Vec<Slot> {
-    list(
-        value,
-        field,
-        "morning, afternoon, evening or night",
-        problems,
-        |v| v.as_str().and_then(Slot::parse),
-        |s| *s,
-    )
-}
-
-fn read_weekdays(value: &Value, field: &str, problems: &mut Problems) -> Vec<Weekday> {
-    list(
-        value,
-        field,
-        "weekday names (monday to sunday)",
-        problems,
-        |v| {
-            let offset = WEEKDAYS.iter().position(|d| Some(*d) == v.as_str())?;
-            Weekday::from_monday_one_offset(offset as i8 + 1).ok()
-        },
-        |d| d.to_monday_zero_offset(),
-    )
-}
-
-fn read_dates(value: &Value, field: &str, problems: &mut Problems) -> Vec<Date> {
-    list(
-        value,
-        field,
-        "dates written YYYY-MM-DD",
-        problems,
-        |v| v.as_str().and_then(parse_date),
-        |d| *d,
-    )
-}
-
-fn read_steps(value: &Value, field: &str, problems: &mut Problems) -> Vec<TaperStep> {
-    let items = array(value, field, "steps", problems);
-    let steps: Vec<Option<TaperStep>> = items
-        .iter()
-        .enumerate()
-        .map(|(i, item)| read_step(item, &format!("{field}[{i}]"), problems))
-        .collect();
-    if steps.iter().any(Option::is_none) {
-        return Vec::new();
-    }
-    let steps: Vec<TaperStep> = steps.into_iter().flatten().collect();
-    for (i, pair) in steps.windows(2).enumerate() {
-        let (before, step) = (&pair[0], &pair[1]);
-        let start = format!("{field}[{}].start_date", i + 1);
-        if step.start_date <= before.end_date {
-            problems.add(
-                &start,
-                "overlaps the step before it; list steps in date order",
-            );
-        } else if before.end_date.tomorrow().ok() != Some(step.start_date) {
-            problems.add(&start, "must be the day after the step before it ends");
-        }
-    }
-    steps
-}
-
-/// One step; `None` (with its problems added) unless every key is valid.
-fn read_step(value: &Value, field: &str, problems: &mut Problems) -> Option<TaperStep> {
-    let mut own = Problems::default();
-    let step = read_step_fields(value, field, &mut own);
-    let valid = own.is_empty();
-    if let Err(ApiError::Validation { errors, .. }) = own.check("") {
-        for (key, messages) in errors {
-            for message in messages {
-                problems.add(&key, message);
-            }
-        }
-    }
-    step.filter(|_| valid)
-}
-
-fn read_step_fields(value: &Value, field: &str, problems: &mut Problems) -> Option<TaperStep> {
-    let Some(object) = value.as_object() else {
-        problems.add(field, "must be an object");
-        return None;
-    };
-    let at = |key: &str| format!("{field}.{key}");
-    for key in object.keys() {
-        if !STEP_KEYS.contains(&key.as_str()) {
-            problems.add(&at(key), "is not a recognised attribute");
-        }
-    }
-    let date = |key: &str, problems: &mut Problems| match object.get(key) {
-        None | Some(Value::Null) => {
-            problems.add(&at(key), "is required");
-            None
-        }
-        Some(v) => {
-            let parsed = v.as_str().and_then(parse_date);
-            if parsed.is_none() {
-                problems.add(&at(key), "must be a date written YYYY-MM-DD");
-            }
-            parsed
-        }
-    };
-    let start_date = date("start_date", problems);
-    let end_date = date("end_date", problems);
-    if let (Some(start), Some(end)) = (start_date, end_date)
-        && end < start
-    {
-        problems.add(&at("end_date"), "must not be before start_date");
-    }
-    let dose_amount = match object.get("dose_amount") {
-        None | Some(Value::Null) => {
-            problems.add(&at("dose_amount"), "is required");
-            None
-        }
-        Some(v) => match read_decimal(v) {
-            Ok(d) if d.is_positive() => Some(d),
-            Ok(_) => {
-                problems.add(&at("dose_amount"), "must be greater than zero");
-                None
-            }
-            Err(message) => {
-                problems.add(&at("dose_amount"), message);
-                None
-            }
-        },
-    };
-    let dose_unit = match object.get("dose_unit") {
-        None | Some(Value::Null) => None,
-        Some(v) => {
-            let unit = v.as_str().and_then(DoseUnit::parse);
-            if unit.is_none() {
-                problems.add(
-                    &at("dose_unit"),
-                    format!("must be one of {}", DoseUnit::ALL.join(", ")),
-                );
-            }
-            unit
-        }
-    };
-    let max_daily_doses = match object.get("max_daily_doses") {
-        None | Some(Value::Null) => None,
-        Some(v) => match v.as_i64() {
-            Some(n) if n >= 1 => Some(n),
-            _ => {
-                problems.add(&at("max_daily_doses"), "must be an integer of at least 1");
-                None
-            }
-        },
-    };
-    let min_hours_between_doses = match object.get("min_hours_between_doses") {
-        None | Some(Value::Null) => None,
-        Some(v) => match read_decimal(v) {
-            Ok(d) if !d.is_negative() => Some(d),
-            Ok(_) => {
-                problems.add(&at("min_hours_between_doses"), "must not be negative");
-                None
-            }
-            Err(message) => {
-                problems.add(&at("min_hours_between_doses"), message);
-                None
-            }
-        },
-    };
-    let times = match object.get("times") {
-        None | Some(Value::Null) => Vec::new(),
-        Some(Value::Array(items)) if items.is_empty() => Vec::new(),
-        Some(v) => read_times(v, &at("times"), problems),
-    };
-    Some(TaperStep {
-        start_date: start_date?,
-        end_date: end_date?,
-        dose_amount: dose_amount?,
-        dose_unit,
-        max_daily_doses,
-        min_hours_between_doses,
-        times,
-    })
-}
-
-/// A decimal string (never a JSON number), as `Dec` reads it.
-fn read_decimal(value: &Value) -> std::result::Result<Dec, String> {
-    match value {
-        Value::String(s) => s.parse::<Dec>().map_err(|e| e.to_string()),
-        Value::Number(_) => {
-            Err("must be a decimal string such as \"2.5\", not a JSON number".into())
-        }
-        _ => Err("must be a decimal string such as \"2.5\"".into()),
     }
 }
 

@@ -1,75 +1,128 @@
-//! Stock drawn by doses given: which stock a take deducts from, and the
-//! deduction itself (the take rule in `care::medication_takes` calls this).
+//! Stock kept by medications and by dosage options that keep their own:
+//! the one write that changes a held stock, and the deduction of a dose
+//! given (the take rule in `care::medication_takes` calls it).
 
-use rusqlite::{Connection, OptionalExtension, params};
+use rusqlite::Connection;
 
 use crate::db::change_feed::{self, Action, Change};
 use crate::decimal::Dec;
-use crate::domain::record_type;
+use crate::domain::ResourceId;
 use crate::error::{ApiError, Result};
-use crate::medicine::medications::model::MedicationRow;
-use crate::medicine::stock_removals::store::{set_dosage_supply, set_medication_supply};
+use crate::medicine::dosage_options::{self, model::DosageOption};
+use crate::medicine::medications::{self, model::MedicationRow};
 use crate::medicine::vocab::DoseUnit;
 
 /// A warning about the stock a take drew on: (code, message).
 pub type StockWarning = (&'static str, String);
 
-/// The dosage option a source (`schedule` or `person_medication`) was built
-/// from, when it belongs to `medication_id` and keeps its own stock: (id,
-/// portable id, unit, stock).
+/// What holds a stock: a medication, or a dosage option with its own.
+#[derive(Debug, Clone, Copy)]
+pub enum Holder<'a> {
+    Medication { id: i64, portable_id: &'a str },
+    DosageOption { id: i64, portable_id: &'a str },
+}
+
+impl<'a> Holder<'a> {
+    pub fn medication(row: &'a MedicationRow) -> Self {
+        Holder::Medication {
+            id: row.id,
+            portable_id: &row.portable_id,
+        }
+    }
+
+    pub fn dosage_option(row: &'a DosageOption) -> Self {
+        Holder::DosageOption {
+            id: row.id,
+            portable_id: &row.portable_id,
+        }
+    }
+}
+
+/// Sets a held stock, in the caller's transaction, moving its holder's
+/// version on with a change-feed entry, so every client learns the new
+/// count whoever changed it.
+pub fn set_supply(
+    conn: &Connection,
+    household_id: i64,
+    holder: Holder<'_>,
+    supply: Dec,
+    now: &str,
+) -> Result<()> {
+    let (record_type, record_id, record_portable_id) = match holder {
+        Holder::Medication { id, portable_id } => {
+            medications::store::set_supply(conn, id, supply, now)?;
+            (medications::RECORD_TYPE, id, portable_id)
+        }
+        Holder::DosageOption { id, portable_id } => {
+            dosage_options::store::set_supply(conn, id, supply, now)?;
+            (dosage_options::RECORD_TYPE, id, portable_id)
+        }
+    };
+    change_feed::append(
+        conn,
+        Change {
+            household_id,
+            record_type,
+            record_id,
+            record_portable_id,
+            action: Action::Update,
+            person_id: None,
+        },
+    )
+}
+
+/// The dosage option a source was built from and its own stock, when it
+/// is of `medication_id` and keeps one.
 fn own_stock_option(
     conn: &Connection,
-    source_type: &str,
-    source_id: i64,
+    household_id: i64,
+    built_from: Option<i64>,
     medication_id: i64,
-) -> Result<Option<(i64, String, DoseUnit, Dec)>> {
-    let table = match source_type {
-        "schedule" => "schedules",
-        "person_medication" => "person_medications",
-        _ => return Ok(None),
+) -> Result<Option<(DosageOption, Dec)>> {
+    let Some(id) = built_from else {
+        return Ok(None);
     };
-    Ok(conn
-        .prepare_cached(&format!(
-            "SELECT d.id, d.portable_id, d.unit, d.current_supply
-             FROM {table} x JOIN dosage_options d ON d.id = x.source_dosage_option_id
-             WHERE x.id = ?1 AND d.medication_id = ?2 AND d.current_supply IS NOT NULL"
-        ))?
-        .query_row(params![source_id, medication_id], |r| {
-            Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?))
-        })
-        .optional()?)
+    Ok(
+        dosage_options::store::find(conn, household_id, &ResourceId::Numeric(id))?
+            .filter(|d| d.medication_id == medication_id)
+            .and_then(|d| d.current_supply.map(|supply| (d, supply))),
+    )
 }
 
 /// Deducts a dose given under a source from the stock it draws on, in the
 /// caller's transaction, with that stock's new version and change-feed
-/// entry: the own stock of the dosage option the source was built from when
-/// that option is of `medication` and keeps its own stock (doses in the
-/// option's unit), else the medication's (doses in its unit, or any unit
-/// when it has none). A dose in another unit deducts nothing; a dose larger
-/// than the stock empties it. Both are reported as warnings, since a dose
-/// already given is never refused.
+/// entry: the own stock of the dosage option the source was built from
+/// (`built_from`) when that option is of `medication` and keeps its own
+/// stock (doses in the option's unit), else the medication's (doses in its
+/// unit, or any unit when it has none). A dose in another unit deducts
+/// nothing; a dose larger than the stock empties it. Both are reported as
+/// warnings, since a dose already given is never refused.
 pub fn deduct_take(
     conn: &Connection,
     household_id: i64,
     medication: &MedicationRow,
-    source: (&str, i64),
+    built_from: Option<i64>,
     amount: Dec,
     unit: DoseUnit,
     now: &str,
 ) -> Result<Vec<StockWarning>> {
-    let option = own_stock_option(conn, source.0, source.1, medication.id)?;
+    let option = own_stock_option(conn, household_id, built_from, medication.id)?;
     let (before, counts, holder) = match &option {
-        Some((_, _, option_unit, supply)) => (*supply, *option_unit == unit, "dosage option's"),
+        Some((option, supply)) => (*supply, option.unit == unit, Holder::dosage_option(option)),
         None => (
             medication.current_supply,
             medication.dose_unit.is_none_or(|u| u == unit),
-            "medication's",
+            Holder::medication(medication),
         ),
     };
     if !counts {
+        let whose = match holder {
+            Holder::Medication { .. } => "medication's",
+            Holder::DosageOption { .. } => "dosage option's",
+        };
         return Ok(vec![(
             "stock_not_deducted",
-            format!("stock not deducted: the take's unit differs from the {holder}"),
+            format!("stock not deducted: the take's unit differs from the {whose}"),
         )]);
     }
     let mut warnings = Vec::new();
@@ -90,30 +143,6 @@ pub fn deduct_take(
             ));
         }
     };
-    let (record_type, record_id, portable_id) = match &option {
-        Some((id, portable_id, _, _)) => {
-            set_dosage_supply(conn, *id, after, now)?;
-            (record_type::DOSAGE_OPTION, *id, portable_id.as_str())
-        }
-        None => {
-            set_medication_supply(conn, medication.id, after, now)?;
-            (
-                record_type::MEDICATION,
-                medication.id,
-                medication.portable_id.as_str(),
-            )
-        }
-    };
-    change_feed::append(
-        conn,
-        Change {
-            household_id,
-            record_type,
-            record_id,
-            record_portable_id: portable_id,
-            action: Action::Update,
-            person_id: None,
-        },
-    )?;
+    set_supply(conn, household_id, holder, after, now)?;
     Ok(warnings)
 }

@@ -33,6 +33,7 @@ mod readme;
 mod schedules;
 mod stock_removals;
 mod storage;
+mod store_ownership;
 mod sync_batches;
 mod sync_changes;
 mod sync_round_trip;

@@ -112,53 +112,9 @@ pub fn record_not_taken(
     actor: &Actor,
     attrs: NotTakenAttrs,
 ) -> Result<DoseOutcome> {
-    let mut problems = Problems::default();
-    let source_type = SourceType::parse(&attrs.source_type);
-    if source_type.is_none() {
-        problems.add("source_type", "must be schedule or person_medication");
-    }
-    if attrs.outcome != "not_taken" {
-        problems.add("outcome", "must be not_taken");
-    }
-    if attrs
-        .reason
-        .as_ref()
-        .is_some_and(|r| r.chars().count() > MAX_REASON)
-    {
-        problems.add("reason", format!("must be at most {MAX_REASON} characters"));
-    }
-    if attrs
-        .note
-        .as_ref()
-        .is_some_and(|n| n.chars().count() > MAX_NOTE)
-    {
-        problems.add("note", format!("must be at most {MAX_NOTE} characters"));
-    }
-    problems.check("the dose outcome is invalid")?;
-    let Some(source_type) = source_type else {
-        return Err(ApiError::internal("source_type checked above"));
-    };
+    let source_type = check_not_taken(&attrs)?;
     let occurrence = occurrence_key::verify(conn, &attrs.occurrence_key)?;
-
-    let noun = source_type.noun();
-    let source = takes_store::find_source(conn, actor.household_id, source_type, &attrs.source_id)?
-        .filter(|s| !s.retired)
-        .ok_or_else(|| ApiError::not_found(noun))?;
-    authorize_record(conn, actor, source.person_id, noun)?;
-    if occurrence.source_type != source_type.as_str()
-        || occurrence.source_portable_id != source.portable_id
-    {
-        return Err(ApiError::invalid(
-            "occurrence_key",
-            "names an expected dose of another schedule or person medication",
-        ));
-    }
-    if source.as_needed {
-        return Err(ApiError::invalid(
-            "source_id",
-            "names an as-needed source, which has no expected doses",
-        ));
-    }
+    let source = occurrence_source(conn, actor, source_type, &attrs.source_id, &occurrence)?;
 
     let window_start = occurrence.window_starts_on;
     let window_end = match source_type {
@@ -180,27 +136,7 @@ pub fn record_not_taken(
         return match saved.outcome.as_str() {
             "not_taken" => Ok(saved),
             // A reopened dose can be decided again.
-            "open" => {
-                store::decide_not_taken(
-                    conn,
-                    saved.id,
-                    attrs.reason.as_deref(),
-                    attrs.note.as_deref(),
-                    actor.membership_id,
-                )?;
-                change_feed::append(
-                    conn,
-                    Change {
-                        household_id: actor.household_id,
-                        record_type: RECORD_TYPE,
-                        record_id: saved.id,
-                        record_portable_id: &saved.portable_id,
-                        action: Action::Update,
-                        person_id: Some(saved.person_id),
-                    },
-                )?;
-                store::outcome_by_id(conn, saved.id)
-            }
+            "open" => decide_again(conn, actor, &saved, &attrs),
             _ => Err(taken_conflict()),
         };
     }
@@ -234,6 +170,93 @@ pub fn record_not_taken(
         },
     )?;
     store::outcome_by_id(conn, id)
+}
+
+/// The 422 for a `not_taken` outcome's attributes; its source type.
+fn check_not_taken(attrs: &NotTakenAttrs) -> Result<SourceType> {
+    let mut problems = Problems::default();
+    let source_type = SourceType::parse(&attrs.source_type);
+    if source_type.is_none() {
+        problems.add("source_type", "must be schedule or person_medication");
+    }
+    if attrs.outcome != "not_taken" {
+        problems.add("outcome", "must be not_taken");
+    }
+    if attrs
+        .reason
+        .as_ref()
+        .is_some_and(|r| r.chars().count() > MAX_REASON)
+    {
+        problems.add("reason", format!("must be at most {MAX_REASON} characters"));
+    }
+    if attrs
+        .note
+        .as_ref()
+        .is_some_and(|n| n.chars().count() > MAX_NOTE)
+    {
+        problems.add("note", format!("must be at most {MAX_NOTE} characters"));
+    }
+    problems.check("the dose outcome is invalid")?;
+    source_type.ok_or_else(|| ApiError::internal("source_type checked above"))
+}
+
+/// The live routine source an outcome names, which the caller may record
+/// for and the occurrence key belongs to.
+fn occurrence_source(
+    conn: &Connection,
+    actor: &Actor,
+    source_type: SourceType,
+    source_id: &ResourceId,
+    occurrence: &occurrence_key::Occurrence,
+) -> Result<takes_store::Source> {
+    let noun = source_type.noun();
+    let source = takes_store::find_source(conn, actor.household_id, source_type, source_id)?
+        .filter(|s| !s.retired)
+        .ok_or_else(|| ApiError::not_found(noun))?;
+    authorize_record(conn, actor, source.person_id, noun)?;
+    if occurrence.source_type != source_type.as_str()
+        || occurrence.source_portable_id != source.portable_id
+    {
+        return Err(ApiError::invalid(
+            "occurrence_key",
+            "names an expected dose of another schedule or person medication",
+        ));
+    }
+    if source.as_needed {
+        return Err(ApiError::invalid(
+            "source_id",
+            "names an as-needed source, which has no expected doses",
+        ));
+    }
+    Ok(source)
+}
+
+/// A reopened dose decided `not_taken` again.
+fn decide_again(
+    conn: &Connection,
+    actor: &Actor,
+    saved: &DoseOutcome,
+    attrs: &NotTakenAttrs,
+) -> Result<DoseOutcome> {
+    store::decide_not_taken(
+        conn,
+        saved.id,
+        attrs.reason.as_deref(),
+        attrs.note.as_deref(),
+        actor.membership_id,
+    )?;
+    change_feed::append(
+        conn,
+        Change {
+            household_id: actor.household_id,
+            record_type: RECORD_TYPE,
+            record_id: saved.id,
+            record_portable_id: &saved.portable_id,
+            action: Action::Update,
+            person_id: Some(saved.person_id),
+        },
+    )?;
+    store::outcome_by_id(conn, saved.id)
 }
 
 /// Marks the saved outcome of an expected dose (if any) taken by take

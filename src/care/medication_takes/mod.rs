@@ -36,7 +36,7 @@ use crate::decimal::Dec;
 use crate::domain::{Page, ResourceId};
 use crate::error::{ApiError, Problems, Result};
 use crate::household::{locations, people};
-use crate::medicine::medications;
+use crate::medicine::medications::{self, model::MedicationRow};
 use crate::medicine::vocab::DoseUnit;
 use model::{MedicationTake, NewMedicationTake, SourceType, Warning};
 pub use store::Filter;
@@ -151,33 +151,8 @@ pub fn create(conn: &Connection, actor: &Actor, input: NewMedicationTake) -> Res
         ApiError::invalid("taken_at", "must be an ISO 8601 date-time with an offset")
     })?;
     let taken_at = crate::time::format(taken_at_ts);
-
-    if let Some(client_uuid) = &input.client_uuid
-        && let Some(saved) = store::find_by_client_uuid(conn, actor.household_id, &client_uuid.0)?
-    {
-        require_record(conn, actor, saved.person_id, saved.source_type.noun())?;
-        if !same_facts(&saved, &input, &taken_at) {
-            return Err(ApiError::conflict(
-                "client_uuid_reused",
-                "this client_uuid was already used for a different take; \
-                 use a new client_uuid for a new take",
-            ));
-        }
-        let source = store::find_source(
-            conn,
-            actor.household_id,
-            saved.source_type,
-            &ResourceId::Numeric(saved.source_id),
-        )?
-        .ok_or_else(|| ApiError::internal("the source of a saved take is missing"))?;
-        let (warnings, next_dose_allowed_at) =
-            warnings::warnings(conn, actor.household_id, &source, &saved)?;
-        return Ok(Recorded {
-            take: saved,
-            warnings,
-            next_dose_allowed_at,
-            replayed: true,
-        });
+    if let Some(recorded) = replay(conn, actor, &input, &taken_at)? {
+        return Ok(recorded);
     }
 
     let noun = input.source_type.noun();
@@ -192,75 +167,10 @@ pub fn create(conn: &Connection, actor: &Actor, input: NewMedicationTake) -> Res
     require_record(conn, actor, source.person_id, noun)?;
 
     let tz = crate::household::store::time_zone(conn, actor.household_id)?;
-    let taken_on = taken_at_ts.to_zoned_datetime(tz.clone()).date();
-    let born_on = people::store::find(
-        conn,
-        actor.household_id,
-        &ResourceId::Numeric(source.person_id),
-    )?
-    .and_then(|p| p.date_of_birth)
-    .and_then(|d| d.parse::<Date>().ok());
-    let mut problems = Problems::default();
-    if taken_at_ts > Timestamp::now() + MAX_FUTURE {
-        problems.add("taken_at", "must not be more than 5 minutes in the future");
-    } else if taken_on < EARLIEST_TAKEN_ON {
-        problems.add("taken_at", "must not be before 1900-01-01");
-    } else if born_on.is_some_and(|born| taken_on < born) {
-        problems.add(
-            "taken_at",
-            "must not be before the person's date of birth (in the household time zone)",
-        );
-    }
-    if input.dose_amount.is_some_and(|a| !a.is_positive()) {
-        problems.add("dose_amount", "must be greater than zero");
-    }
-    problems.check("the medication take is invalid")?;
-
-    let medication_ref = input
-        .taken_from_medication_id
-        .clone()
-        .unwrap_or(ResourceId::Numeric(source.medication_id));
-    let medication = medications::store::find(conn, actor.household_id, &medication_ref)?
-        .ok_or_else(|| ApiError::not_found("medication"))?;
-    let location = match &input.taken_from_location_id {
-        Some(id) => Some(
-            locations::store::find(conn, actor.household_id, id)?
-                .ok_or_else(|| ApiError::not_found("location"))?,
-        ),
-        None => None,
-    };
-
+    check_input(conn, actor, &source, &tz, taken_at_ts, &input)?;
+    let (medication, location_id) = taken_from(conn, actor, &source, &input)?;
     let occurrence = match &input.occurrence_key {
-        Some(key) => {
-            let occurrence = occurrence_key::verify(conn, key)?;
-            if occurrence.source_type != source.source_type.as_str()
-                || occurrence.source_portable_id != source.portable_id
-            {
-                return Err(ApiError::invalid(
-                    "occurrence_key",
-                    "names an expected dose of another schedule or person medication",
-                ));
-            }
-            let (opens, closes) = linkable_between(&tz, &source, occurrence.window_starts_on)?;
-            if taken_at_ts < opens || taken_at_ts >= closes {
-                return Err(ApiError::invalid(
-                    "occurrence_key",
-                    "names an expected dose whose window, widened by 12 hours either side, \
-                     does not contain taken_at",
-                ));
-            }
-            let window = occurrence.window_starts_on.to_string();
-            let position = i64::from(occurrence.position);
-            if store::find_by_occurrence(conn, source.source_type, source.id, &window, position)?
-                .is_some()
-            {
-                return Err(ApiError::conflict(
-                    "occurrence_already_taken",
-                    "this expected dose is already linked to another take",
-                ));
-            }
-            Some((occurrence.window_starts_on, window, position))
-        }
+        Some(key) => Some(linked_occurrence(conn, &tz, &source, key, taken_at_ts)?),
         None => None,
     };
 
@@ -270,19 +180,13 @@ pub fn create(conn: &Connection, actor: &Actor, input: NewMedicationTake) -> Res
         actor.household_id,
         &source,
         taken_at_ts,
-        occurrence
-            .as_ref()
-            .map(|(day, _, position)| (*day, *position)),
+        occurrence.as_ref().map(|o| (o.starts_on, o.position)),
     )?;
     let dose_amount = input.dose_amount.unwrap_or(planned.dose_amount);
     let dose_unit = input.dose_unit.unwrap_or(planned.dose_unit);
 
     let now = crate::time::now();
     let portable_id = crate::db::new_portable_id();
-    let (window, position) = occurrence
-        .as_ref()
-        .map(|(_, window, position)| (window.clone(), *position))
-        .unzip();
     let id = store::insert(
         conn,
         &store::NewRow {
@@ -296,42 +200,26 @@ pub fn create(conn: &Connection, actor: &Actor, input: NewMedicationTake) -> Res
             dose_amount,
             dose_unit,
             taken_from_medication_id: Some(medication.id),
-            taken_from_location_id: location.as_ref().map(|l| l.id),
+            taken_from_location_id: location_id,
             occurrence_key: input.occurrence_key.as_deref(),
-            occurrence_window_starts_on: window,
-            occurrence_position: position,
+            occurrence_window_starts_on: occurrence.as_ref().map(|o| o.window.clone()),
+            occurrence_position: occurrence.as_ref().map(|o| o.position),
             recorded_by_membership_id: Some(actor.membership_id),
             created_at: &now,
         },
     )?;
-    change_feed::append(
+    recorded(
         conn,
-        Change {
-            household_id: actor.household_id,
-            record_type: RECORD_TYPE,
-            record_id: id,
-            record_portable_id: &portable_id,
-            action: Action::Create,
-            person_id: Some(source.person_id),
-        },
+        actor,
+        &source,
+        (id, &portable_id),
+        occurrence.as_ref(),
     )?;
-    if let Some((_, window, position)) = &occurrence {
-        dose_outcomes::link_take(
-            conn,
-            actor,
-            source.source_type,
-            source.id,
-            window,
-            *position,
-            id,
-        )?;
-    }
-
     let stock_warnings = crate::medicine::stock::deduct_take(
         conn,
         actor.household_id,
         &medication,
-        (source.source_type.as_str(), source.id),
+        source.source_dosage_option_id,
         dose_amount,
         dose_unit,
         &now,
@@ -348,6 +236,193 @@ pub fn create(conn: &Connection, actor: &Actor, input: NewMedicationTake) -> Res
         warnings,
         next_dose_allowed_at,
         replayed: false,
+    })
+}
+
+/// The medication a take is taken from (the source's unless it names
+/// another) and the location it names, if any; 404 for either outside the
+/// household.
+fn taken_from(
+    conn: &Connection,
+    actor: &Actor,
+    source: &Source,
+    input: &NewMedicationTake,
+) -> Result<(MedicationRow, Option<i64>)> {
+    let medication_ref = input
+        .taken_from_medication_id
+        .clone()
+        .unwrap_or(ResourceId::Numeric(source.medication_id));
+    let medication = medications::store::find(conn, actor.household_id, &medication_ref)?
+        .ok_or_else(|| ApiError::not_found("medication"))?;
+    let location_id = match &input.taken_from_location_id {
+        Some(id) => Some(
+            locations::store::find(conn, actor.household_id, id)?
+                .ok_or_else(|| ApiError::not_found("location"))?
+                .id,
+        ),
+        None => None,
+    };
+    Ok((medication, location_id))
+}
+
+/// What follows a new take (`take`: id, portable id) in the same
+/// transaction: its change-feed entry, and the expected dose it names
+/// turning taken.
+fn recorded(
+    conn: &Connection,
+    actor: &Actor,
+    source: &Source,
+    take: (i64, &str),
+    occurrence: Option<&LinkedOccurrence>,
+) -> Result<()> {
+    change_feed::append(
+        conn,
+        Change {
+            household_id: actor.household_id,
+            record_type: RECORD_TYPE,
+            record_id: take.0,
+            record_portable_id: take.1,
+            action: Action::Create,
+            person_id: Some(source.person_id),
+        },
+    )?;
+    if let Some(occurrence) = occurrence {
+        dose_outcomes::link_take(
+            conn,
+            actor,
+            source.source_type,
+            source.id,
+            &occurrence.window,
+            occurrence.position,
+            take.0,
+        )?;
+    }
+    Ok(())
+}
+
+/// The take a repeated client_uuid already recorded, answered again with
+/// its warnings as they stand now; 409 `client_uuid_reused` when the retry
+/// states other facts. Access to the saved take's person is checked first.
+fn replay(
+    conn: &Connection,
+    actor: &Actor,
+    input: &NewMedicationTake,
+    taken_at: &str,
+) -> Result<Option<Recorded>> {
+    let Some(client_uuid) = &input.client_uuid else {
+        return Ok(None);
+    };
+    let Some(saved) = store::find_by_client_uuid(conn, actor.household_id, &client_uuid.0)? else {
+        return Ok(None);
+    };
+    require_record(conn, actor, saved.person_id, saved.source_type.noun())?;
+    if !same_facts(&saved, input, taken_at) {
+        return Err(ApiError::conflict(
+            "client_uuid_reused",
+            "this client_uuid was already used for a different take; \
+             use a new client_uuid for a new take",
+        ));
+    }
+    let source = store::find_source(
+        conn,
+        actor.household_id,
+        saved.source_type,
+        &ResourceId::Numeric(saved.source_id),
+    )?
+    .ok_or_else(|| ApiError::internal("the source of a saved take is missing"))?;
+    let (warnings, next_dose_allowed_at) =
+        warnings::warnings(conn, actor.household_id, &source, &saved)?;
+    Ok(Some(Recorded {
+        take: saved,
+        warnings,
+        next_dose_allowed_at,
+        replayed: true,
+    }))
+}
+
+/// The 422 for a take dated in the future (beyond [`MAX_FUTURE`]), before
+/// [`EARLIEST_TAKEN_ON`] or before the person's birth (in the household
+/// time zone), or with a dose amount that is not positive.
+fn check_input(
+    conn: &Connection,
+    actor: &Actor,
+    source: &Source,
+    tz: &TimeZone,
+    taken_at: Timestamp,
+    input: &NewMedicationTake,
+) -> Result<()> {
+    let taken_on = taken_at.to_zoned_datetime(tz.clone()).date();
+    let born_on = people::store::find(
+        conn,
+        actor.household_id,
+        &ResourceId::Numeric(source.person_id),
+    )?
+    .and_then(|p| p.date_of_birth)
+    .and_then(|d| d.parse::<Date>().ok());
+    let mut problems = Problems::default();
+    if taken_at > Timestamp::now() + MAX_FUTURE {
+        problems.add("taken_at", "must not be more than 5 minutes in the future");
+    } else if taken_on < EARLIEST_TAKEN_ON {
+        problems.add("taken_at", "must not be before 1900-01-01");
+    } else if born_on.is_some_and(|born| taken_on < born) {
+        problems.add(
+            "taken_at",
+            "must not be before the person's date of birth (in the household time zone)",
+        );
+    }
+    if input.dose_amount.is_some_and(|a| !a.is_positive()) {
+        problems.add("dose_amount", "must be greater than zero");
+    }
+    problems.check("the medication take is invalid")
+}
+
+/// The expected dose an occurrence key links a take to.
+struct LinkedOccurrence {
+    /// The day its window starts on, and the same as stored text.
+    starts_on: Date,
+    window: String,
+    position: i64,
+}
+
+/// The expected dose `key` names, when it is one of `source`'s, its
+/// widened window contains `taken_at`, and no other take is linked to it.
+fn linked_occurrence(
+    conn: &Connection,
+    tz: &TimeZone,
+    source: &Source,
+    key: &str,
+    taken_at: Timestamp,
+) -> Result<LinkedOccurrence> {
+    let occurrence = occurrence_key::verify(conn, key)?;
+    if occurrence.source_type != source.source_type.as_str()
+        || occurrence.source_portable_id != source.portable_id
+    {
+        return Err(ApiError::invalid(
+            "occurrence_key",
+            "names an expected dose of another schedule or person medication",
+        ));
+    }
+    let (opens, closes) = linkable_between(tz, source, occurrence.window_starts_on)?;
+    if taken_at < opens || taken_at >= closes {
+        return Err(ApiError::invalid(
+            "occurrence_key",
+            "names an expected dose whose window, widened by 12 hours either side, \
+             does not contain taken_at",
+        ));
+    }
+    let window = occurrence.window_starts_on.to_string();
+    let position = i64::from(occurrence.position);
+    if store::find_by_occurrence(conn, source.source_type, source.id, &window, position)?.is_some()
+    {
+        return Err(ApiError::conflict(
+            "occurrence_already_taken",
+            "this expected dose is already linked to another take",
+        ));
+    }
+    Ok(LinkedOccurrence {
+        starts_on: occurrence.window_starts_on,
+        window,
+        position,
     })
 }
 

@@ -100,6 +100,8 @@ pub struct Source {
     pub portable_id: String,
     pub person_id: i64,
     pub medication_id: i64,
+    /// The dosage option the source was built from, if any.
+    pub source_dosage_option_id: Option<i64>,
     pub dose_amount: Dec,
     pub dose_unit: DoseUnit,
     pub dose_cycle: Option<DoseCycle>,
@@ -140,7 +142,7 @@ pub fn find_source(
         .prepare_cached(&format!(
             "SELECT x.id, x.portable_id, x.person_id, x.medication_id, x.dose_amount, x.dose_unit,
                     x.dose_cycle, x.max_daily_doses, x.min_hours_between_doses, {as_needed},
-                    x.retired_at IS NOT NULL, {plan}
+                    x.retired_at IS NOT NULL, x.source_dosage_option_id, {plan}
              FROM {table} x
              WHERE x.household_id = ?1 AND (x.id = ?2 OR x.portable_id = ?3)"
         ))?
@@ -158,10 +160,11 @@ pub fn find_source(
                 min_hours_between_doses: r.get(8)?,
                 as_needed: r.get(9)?,
                 retired: r.get(10)?,
-                schedule_type: r.get(11)?,
-                schedule_config: r.get(12)?,
-                start_date: r.get(13)?,
-                end_date: r.get(14)?,
+                source_dosage_option_id: r.get(11)?,
+                schedule_type: r.get(12)?,
+                schedule_config: r.get(13)?,
+                start_date: r.get(14)?,
+                end_date: r.get(15)?,
             })
         })
         .optional()?)

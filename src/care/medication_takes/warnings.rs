@@ -74,151 +74,212 @@ pub(super) fn warnings(
     source: &Source,
     take: &MedicationTake,
 ) -> Result<(Vec<Warning>, Option<String>)> {
-    let tz = crate::household::store::time_zone(conn, household_id)?;
-    let cycle = source.dose_cycle.unwrap_or(DoseCycle::Daily);
     let taken_at = timestamp(&take.taken_at)?;
-    let taken_on = taken_at.to_zoned_datetime(tz.clone()).date();
     let planned = planned_for(conn, household_id, source, taken_at, None)?;
-    let min_gap = planned
-        .min_hours_between_doses
-        .filter(|h| h.is_positive())
-        .map(hours_to_duration);
-    let others = store::OtherSources {
-        person_id: source.person_id,
-        medication_id: source.medication_id,
-        source_type: source.source_type,
-        source_id: source.id,
-        take_id: take.id,
-        taken_at: &take.taken_at,
+    let judged = Judged {
+        conn,
+        tz: crate::household::store::time_zone(conn, household_id)?,
+        cycle: source.dose_cycle.unwrap_or(DoseCycle::Daily),
+        source,
+        take,
+        taken_at,
+        max_doses: planned.max_daily_doses,
+        min_gap: planned
+            .min_hours_between_doses
+            .filter(|h| h.is_positive())
+            .map(hours_to_duration),
+        others: store::OtherSources {
+            person_id: source.person_id,
+            medication_id: source.medication_id,
+            source_type: source.source_type,
+            source_id: source.id,
+            take_id: take.id,
+            taken_at: &take.taken_at,
+        },
     };
     let mut warnings = Vec::new();
+    warnings.extend(judged.too_many()?);
+    warnings.extend(judged.too_soon()?);
+    warnings.extend(judged.too_soon_after_other_sources()?);
+    warnings.extend(judged.outside_plan()?);
+    let next = judged.next_dose_allowed()?;
+    Ok((warnings, next.map(crate::time::format)))
+}
 
-    // Takes in the dose-cycle window containing `at`: this source's, and
-    // the other sources' of the same medication for the person.
-    let count_around = |at: Timestamp| -> Result<(i64, i64, Timestamp)> {
-        let (start, end) = window(at, &tz, cycle)?;
+/// A take and the limits it is judged against.
+struct Judged<'a> {
+    conn: &'a Connection,
+    tz: TimeZone,
+    cycle: DoseCycle,
+    source: &'a Source,
+    take: &'a MedicationTake,
+    taken_at: Timestamp,
+    max_doses: Option<i64>,
+    min_gap: Option<SignedDuration>,
+    others: store::OtherSources<'a>,
+}
+
+impl Judged<'_> {
+    /// Takes in the dose-cycle window containing `at`: this source's, and
+    /// the other sources' of the same medication for the person; and the
+    /// window's end.
+    fn count_around(&self, at: Timestamp) -> Result<(i64, i64, Timestamp)> {
+        let (start, end) = window(at, &self.tz, self.cycle)?;
         let (start, end_text) = (crate::time::format(start), crate::time::format(end));
         let own = store::count_in_window(
-            conn,
-            source.source_type,
-            source.id,
+            self.conn,
+            self.source.source_type,
+            self.source.id,
             &start,
             &end_text,
-            take.id,
+            self.take.id,
         )?;
-        let other = store::count_other_sources_in_window(conn, &others, &start, &end_text)?;
+        let other =
+            store::count_other_sources_in_window(self.conn, &self.others, &start, &end_text)?;
         Ok((own, other, end))
-    };
-
-    if let Some(max) = planned.max_daily_doses {
-        let (own, other, _) = count_around(taken_at)?;
-        let count = own + other;
-        if count > max {
-            let under_others = if other > 0 {
-                format!(" ({other} of them under other sources of this medication)")
-            } else {
-                String::new()
-            };
-            warnings.push(Warning {
-                code: "max_daily_doses_exceeded",
-                message: format!(
-                    "{count} doses recorded in this {}{under_others}; the limit is {max}",
-                    period(cycle)
-                ),
-            });
-        }
     }
-    if let Some(min_gap) = min_gap {
-        let (before, after) =
-            store::neighbours(conn, source.source_type, source.id, &take.taken_at, take.id)?;
+
+    /// More doses in the take's dose-cycle window than the limit.
+    fn too_many(&self) -> Result<Option<Warning>> {
+        let Some(max) = self.max_doses else {
+            return Ok(None);
+        };
+        let (own, other, _) = self.count_around(self.taken_at)?;
+        let count = own + other;
+        if count <= max {
+            return Ok(None);
+        }
+        let under_others = if other > 0 {
+            format!(" ({other} of them under other sources of this medication)")
+        } else {
+            String::new()
+        };
+        Ok(Some(Warning {
+            code: "max_daily_doses_exceeded",
+            message: format!(
+                "{count} doses recorded in this {}{under_others}; the limit is {max}",
+                period(self.cycle)
+            ),
+        }))
+    }
+
+    /// Another take of this source closer than the minimum gap.
+    fn too_soon(&self) -> Result<Option<Warning>> {
+        let Some(min_gap) = self.min_gap else {
+            return Ok(None);
+        };
+        let (before, after) = store::neighbours(
+            self.conn,
+            self.source.source_type,
+            self.source.id,
+            &self.take.taken_at,
+            self.take.id,
+        )?;
         let mut closest: Option<SignedDuration> = None;
         for other in before.iter().chain(after.iter()) {
-            let gap = taken_at.duration_since(timestamp(other)?).abs();
+            let gap = self.taken_at.duration_since(timestamp(other)?).abs();
             closest = Some(closest.map_or(gap, |c| c.min(gap)));
         }
-        if let Some(gap) = closest.filter(|gap| *gap < min_gap) {
-            warnings.push(Warning {
-                code: "min_hours_between_doses",
-                message: format!(
-                    "another dose was recorded {} hours from this one; at least {} hours should pass between doses",
-                    duration_to_hours(gap),
-                    duration_to_hours(min_gap)
-                ),
-            });
-        }
+        Ok(closest.filter(|gap| *gap < min_gap).map(|gap| Warning {
+            code: "min_hours_between_doses",
+            message: format!(
+                "another dose was recorded {} hours from this one; at least {} hours should pass between doses",
+                duration_to_hours(gap),
+                duration_to_hours(min_gap)
+            ),
+        }))
     }
-    if let Some((gap, limit)) = too_close_to_other_sources(conn, &others, taken_at, min_gap)? {
-        warnings.push(Warning {
+
+    /// A take of the medication under another source closer than the
+    /// larger of the two sources' gaps.
+    fn too_soon_after_other_sources(&self) -> Result<Option<Warning>> {
+        let close =
+            too_close_to_other_sources(self.conn, &self.others, self.taken_at, self.min_gap)?;
+        Ok(close.map(|(gap, limit)| Warning {
             code: "min_hours_between_doses_other_source",
             message: format!(
                 "a dose of the same medication under another source was recorded {} hours from this one; at least {} hours should pass between doses",
                 duration_to_hours(gap),
                 duration_to_hours(limit)
             ),
-        });
+        }))
     }
 
-    if source
-        .start_date
-        .as_deref()
-        .and_then(|d| d.parse::<Date>().ok())
-        .is_some_and(|start| taken_on < start)
-    {
-        warnings.push(Warning {
-            code: "before_start_date",
-            message: "this dose was given before the schedule's start_date".into(),
-        });
-    }
-    if source
-        .end_date
-        .as_deref()
-        .and_then(|d| d.parse::<Date>().ok())
-        .is_some_and(|end| taken_on > end)
-    {
-        warnings.push(Warning {
-            code: "after_end_date",
-            message: "this dose was given after the schedule's end_date".into(),
-        });
-    }
-    if store::paused_at(conn, source.source_type, source.id, &take.taken_at)? {
-        warnings.push(Warning {
-            code: "source_paused",
-            message: "this dose was given while its source was paused".into(),
-        });
-    }
-
-    let mut next = None;
-    if source.as_needed
-        && let Some(latest) = store::latest_taken_at(conn, source.source_type, source.id, take.id)?
-    {
-        let latest = timestamp(&latest)?;
-        if let Some(min_gap) = min_gap {
-            next = Some(latest + min_gap);
+    /// A dose given before the schedule's start, after its end, or while
+    /// its source was paused.
+    fn outside_plan(&self) -> Result<Vec<Warning>> {
+        let taken_on = self.taken_at.to_zoned_datetime(self.tz.clone()).date();
+        let date = |text: &Option<String>| text.as_deref().and_then(|d| d.parse::<Date>().ok());
+        let mut warnings = Vec::new();
+        if date(&self.source.start_date).is_some_and(|start| taken_on < start) {
+            warnings.push(Warning {
+                code: "before_start_date",
+                message: "this dose was given before the schedule's start_date".into(),
+            });
         }
+        if date(&self.source.end_date).is_some_and(|end| taken_on > end) {
+            warnings.push(Warning {
+                code: "after_end_date",
+                message: "this dose was given after the schedule's end_date".into(),
+            });
+        }
+        if store::paused_at(
+            self.conn,
+            self.source.source_type,
+            self.source.id,
+            &self.take.taken_at,
+        )? {
+            warnings.push(Warning {
+                code: "source_paused",
+                message: "this dose was given while its source was paused".into(),
+            });
+        }
+        Ok(warnings)
+    }
+
+    /// For an as-needed source, when the next dose is allowed after its
+    /// latest take: the minimum gap after it, after the takes of the
+    /// medication under other sources, and the end of a full dose-cycle
+    /// window, whichever is latest.
+    fn next_dose_allowed(&self) -> Result<Option<Timestamp>> {
+        if !self.source.as_needed {
+            return Ok(None);
+        }
+        let Some(latest) = store::latest_taken_at(
+            self.conn,
+            self.source.source_type,
+            self.source.id,
+            self.take.id,
+        )?
+        else {
+            return Ok(None);
+        };
+        let latest = timestamp(&latest)?;
+        let mut next = self.min_gap.map(|min_gap| latest + min_gap);
         // A dose of the medicine under another source holds the next one
         // back as well, by the larger of the two gaps.
-        if let Some(horizon) = other_sources_horizon(conn, &others, min_gap)? {
+        if let Some(horizon) = other_sources_horizon(self.conn, &self.others, self.min_gap)? {
             let since = latest.checked_sub(horizon).unwrap_or(Timestamp::MIN);
             for (at, their_hours) in store::other_sources_between(
-                conn,
-                &others,
+                self.conn,
+                &self.others,
                 &crate::time::format(since),
                 &crate::time::format(Timestamp::MAX),
             )? {
-                if let Some(limit) = their_hours.and_then(positive_gap).max(min_gap) {
+                if let Some(limit) = their_hours.and_then(positive_gap).max(self.min_gap) {
                     let until = timestamp(&at)?.checked_add(limit).unwrap_or(Timestamp::MAX);
                     next = Some(next.map_or(until, |n: Timestamp| n.max(until)));
                 }
             }
         }
-        if let Some(max) = planned.max_daily_doses {
-            let (own, other, end) = count_around(latest)?;
+        if let Some(max) = self.max_doses {
+            let (own, other, end) = self.count_around(latest)?;
             if own + other >= max {
                 next = Some(next.map_or(end, |n: Timestamp| n.max(end)));
             }
         }
+        Ok(next)
     }
-    Ok((warnings, next.map(crate::time::format)))
 }
 
 /// A min_hours_between_doses as a gap; none when it is not positive.

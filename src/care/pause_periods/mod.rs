@@ -140,13 +140,15 @@ fn record(
 /// The change of a source's `active` flag: saved, and recorded in the
 /// change feed as an update of the source.
 fn set_active(conn: &Connection, actor: &Actor, source: &Source, active: bool) -> Result<()> {
-    store::set_source_active(
-        conn,
-        source.source_type,
-        source.id,
-        active,
-        &crate::time::now(),
-    )?;
+    let now = crate::time::now();
+    match source.source_type {
+        SourceType::Schedule => {
+            crate::care::schedules::store::set_active(conn, source.id, active, &now)?
+        }
+        SourceType::PersonMedication => {
+            crate::care::person_medications::store::set_active(conn, source.id, active, &now)?
+        }
+    }
     let record_type = match source.source_type {
         SourceType::Schedule => record_type::SCHEDULE,
         SourceType::PersonMedication => record_type::PERSON_MEDICATION,

@@ -200,24 +200,3 @@ pub fn close(conn: &Connection, id: i64, resumed_by_membership_id: i64, now: &st
         .execute(params![id, resumed_by_membership_id, now])?;
     Ok(changed == 1)
 }
-
-/// Sets a source's `active` flag (false while paused), as a change to the
-/// source: its version moves on.
-pub fn set_source_active(
-    conn: &Connection,
-    source_type: SourceType,
-    source_id: i64,
-    active: bool,
-    now: &str,
-) -> Result<()> {
-    let table = match source_type {
-        SourceType::Schedule => "schedules",
-        SourceType::PersonMedication => "person_medications",
-    };
-    conn.prepare_cached(&format!(
-        "UPDATE {table} SET active = ?2, updated_at = ?3, lock_version = lock_version + 1
-         WHERE id = ?1"
-    ))?
-    .execute(params![source_id, active, now])?;
-    Ok(())
-}

@@ -228,3 +228,14 @@ pub fn count_live_for_medication(conn: &Connection, medication_id: i64) -> Resul
         )?
         .query_row([medication_id], |r| r.get(0))?)
 }
+
+/// Sets the person medication's `active` flag (false while paused), as a change to
+/// it: its version moves on.
+pub fn set_active(conn: &Connection, id: i64, active: bool, now: &str) -> Result<()> {
+    conn.prepare_cached(
+        "UPDATE person_medications SET active = ?2, updated_at = ?3, lock_version = lock_version + 1
+         WHERE id = ?1",
+    )?
+    .execute(params![id, active, now])?;
+    Ok(())
+}

@@ -23,7 +23,6 @@ use crate::error::{ApiError, Problems, Result};
 use crate::medicine::dosage_options::model::DosageOption;
 use crate::medicine::dosage_options::store as dosage_options_store;
 use crate::medicine::medications::model::MedicationRow;
-use crate::medicine::medications::store as medications_store;
 use crate::medicine::vocab::{DoseCycle, DoseUnit};
 
 /// The dose fields as stored and sent.
@@ -89,29 +88,104 @@ pub fn settle(
     household_id: i64,
     current: Option<&Dose>,
     whole: bool,
-    attrs: DoseAttributes,
+    mut attrs: DoseAttributes,
     problems: &mut Problems,
 ) -> Result<Option<Settled>> {
-    let find_medication = |id: &ResourceId| -> Result<MedicationRow> {
-        medications_store::find(conn, household_id, id)?
-            .ok_or_else(|| ApiError::not_found("medication"))
+    let Some(medication) = settle_medication(
+        conn,
+        household_id,
+        current,
+        attrs.medication_id.take(),
+        problems,
+    )?
+    else {
+        return Ok(None);
     };
-    let medication = match (attrs.medication_id, current) {
-        (Some(Some(id)), _) => find_medication(&id)?,
+    let (option, applied_option) = settle_option(
+        conn,
+        household_id,
+        current,
+        whole,
+        &medication,
+        attrs.source_dosage_option_id.take(),
+        problems,
+    )?;
+    let defaults = Defaults {
+        option: applied_option.as_ref(),
+        medication: whole.then_some(&medication),
+        // On PATCH, what is not given or defaulted stays as it is.
+        kept: if whole { None } else { current },
+        whole,
+    };
+    let dose_amount = settle_amount(&attrs, &defaults, problems);
+    let dose_unit = settle_unit(&attrs, &defaults, problems);
+    let (dose_cycle, max_daily_doses, min_hours_between_doses) =
+        settle_limits(&attrs, &defaults, problems);
+    let dose = match (dose_amount, dose_unit) {
+        (Some(dose_amount), Some(dose_unit)) => Some(Dose {
+            medication_id: medication.id,
+            medication_portable_id: medication.portable_id.clone(),
+            source_dosage_option_id: option.as_ref().map(|o| o.id),
+            source_dosage_option_portable_id: option.map(|o| o.portable_id),
+            dose_amount,
+            dose_unit,
+            dose_cycle,
+            max_daily_doses,
+            min_hours_between_doses,
+        }),
+        _ => None,
+    };
+    Ok(Some(Settled {
+        dose,
+        medication,
+        applied_option,
+    }))
+}
+
+/// The medication named, or else the saved one; `None` (with the problem
+/// added) when it is null or missing on create.
+fn settle_medication(
+    conn: &Connection,
+    household_id: i64,
+    current: Option<&Dose>,
+    named: Option<Option<ResourceId>>,
+    problems: &mut Problems,
+) -> Result<Option<MedicationRow>> {
+    let find = |id: &ResourceId| -> Result<Option<MedicationRow>> {
+        Ok(Some(
+            crate::medicine::medications::store::find(conn, household_id, id)?
+                .ok_or_else(|| ApiError::not_found("medication"))?,
+        ))
+    };
+    match (named, current) {
+        (Some(Some(id)), _) => find(&id),
         (Some(None), _) => {
             problems.add("medication_id", "must not be null");
-            return Ok(None);
+            Ok(None)
         }
-        (None, Some(dose)) => find_medication(&ResourceId::Numeric(dose.medication_id))?,
+        (None, Some(dose)) => find(&ResourceId::Numeric(dose.medication_id)),
         (None, None) => {
             problems.add("medication_id", "is required");
-            return Ok(None);
+            Ok(None)
         }
-    };
+    }
+}
 
+/// The dosage option the dose is built from, and the one whose defaults
+/// apply (one newly named, or any named on create and PUT). A saved option
+/// is kept on PATCH only while it is still of the medication.
+fn settle_option(
+    conn: &Connection,
+    household_id: i64,
+    current: Option<&Dose>,
+    whole: bool,
+    medication: &MedicationRow,
+    named: Option<Option<ResourceId>>,
+    problems: &mut Problems,
+) -> Result<(Option<DosageOption>, Option<DosageOption>)> {
     let mut option: Option<DosageOption> = None;
     let mut applied_option: Option<DosageOption> = None;
-    match attrs.source_dosage_option_id {
+    match named {
         Some(Some(id)) => {
             let found = dosage_options_store::find(conn, household_id, &id)?
                 .ok_or_else(|| ApiError::not_found("dosage option"))?;
@@ -142,10 +216,23 @@ pub fn settle(
             }
         }
     }
-    let from_option = applied_option.as_ref();
-    // On PATCH, what is not given or defaulted stays as it is.
-    let kept = if whole { None } else { current };
+    Ok((option, applied_option))
+}
 
+/// Where an attribute not sent comes from: the option applied, the
+/// medication (create and PUT only), the saved dose (PATCH only).
+struct Defaults<'a> {
+    option: Option<&'a DosageOption>,
+    medication: Option<&'a MedicationRow>,
+    kept: Option<&'a Dose>,
+    whole: bool,
+}
+
+fn settle_amount(
+    attrs: &DoseAttributes,
+    defaults: &Defaults<'_>,
+    problems: &mut Problems,
+) -> Option<Dec> {
     let dose_amount = match attrs.dose_amount {
         Some(None) => {
             problems.add("dose_amount", "must not be null");
@@ -156,10 +243,11 @@ pub fn settle(
             None
         }
         Some(Some(a)) => Some(a),
-        None => from_option
+        None => defaults
+            .option
             .map(|o| o.amount)
-            .or(if whole { medication.dose_amount } else { None })
-            .or(kept.map(|d| d.dose_amount)),
+            .or(defaults.medication.and_then(|m| m.dose_amount))
+            .or(defaults.kept.map(|d| d.dose_amount)),
     };
     if dose_amount.is_none() && attrs.dose_amount.is_none() {
         problems.add(
@@ -167,16 +255,25 @@ pub fn settle(
             "is required (the medication has no dose amount to start from)",
         );
     }
+    dose_amount
+}
+
+fn settle_unit(
+    attrs: &DoseAttributes,
+    defaults: &Defaults<'_>,
+    problems: &mut Problems,
+) -> Option<DoseUnit> {
     let dose_unit = match attrs.dose_unit {
         Some(None) => {
             problems.add("dose_unit", "must not be null");
             None
         }
         Some(Some(u)) => Some(u),
-        None => from_option
+        None => defaults
+            .option
             .map(|o| o.unit)
-            .or(if whole { medication.dose_unit } else { None })
-            .or(kept.map(|d| d.dose_unit)),
+            .or(defaults.medication.and_then(|m| m.dose_unit))
+            .or(defaults.kept.map(|d| d.dose_unit)),
     };
     if dose_unit.is_none() && attrs.dose_unit.is_none() {
         problems.add(
@@ -184,6 +281,16 @@ pub fn settle(
             "is required (the medication has no dose unit to start from)",
         );
     }
+    dose_unit
+}
+
+/// The dose cycle, max_daily_doses and min_hours_between_doses.
+fn settle_limits(
+    attrs: &DoseAttributes,
+    defaults: &Defaults<'_>,
+    problems: &mut Problems,
+) -> (Option<DoseCycle>, Option<i64>, Option<Dec>) {
+    let (from_option, kept) = (defaults.option, defaults.kept);
     let dose_cycle = match attrs.dose_cycle {
         Some(None) => {
             problems.add("dose_cycle", "must be daily, weekly or monthly, not null");
@@ -192,7 +299,7 @@ pub fn settle(
         Some(Some(c)) => Some(c),
         None => match from_option {
             Some(o) => Some(o.default_dose_cycle.unwrap_or(DoseCycle::Daily)),
-            None if whole => Some(DoseCycle::Daily),
+            None if defaults.whole => Some(DoseCycle::Daily),
             None => kept.and_then(|d| d.dose_cycle),
         },
     };
@@ -218,23 +325,5 @@ pub fn settle(
             None => kept.and_then(|d| d.min_hours_between_doses),
         },
     };
-    let dose = match (dose_amount, dose_unit) {
-        (Some(dose_amount), Some(dose_unit)) => Some(Dose {
-            medication_id: medication.id,
-            medication_portable_id: medication.portable_id.clone(),
-            source_dosage_option_id: option.as_ref().map(|o| o.id),
-            source_dosage_option_portable_id: option.map(|o| o.portable_id),
-            dose_amount,
-            dose_unit,
-            dose_cycle,
-            max_daily_doses,
-            min_hours_between_doses,
-        }),
-        _ => None,
-    };
-    Ok(Some(Settled {
-        dose,
-        medication,
-        applied_option,
-    }))
+    (dose_cycle, max_daily_doses, min_hours_between_doses)
 }

@@ -22,17 +22,21 @@ pub mod plan;
 pub mod routes;
 pub mod store;
 
+use jiff::civil::Date;
 use rusqlite::Connection;
+use serde_json::Value;
 
 use crate::auth::Actor;
 use crate::care::notification_preferences::slots;
 use crate::care::pause_periods::model::SourceType;
-use crate::care::schedule_config;
+use crate::care::schedule_config::{self, ScheduleConfig};
 pub use crate::care::sources::Filter;
 use crate::care::sources::{self, check_same_person, person_for_plan};
 use crate::db::change_feed::Action;
 use crate::domain::{IfMatch, Page, ResourceId, bounded_text};
 use crate::error::{Problems, Result};
+use crate::medicine::medications::model::MedicationRow;
+use crate::medicine::vocab::ScheduleType;
 use dose::Dose;
 use model::{Schedule, ScheduleAttributes, ScheduleRow};
 use plan::PlanContext;
@@ -107,64 +111,15 @@ fn apply(
             None => {}
         },
     }
-    let mut type_known = true;
-    match attrs.schedule_type {
-        Some(None) => {
-            problems.add("schedule_type", "must not be null");
-            type_known = false;
-        }
-        Some(Some(t)) => row.schedule_type = t,
-        None if whole => match medication.as_ref().and_then(|m| m.default_schedule_type) {
-            Some(t) => row.schedule_type = t,
-            None => {
-                if medication.is_some() {
-                    problems.add(
-                        "schedule_type",
-                        "is required (the medication has no default_schedule_type)",
-                    );
-                }
-                type_known = false;
-            }
-        },
-        None => {}
-    }
-    match attrs.schedule_config {
-        Some(None) => problems.add(
-            schedule_config::FIELD,
-            "must be an object (use {} for none)",
-        ),
-        Some(Some(config)) => row.schedule_config = config,
-        None if whole => row.schedule_config = serde_json::json!({}),
-        None => {}
-    }
-    let mut config = None;
-    if type_known {
-        let checked =
-            schedule_config::collect(row.schedule_type, &row.schedule_config, &mut problems);
-        row.schedule_config = checked.to_json();
-        config = Some(checked);
-    }
-    let mut start_known = true;
-    match attrs.start_date {
-        None if whole => {
-            problems.add("start_date", "is required");
-            start_known = false;
-        }
-        Some(None) => {
-            problems.add("start_date", "must not be null");
-            start_known = false;
-        }
-        Some(Some(date)) => row.start_date = date,
-        None => {}
-    }
-    match attrs.end_date {
-        Some(value) => row.end_date = value,
-        None if whole => row.end_date = None,
-        None => {}
-    }
-    if start_known && row.end_date.is_some_and(|end| end < row.start_date) {
-        problems.add("end_date", "must be on or after start_date");
-    }
+    let config = apply_type_and_config(
+        row,
+        attrs.schedule_type,
+        attrs.schedule_config,
+        medication.as_ref(),
+        whole,
+        &mut problems,
+    );
+    apply_dates(row, attrs.start_date, attrs.end_date, whole, &mut problems);
     match attrs.notes {
         Some(value) => {
             if let Some(value) = bounded_text("notes", value, MAX_NOTES, &mut problems) {
@@ -189,6 +144,85 @@ fn apply(
         plan::check_plan(&config, &plan, &mut problems);
     }
     problems.check("the schedule's attributes are invalid")
+}
+
+/// The schedule type (a new schedule's from its medication's default) and
+/// its config; the config as checked, when the type is known.
+fn apply_type_and_config(
+    row: &mut ScheduleRow,
+    schedule_type: Option<Option<ScheduleType>>,
+    config: Option<Option<Value>>,
+    medication: Option<&MedicationRow>,
+    whole: bool,
+    problems: &mut Problems,
+) -> Option<ScheduleConfig> {
+    let mut type_known = true;
+    match schedule_type {
+        Some(None) => {
+            problems.add("schedule_type", "must not be null");
+            type_known = false;
+        }
+        Some(Some(t)) => row.schedule_type = t,
+        None if whole => match medication.and_then(|m| m.default_schedule_type) {
+            Some(t) => row.schedule_type = t,
+            None => {
+                if medication.is_some() {
+                    problems.add(
+                        "schedule_type",
+                        "is required (the medication has no default_schedule_type)",
+                    );
+                }
+                type_known = false;
+            }
+        },
+        None => {}
+    }
+    match config {
+        Some(None) => problems.add(
+            schedule_config::FIELD,
+            "must be an object (use {} for none)",
+        ),
+        Some(Some(config)) => row.schedule_config = config,
+        None if whole => row.schedule_config = serde_json::json!({}),
+        None => {}
+    }
+    if !type_known {
+        return None;
+    }
+    let checked = schedule_config::collect(row.schedule_type, &row.schedule_config, problems);
+    row.schedule_config = checked.to_json();
+    Some(checked)
+}
+
+/// The dates the schedule runs between; the end never before the start.
+fn apply_dates(
+    row: &mut ScheduleRow,
+    start_date: Option<Option<Date>>,
+    end_date: Option<Option<Date>>,
+    whole: bool,
+    problems: &mut Problems,
+) {
+    let mut start_known = true;
+    match start_date {
+        None if whole => {
+            problems.add("start_date", "is required");
+            start_known = false;
+        }
+        Some(None) => {
+            problems.add("start_date", "must not be null");
+            start_known = false;
+        }
+        Some(Some(date)) => row.start_date = date,
+        None => {}
+    }
+    match end_date {
+        Some(value) => row.end_date = value,
+        None if whole => row.end_date = None,
+        None => {}
+    }
+    if start_known && row.end_date.is_some_and(|end| end < row.start_date) {
+        problems.add("end_date", "must be on or after start_date");
+    }
 }
 
 /// A schedule with no attributes applied yet (placeholders for the

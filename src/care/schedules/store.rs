@@ -222,3 +222,14 @@ pub fn running_for_person(
         })?
         .collect::<rusqlite::Result<Vec<_>>>()?)
 }
+
+/// Sets the schedule's `active` flag (false while paused), as a change to
+/// it: its version moves on.
+pub fn set_active(conn: &Connection, id: i64, active: bool, now: &str) -> Result<()> {
+    conn.prepare_cached(
+        "UPDATE schedules SET active = ?2, updated_at = ?3, lock_version = lock_version + 1
+         WHERE id = ?1",
+    )?
+    .execute(params![id, active, now])?;
+    Ok(())
+}

@@ -11,7 +11,8 @@ use serde_json::json;
 use crate::auth::{Actor, access, token};
 use crate::domain::Page;
 use crate::error::{ApiError, Result};
-use crate::household::audit;
+use crate::household::memberships::model::MembershipStatus;
+use crate::household::{audit, memberships, settings};
 use model::{AppToken, CreatedAppToken};
 
 const MAX_NAME: usize = 100;
@@ -43,7 +44,9 @@ pub fn issue(conn: &Connection, request: &TokenRequest<'_>) -> Result<CreatedApp
     if name.is_empty() || request.name.chars().count() > MAX_NAME {
         return Err(ApiError::invalid("name", "must be 1 to 100 characters"));
     }
-    let max = store::household_max_age_days(conn, request.household_id)?;
+    let max = settings::store::find(conn, request.household_id)?
+        .ok_or_else(|| ApiError::not_found("household"))?
+        .app_token_max_age_days;
     let days = request.max_age_days.unwrap_or(max);
     if days < 1 || days > max {
         return Err(ApiError::invalid(
@@ -51,7 +54,9 @@ pub fn issue(conn: &Connection, request: &TokenRequest<'_>) -> Result<CreatedApp
             format!("must be from 1 to {max} (the household's app token maximum age)"),
         ));
     }
-    if !store::membership_is_active(conn, request.household_id, request.membership_id)? {
+    let active = memberships::store::find(conn, request.household_id, request.membership_id)?
+        .is_some_and(|m| m.status == MembershipStatus::Active);
+    if !active {
         return Err(ApiError::NotFound(
             "no active membership with this id in the household".into(),
         ));

@@ -90,27 +90,11 @@ pub fn revoke(conn: &Connection, id: i64) -> Result<()> {
     Ok(())
 }
 
-/// The longest life a token of this household may have.
-pub fn household_max_age_days(conn: &Connection, household_id: i64) -> Result<i64> {
-    Ok(conn.query_row(
-        "SELECT app_token_max_age_days FROM households WHERE id = ?1",
-        [household_id],
-        |r| r.get(0),
-    )?)
-}
-
-/// Whether a membership of the household is active.
-pub fn membership_is_active(
-    conn: &Connection,
-    household_id: i64,
-    membership_id: i64,
-) -> Result<bool> {
+/// Revokes every live app token bound to the membership; returns how many.
+pub fn revoke_all_of_membership(conn: &Connection, membership_id: i64) -> Result<usize> {
     Ok(conn
-        .query_row(
-            "SELECT 1 FROM memberships WHERE id = ?1 AND household_id = ?2 AND status = 'active'",
-            params![membership_id, household_id],
-            |_| Ok(()),
-        )
-        .optional()?
-        .is_some())
+        .prepare_cached(
+            "UPDATE app_tokens SET revoked_at = ?2 WHERE membership_id = ?1 AND revoked_at IS NULL",
+        )?
+        .execute(params![membership_id, crate::time::now()])?)
 }

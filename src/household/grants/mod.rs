@@ -73,7 +73,7 @@ pub fn grant_manage(
             created_by_membership_id: created_by,
         },
     )?;
-    store::bump_permissions_version(conn, membership_id)?;
+    crate::household::memberships::store::bump_permissions_version(conn, membership_id)?;
     Ok(id)
 }
 
@@ -141,7 +141,7 @@ pub fn take_self(
 ) -> Result<()> {
     let revoked = store::revoke_self_on(conn, membership_id, person_id)?;
     if !revoked.is_empty() {
-        store::bump_permissions_version(conn, membership_id)?;
+        crate::household::memberships::store::bump_permissions_version(conn, membership_id)?;
     }
     for id in revoked {
         audit_revoked(conn, actor, id, membership_id, person_id, "unlinked")?;
@@ -299,7 +299,7 @@ pub fn create(
             created_by_membership_id: Some(actor.membership_id),
         },
     )?;
-    store::bump_permissions_version(conn, membership.id)?;
+    crate::household::memberships::store::bump_permissions_version(conn, membership.id)?;
     audit_created(
         conn,
         actor.household_id,
@@ -330,7 +330,7 @@ pub fn revoke(conn: &Connection, actor: &Actor, id: i64) -> Result<()> {
         "revoke the access grants of",
     )?;
     store::revoke(conn, grant.id)?;
-    store::bump_permissions_version(conn, grant.membership_id)?;
+    crate::household::memberships::store::bump_permissions_version(conn, grant.membership_id)?;
     audit::record(
         conn,
         actor.household_id,

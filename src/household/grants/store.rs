@@ -40,15 +40,6 @@ pub fn insert(conn: &Connection, grant: &NewGrant<'_>) -> Result<i64> {
     Ok(conn.last_insert_rowid())
 }
 
-/// Every access change moves the membership's permissions version on.
-pub fn bump_permissions_version(conn: &Connection, membership_id: i64) -> Result<()> {
-    conn.prepare_cached(
-        "UPDATE memberships SET permissions_version = permissions_version + 1 WHERE id = ?1",
-    )?
-    .execute([membership_id])?;
-    Ok(())
-}
-
 const COLUMNS: &str = "g.id, g.membership_id, g.person_id, p.portable_id, g.access_level,
     g.relationship_type, g.expires_at, g.created_by_membership_id, g.created_at";
 

@@ -14,7 +14,7 @@ use serde_json::json;
 use crate::auth::{Actor, Permissions, Role, store as auth_store};
 use crate::domain::Page;
 use crate::error::{ApiError, Problems, Result};
-use crate::household::{audit, grants};
+use crate::household::{app_tokens, audit, grants};
 use model::{Membership, MembershipAttributes};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -256,7 +256,7 @@ pub fn revoke(conn: &Connection, actor: &Actor, id: i64) -> Result<()> {
 fn remove(conn: &Connection, current: &Membership, acting: Option<i64>) -> Result<()> {
     require_other_owner(conn, current, "removed")?;
     store::revoke(conn, current.id)?;
-    let app_tokens = store::revoke_app_tokens(conn, current.id)?;
+    let app_tokens = app_tokens::store::revoke_all_of_membership(conn, current.id)?;
     let grants = grants::store::revoke_all_of_membership(conn, current.id)?;
     audit::record(
         conn,

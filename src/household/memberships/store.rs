@@ -195,11 +195,11 @@ pub fn person_linked_elsewhere(conn: &Connection, person_id: i64, except_id: i64
         .is_some())
 }
 
-/// Revokes every live app token bound to the membership; returns how many.
-pub fn revoke_app_tokens(conn: &Connection, membership_id: i64) -> Result<usize> {
-    Ok(conn
-        .prepare_cached(
-            "UPDATE app_tokens SET revoked_at = ?2 WHERE membership_id = ?1 AND revoked_at IS NULL",
-        )?
-        .execute(params![membership_id, crate::time::now()])?)
+/// Every access change moves the membership's permissions version on.
+pub fn bump_permissions_version(conn: &Connection, membership_id: i64) -> Result<()> {
+    conn.prepare_cached(
+        "UPDATE memberships SET permissions_version = permissions_version + 1 WHERE id = ?1",
+    )?
+    .execute([membership_id])?;
+    Ok(())
 }

@@ -18,8 +18,8 @@ use crate::error::{ApiError, Problems, Result};
 use crate::household::people::{self, model::PersonAttributes, store::PersonRow};
 use crate::household::store as household_store;
 
+use crate::auth::accounts::{self, AccountPrefs};
 use model::{Avatar, Profile, ProfileAttributes};
-use store::AccountPrefs;
 
 pub const MAX_SHORTCUTS: usize = 20;
 pub const MAX_SHORTCUT_CHARS: usize = 50;
@@ -39,7 +39,7 @@ pub fn linked_person(conn: &Connection, actor: &Actor, needed: AccessLevel) -> R
 }
 
 fn shape(conn: &Connection, actor: &Actor, person: PersonRow) -> Result<Profile> {
-    let prefs = store::account_prefs(conn, actor.account_id)?;
+    let prefs = accounts::prefs(conn, actor.account_id)?;
     let avatar_at = store::avatar_updated_at(conn, person.id)?;
     let today = household_store::today(conn, actor.household_id)?;
     let age = person
@@ -166,10 +166,10 @@ pub fn update(conn: &Connection, actor: &Actor, attrs: ProfileAttributes) -> Res
     let today = household_store::today(conn, actor.household_id)?;
     validate(&attrs, today)?;
 
-    let mut prefs = store::account_prefs(conn, actor.account_id)?;
+    let mut prefs = accounts::prefs(conn, actor.account_id)?;
     if apply_to_account(&mut prefs, &attrs) {
         prefs.updated_at = crate::time::now();
-        store::update_account_prefs(conn, &prefs)?;
+        accounts::update_prefs(conn, &prefs)?;
     }
 
     if let Some(Some(dob)) = attrs.date_of_birth

@@ -16,6 +16,7 @@ use crate::decimal::Dec;
 use crate::domain::{IfMatch, Page, ResourceId, etag, trimmed};
 use crate::error::{ApiError, Problems, Result};
 use crate::medicine::forecast::{Holder, Plan, StockStatus};
+use crate::medicine::medications;
 use model::{DosageOption, DosageOptionAttributes, DosageOptionView};
 
 pub const RECORD_TYPE: &str = crate::domain::record_type::DOSAGE_OPTION;
@@ -89,8 +90,8 @@ pub fn list(
     let medication_id = match medication {
         None => None,
         Some(id) => Some(
-            store::find_medication(conn, actor.household_id, id)?
-                .map(|(id, _)| id)
+            medications::store::find(conn, actor.household_id, id)?
+                .map(|m| m.id)
                 .ok_or_else(|| ApiError::not_found("medication"))?,
         ),
     };
@@ -239,7 +240,7 @@ pub fn create(
     let medication = match attrs.medication_id.take() {
         None => return Err(ApiError::invalid("medication_id", "is required")),
         Some(None) => return Err(ApiError::invalid("medication_id", "must not be null")),
-        Some(Some(id)) => store::find_medication(conn, actor.household_id, &id)?
+        Some(Some(id)) => medications::store::find(conn, actor.household_id, &id)?
             .ok_or_else(|| ApiError::not_found("medication"))?,
     };
     let now = crate::time::now();
@@ -247,7 +248,7 @@ pub fn create(
         portable_id: crate::db::new_portable_id(),
         created_at: now.clone(),
         updated_at: now,
-        ..DosageOption::blank(medication.0, medication.1)
+        ..DosageOption::blank(medication.id, medication.portable_id)
     };
     apply(&mut row, attrs, Mode::Create)?;
     row.id = store::insert(conn, actor.household_id, &row)?;

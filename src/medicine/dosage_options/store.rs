@@ -5,6 +5,7 @@ use rusqlite::{Connection, OptionalExtension, Row, named_params, params};
 
 use super::model::DosageOption;
 use crate::db::page::{self, PageQuery};
+use crate::decimal::Dec;
 use crate::domain::{Page, ResourceId};
 use crate::error::Result;
 
@@ -137,24 +138,6 @@ pub fn update(conn: &Connection, d: &DosageOption) -> Result<()> {
     Ok(())
 }
 
-/// A live medication of the household by numeric or portable id: (id, portable id).
-pub fn find_medication(
-    conn: &Connection,
-    household_id: i64,
-    id: &ResourceId,
-) -> Result<Option<(i64, String)>> {
-    let (numeric, portable) = id.sql_parts();
-    Ok(conn
-        .prepare_cached(
-            "SELECT id, portable_id FROM medications
-             WHERE household_id = ?1 AND (id = ?2 OR portable_id = ?3) AND deleted_at IS NULL",
-        )?
-        .query_row(params![household_id, numeric, portable], |r| {
-            Ok((r.get(0)?, r.get(1)?))
-        })
-        .optional()?)
-}
-
 /// The (id, portable id) of every dosage option of a medication.
 pub fn ids_of_medication(conn: &Connection, medication_id: i64) -> Result<Vec<(i64, String)>> {
     Ok(conn
@@ -163,4 +146,14 @@ pub fn ids_of_medication(conn: &Connection, medication_id: i64) -> Result<Vec<(i
         )?
         .query_map([medication_id], |r| Ok((r.get(0)?, r.get(1)?)))?
         .collect::<rusqlite::Result<Vec<_>>>()?)
+}
+
+/// Sets a dosage option's own stock, moving its version on.
+pub fn set_supply(conn: &Connection, id: i64, supply: Dec, now: &str) -> Result<()> {
+    conn.prepare_cached(
+        "UPDATE dosage_options SET current_supply = ?2, lock_version = lock_version + 1, updated_at = ?3
+         WHERE id = ?1",
+    )?
+    .execute(params![id, supply, now])?;
+    Ok(())
 }

@@ -4,6 +4,7 @@ use rusqlite::{Connection, OptionalExtension, Row, named_params, params};
 
 use super::model::{MedicationRow, Reorder};
 use crate::db::page::{self, PageQuery};
+use crate::decimal::Dec;
 use crate::domain::{Page, ResourceId};
 use crate::error::Result;
 
@@ -183,5 +184,15 @@ pub fn touch(conn: &Connection, id: i64, now: &str) -> Result<()> {
         "UPDATE medications SET lock_version = lock_version + 1, updated_at = ?2 WHERE id = ?1",
     )?
     .execute(params![id, now])?;
+    Ok(())
+}
+
+/// Sets a medication's stock, moving its version on.
+pub fn set_supply(conn: &Connection, id: i64, supply: Dec, now: &str) -> Result<()> {
+    conn.prepare_cached(
+        "UPDATE medications SET current_supply = ?2, lock_version = lock_version + 1, updated_at = ?3
+         WHERE id = ?1",
+    )?
+    .execute(params![id, supply, now])?;
     Ok(())
 }

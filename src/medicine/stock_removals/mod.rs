@@ -12,13 +12,12 @@ use serde_json::json;
 
 use crate::auth::Actor;
 use crate::auth::access::require_inventory;
-use crate::db::change_feed::{self, Action, Change};
 use crate::decimal::Dec;
-use crate::domain::record_type;
 use crate::domain::{Page, ResourceId, trimmed};
 use crate::error::{ApiError, Problems, Result};
 use crate::household::audit;
 use crate::medicine::medications;
+use crate::medicine::{dosage_options, stock};
 use model::{NewStockRemoval, StockRemoval};
 
 pub const AUDIT_EVENT: &str = "medication.stock_removed";
@@ -81,21 +80,14 @@ pub fn create(
 ) -> Result<StockRemoval> {
     let medication = authorize(conn, actor, medication_id)?;
 
-    let mut problems = Problems::default();
-    if !input.quantity.is_positive() {
-        problems.add("quantity", "must be greater than zero");
-    }
-    let note = trimmed(input.note);
-    if note.as_ref().is_some_and(|n| n.chars().count() > MAX_NOTE) {
-        problems.add("note", format!("must be at most {MAX_NOTE} characters"));
-    }
-    problems.check("the stock removal is invalid")?;
+    let note = check(&input)?;
 
     // The option named (by numeric or portable id) is resolved first, so a
     // retry naming it either way states the same facts.
     let named_dosage = match &input.dosage_id {
         Some(reference) => Some(
-            store::find_dosage(conn, actor.household_id, medication.id, &reference.0)?
+            dosage_options::store::find(conn, actor.household_id, &reference.0)?
+                .filter(|d| d.medication_id == medication.id)
                 .ok_or_else(|| ApiError::not_found("dosage option"))?,
         ),
         None => None,
@@ -105,7 +97,7 @@ pub fn create(
         quantity: input.quantity,
         reason: input.reason,
         note: note.as_deref(),
-        dosage_option_id: named_dosage.as_ref().map(|d| d.0),
+        dosage_option_id: named_dosage.as_ref().map(|d| d.id),
     };
     if let Some(saved) = store::find_by_submission(conn, medication.id, &submission_id)? {
         if saved.facts() == facts {
@@ -119,66 +111,25 @@ pub fn create(
     }
 
     // Where the stock comes from: a dosage option's own stock, or the medication's.
-    let dosage = match named_dosage {
-        Some((id, portable_id, Some(current_supply))) => Some(store::TrackedDosage {
-            id,
-            portable_id,
-            current_supply,
-        }),
-        Some((_, _, None)) => {
-            return Err(ApiError::invalid(
-                "dosage_id",
-                "names a dosage option that does not keep its own stock",
-            ));
-        }
-        None => None,
+    let (holder, supply_before) = match &named_dosage {
+        Some(d) => match d.current_supply {
+            Some(supply) => (stock::Holder::dosage_option(d), supply),
+            None => {
+                return Err(ApiError::invalid(
+                    "dosage_id",
+                    "names a dosage option that does not keep its own stock",
+                ));
+            }
+        },
+        None => (
+            stock::Holder::medication(&medication),
+            medication.current_supply,
+        ),
     };
-    let supply_before = dosage
-        .as_ref()
-        .map_or(medication.current_supply, |d| d.current_supply);
-    let supply_after = match supply_before.checked_sub(facts.quantity) {
-        Some(after) if !after.is_negative() => after,
-        Some(_) => {
-            return Err(ApiError::invalid(
-                "quantity",
-                format!("is more than the current supply of {supply_before}; nothing was removed"),
-            ));
-        }
-        // Only a stock saved before the range was enforced can get here.
-        None => {
-            return Err(ApiError::invalid(
-                "quantity",
-                "would leave a stock outside the range of quantities kept; count the stock (adjust_inventory) first",
-            ));
-        }
-    };
+    let supply_after = remaining(supply_before, facts.quantity)?;
 
     let now = crate::time::now();
-    let change = match &dosage {
-        Some(d) => {
-            store::set_dosage_supply(conn, d.id, supply_after, &now)?;
-            (record_type::DOSAGE_OPTION, d.id, d.portable_id.as_str())
-        }
-        None => {
-            store::set_medication_supply(conn, medication.id, supply_after, &now)?;
-            (
-                record_type::MEDICATION,
-                medication.id,
-                medication.portable_id.as_str(),
-            )
-        }
-    };
-    change_feed::append(
-        conn,
-        Change {
-            household_id: actor.household_id,
-            record_type: change.0,
-            record_id: change.1,
-            record_portable_id: change.2,
-            action: Action::Update,
-            person_id: None,
-        },
-    )?;
+    stock::set_supply(conn, actor.household_id, holder, supply_after, &now)?;
 
     let portable_id = crate::db::new_portable_id();
     let id = store::insert(
@@ -216,4 +167,35 @@ pub fn create(
         }),
     )?;
     store::find(conn, id)?.ok_or_else(|| ApiError::internal("saved stock removal is missing"))
+}
+
+/// The 422 for a removal's quantity and note; the note, trimmed.
+fn check(input: &NewStockRemoval) -> Result<Option<String>> {
+    let mut problems = Problems::default();
+    if !input.quantity.is_positive() {
+        problems.add("quantity", "must be greater than zero");
+    }
+    let note = trimmed(input.note.clone());
+    if note.as_ref().is_some_and(|n| n.chars().count() > MAX_NOTE) {
+        problems.add("note", format!("must be at most {MAX_NOTE} characters"));
+    }
+    problems.check("the stock removal is invalid")?;
+    Ok(note)
+}
+
+/// The stock left after removing `quantity`; a 422 when the stock holds
+/// less, since a removal never takes more than is there.
+fn remaining(supply_before: Dec, quantity: Dec) -> Result<Dec> {
+    match supply_before.checked_sub(quantity) {
+        Some(after) if !after.is_negative() => Ok(after),
+        Some(_) => Err(ApiError::invalid(
+            "quantity",
+            format!("is more than the current supply of {supply_before}; nothing was removed"),
+        )),
+        // Only a stock saved before the range was enforced can get here.
+        None => Err(ApiError::invalid(
+            "quantity",
+            "would leave a stock outside the range of quantities kept; count the stock (adjust_inventory) first",
+        )),
+    }
 }

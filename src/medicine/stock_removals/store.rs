@@ -4,7 +4,7 @@ use rusqlite::{Connection, OptionalExtension, Row, params};
 
 use super::model::StockRemoval;
 use crate::decimal::Dec;
-use crate::domain::{Page, ResourceId};
+use crate::domain::Page;
 use crate::error::Result;
 
 const COLUMNS: &str = "s.id, s.portable_id, s.medication_id, m.portable_id, s.dosage_option_id,
@@ -107,62 +107,4 @@ pub fn insert(conn: &Connection, row: &NewRow<'_>) -> Result<i64> {
         row.created_at,
     ])?;
     Ok(conn.last_insert_rowid())
-}
-
-/// A dosage option that keeps its own stock.
-pub struct TrackedDosage {
-    pub id: i64,
-    pub portable_id: String,
-    pub current_supply: Dec,
-}
-
-/// The dosage option `id` (numeric or portable) of this medication with
-/// its own stock, which is `None` when it does not track any.
-pub fn find_dosage(
-    conn: &Connection,
-    household_id: i64,
-    medication_id: i64,
-    id: &ResourceId,
-) -> Result<Option<(i64, String, Option<Dec>)>> {
-    let (numeric, portable) = id.sql_parts();
-    Ok(conn
-        .prepare_cached(
-            "SELECT id, portable_id, current_supply FROM dosage_options
-             WHERE (id = ?1 OR portable_id = ?2) AND household_id = ?3 AND medication_id = ?4",
-        )?
-        .query_row(
-            params![numeric, portable, household_id, medication_id],
-            |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
-        )
-        .optional()?)
-}
-
-/// Sets a medication's stock, moving its version on.
-pub fn set_medication_supply(
-    conn: &Connection,
-    medication_id: i64,
-    supply: Dec,
-    now: &str,
-) -> Result<()> {
-    conn.prepare_cached(
-        "UPDATE medications SET current_supply = ?2, lock_version = lock_version + 1, updated_at = ?3
-         WHERE id = ?1",
-    )?
-    .execute(params![medication_id, supply, now])?;
-    Ok(())
-}
-
-/// Sets a dosage option's own stock, moving its version on.
-pub fn set_dosage_supply(
-    conn: &Connection,
-    dosage_option_id: i64,
-    supply: Dec,
-    now: &str,
-) -> Result<()> {
-    conn.prepare_cached(
-        "UPDATE dosage_options SET current_supply = ?2, lock_version = lock_version + 1, updated_at = ?3
-         WHERE id = ?1",
-    )?
-    .execute(params![dosage_option_id, supply, now])?;
-    Ok(())
 }
