@@ -14,6 +14,7 @@ pub mod http;
 pub mod medicine;
 pub mod state;
 pub mod sync;
+pub mod text;
 pub mod time;
 pub mod web;
 
