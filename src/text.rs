@@ -58,3 +58,51 @@ impl<const MAX: usize> JsonSchema for Name<MAX> {
         json_schema!({"type": "string", "minLength": 1, "maxLength": MAX, "pattern": "\\S"})
     }
 }
+
+/// Free text of at most `MAX` characters (a description or notes), kept as
+/// sent.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(transparent)]
+pub struct Text<const MAX: usize>(String);
+
+impl<const MAX: usize> Text<MAX> {
+    pub const MAX: usize = MAX;
+
+    pub fn into_inner(self) -> String {
+        self.0
+    }
+}
+
+impl<const MAX: usize> Deref for Text<MAX> {
+    type Target = str;
+
+    fn deref(&self) -> &str {
+        &self.0
+    }
+}
+
+impl<'de, const MAX: usize> Deserialize<'de> for Text<MAX> {
+    fn deserialize<D: Deserializer<'de>>(de: D) -> Result<Self, D::Error> {
+        let text = String::deserialize(de)?;
+        if text.chars().count() > MAX {
+            return Err(serde::de::Error::custom(format!(
+                "must be at most {MAX} characters"
+            )));
+        }
+        Ok(Text(text))
+    }
+}
+
+impl<const MAX: usize> JsonSchema for Text<MAX> {
+    fn inline_schema() -> bool {
+        true
+    }
+
+    fn schema_name() -> Cow<'static, str> {
+        format!("Text{MAX}").into()
+    }
+
+    fn json_schema(_: &mut SchemaGenerator) -> Schema {
+        json_schema!({"type": "string", "maxLength": MAX})
+    }
+}

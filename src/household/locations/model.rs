@@ -1,20 +1,35 @@
 //! Location API shapes.
 
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
 use crate::http::extract::{ResourceId, present, resource_ref_schema};
+use crate::http::openapi;
 use crate::http::replace::Whole;
 use crate::http::respond::{Versioned, etag};
+use crate::text::{Name, Text};
 
-/// A place where medicines are kept: every key always present, nothing else.
-#[derive(Debug, Clone, Serialize)]
+/// A location's name: not blank, at most 200 characters.
+pub type LocationName = Name<200>;
+/// A location's description: at most 2000 characters.
+pub type LocationDescription = Text<2000>;
+
+// A place where medicines are kept: every key always present, nothing else.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+#[schemars(deny_unknown_fields)]
 pub struct Location {
+    #[schemars(with = "openapi::NumericId")]
     pub id: i64,
+    #[schemars(with = "openapi::PortableId")]
     pub portable_id: String,
+    #[schemars(with = "LocationName")]
     pub name: String,
+    #[schemars(with = "Option<LocationDescription>")]
     pub description: Option<String>,
+    #[schemars(with = "openapi::Timestamp")]
     pub created_at: String,
+    #[schemars(with = "openapi::Timestamp")]
     pub updated_at: String,
     #[serde(skip)]
     pub lock_version: i64,
@@ -26,19 +41,22 @@ impl Versioned for Location {
     }
 }
 
-/// LocationAttributes: absent fields stay as they are (PATCH) or take their
-/// defaults (PUT); `description` may be set to null.
-#[derive(Debug, Default, Deserialize)]
+/// Absent fields stay as they are (PATCH) or take their defaults (PUT);
+/// `description` may be set to null.
+#[derive(Debug, Default, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct LocationAttributes {
     #[serde(default, deserialize_with = "present")]
-    pub name: Option<Option<String>>,
+    #[schemars(with = "LocationName")]
+    pub name: Option<Option<LocationName>>,
     #[serde(default, deserialize_with = "present")]
-    pub description: Option<Option<String>>,
+    #[schemars(with = "Option<LocationDescription>")]
+    pub description: Option<Option<LocationDescription>>,
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
+#[schemars(rename = "LocationUpdateRequest")]
 pub struct LocationBody {
     pub location: LocationAttributes,
 }
@@ -47,35 +65,6 @@ pub struct LocationBody {
 impl Whole for LocationBody {
     const KEY: &'static str = "location";
     const FIELDS: &'static [&'static str] = &["name", "description"];
-}
-
-pub fn location_schema() -> Value {
-    json!({
-        "type": "object",
-        "additionalProperties": false,
-        "required": ["id", "portable_id", "name", "description", "created_at", "updated_at"],
-        "properties": {
-            "id": {"$ref": "#/components/schemas/NumericId"},
-            "portable_id": {"$ref": "#/components/schemas/PortableId"},
-            "name": {"type": "string", "minLength": 1, "maxLength": 200, "pattern": "\\S"},
-            "description": {"type": ["string", "null"], "maxLength": 2000},
-            "created_at": {"$ref": "#/components/schemas/Timestamp"},
-            "updated_at": {"$ref": "#/components/schemas/Timestamp"},
-        },
-    })
-}
-
-/// LocationAttributes; `required` lists what the request needs.
-pub fn location_attributes_schema(required: &[&str]) -> Value {
-    json!({
-        "type": "object",
-        "additionalProperties": false,
-        "required": required,
-        "properties": {
-            "name": {"type": "string", "minLength": 1, "maxLength": 200, "pattern": "\\S"},
-            "description": {"type": ["string", "null"], "maxLength": 2000},
-        },
-    })
 }
 
 /// A person assigned to a location (`location_ids` of the person).
