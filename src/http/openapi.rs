@@ -309,6 +309,13 @@ impl Op {
         self
     }
 
+    /// Beside a 201 success, a 200 with `{"data": <T>}` when the record
+    /// already existed and nothing changed.
+    pub fn also_ok_of<T: JsonSchema>(mut self) -> Op {
+        self.also_ok = Some(self.single::<T>());
+        self
+    }
+
     /// 200 with a page of `T`, `{"data": [...], "meta"}` (the component
     /// `<T>Collection`).
     pub fn page_of<T: JsonSchema>(mut self) -> Op {

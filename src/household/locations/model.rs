@@ -2,9 +2,8 @@
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
-use serde_json::{Value, json};
 
-use crate::http::extract::{ResourceId, present, resource_ref_schema};
+use crate::http::extract::{ResourceId, present};
 use crate::http::openapi;
 use crate::http::replace::Whole;
 use crate::http::respond::{Versioned, etag};
@@ -68,56 +67,35 @@ impl Whole for LocationBody {
 }
 
 /// A person assigned to a location (`location_ids` of the person).
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+#[schemars(deny_unknown_fields)]
 pub struct LocationMembership {
+    #[schemars(with = "openapi::NumericId")]
     pub id: i64,
+    #[schemars(with = "openapi::NumericId")]
     pub location_id: i64,
+    #[schemars(with = "openapi::PortableId")]
     pub location_portable_id: String,
+    #[schemars(with = "openapi::NumericId")]
     pub person_id: i64,
+    #[schemars(with = "openapi::PortableId")]
     pub person_portable_id: String,
+    #[schemars(with = "openapi::Timestamp")]
     pub created_at: String,
 }
 
-/// LocationMembershipAttributes: the person to assign, by numeric id
-/// (number or numeric string) or portable id.
-#[derive(Debug, Deserialize)]
+/// The person to assign, by numeric id (number or numeric string) or
+/// portable id.
+#[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
+#[schemars(inline)]
 pub struct LocationMembershipAttributes {
     pub person_id: ResourceId,
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
+#[schemars(rename = "LocationMembershipCreateRequest")]
 pub struct LocationMembershipBody {
     pub location_membership: LocationMembershipAttributes,
-}
-
-pub fn location_membership_schema() -> Value {
-    json!({
-        "type": "object",
-        "additionalProperties": false,
-        "required": [
-            "id", "location_id", "location_portable_id", "person_id", "person_portable_id",
-            "created_at",
-        ],
-        "properties": {
-            "id": {"$ref": "#/components/schemas/NumericId"},
-            "location_id": {"$ref": "#/components/schemas/NumericId"},
-            "location_portable_id": {"$ref": "#/components/schemas/PortableId"},
-            "person_id": {"$ref": "#/components/schemas/NumericId"},
-            "person_portable_id": {"$ref": "#/components/schemas/PortableId"},
-            "created_at": {"$ref": "#/components/schemas/Timestamp"},
-        },
-    })
-}
-
-pub fn location_membership_attributes_schema() -> Value {
-    json!({
-        "type": "object",
-        "additionalProperties": false,
-        "required": ["person_id"],
-        "properties": {
-            "person_id": resource_ref_schema(),
-        },
-    })
 }
