@@ -26,7 +26,12 @@ macro_rules! vocabulary {
             }
         }
 
+        // Inline, as the hand-written schemas always wrote a vocabulary.
         impl schemars::JsonSchema for $name {
+            fn inline_schema() -> bool {
+                true
+            }
+
             fn schema_name() -> std::borrow::Cow<'static, str> {
                 stringify!($name).into()
             }
