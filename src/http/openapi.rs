@@ -142,6 +142,21 @@ fn drop_null_default(schema: &mut Schema) {
     }
 }
 
+/// An IANA time zone name this server knows (the `TimeZone` component).
+pub struct TimeZone;
+
+impl JsonSchema for TimeZone {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "TimeZone".into()
+    }
+
+    fn json_schema(_: &mut SchemaGenerator) -> Schema {
+        time_zone_schema()
+            .try_into()
+            .expect("the time zone schema is an object")
+    }
+}
+
 /// The component name of a generated schema that is a `$ref`.
 fn ref_name(schema: &Value) -> &str {
     schema["$ref"]
@@ -801,6 +816,7 @@ fn common_schemas(api: &mut Api) {
         generate::<PortableId>(Contract::Serialize).1,
         generate::<Timestamp>(Contract::Serialize).1,
         generate::<Date>(Contract::Serialize).1,
+        generate::<TimeZone>(Contract::Serialize).1,
     ] {
         for (name, schema) in &components {
             api.register_generated(name, schema);
@@ -812,7 +828,6 @@ fn common_schemas(api: &mut Api) {
             json!({"description": "A numeric id or a portable id",
                 "anyOf": [schema_ref("NumericId"), schema_ref("PortableId")]}),
         ),
-        ("TimeZone", time_zone_schema()),
         (
             "PaginationMeta",
             json!({

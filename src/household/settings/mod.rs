@@ -16,8 +16,7 @@ use crate::http::extract::IfMatch;
 use crate::http::respond::Versioned;
 use model::{HouseholdSettings, SettingsAttributes};
 
-const MAX_NAME: usize = 200;
-const MAX_TOKEN_AGE_DAYS: i64 = 3650;
+pub const MAX_TOKEN_AGE_DAYS: i64 = 3650;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Mode {
@@ -125,13 +124,10 @@ fn change(
 fn validate(attrs: &SettingsAttributes, mode: Mode) -> Result<()> {
     let mut problems = Problems::default();
     let mut add = |field: &str, message: &str| problems.add(field, message);
+    let days_range = format!("must be an integer from 1 to {MAX_TOKEN_AGE_DAYS}");
     match &attrs.name {
         None if mode == Mode::Replace => add("name", "is required"),
         Some(None) => add("name", "must not be null"),
-        Some(Some(name)) if name.trim().is_empty() => add("name", "must not be blank"),
-        Some(Some(name)) if name.chars().count() > MAX_NAME => {
-            add("name", "must be at most 200 characters")
-        }
         _ => {}
     }
     match &attrs.time_zone {
@@ -145,10 +141,9 @@ fn validate(attrs: &SettingsAttributes, mode: Mode) -> Result<()> {
     match attrs.app_token_max_age_days {
         None if mode == Mode::Replace => add("app_token_max_age_days", "is required"),
         Some(None) => add("app_token_max_age_days", "must not be null"),
-        Some(Some(days)) if !(1..=MAX_TOKEN_AGE_DAYS).contains(&days) => add(
-            "app_token_max_age_days",
-            "must be an integer from 1 to 3650",
-        ),
+        Some(Some(days)) if !(1..=MAX_TOKEN_AGE_DAYS).contains(&days) => {
+            add("app_token_max_age_days", &days_range)
+        }
         _ => {}
     }
     problems.check("the household settings are invalid")
