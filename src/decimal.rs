@@ -187,20 +187,38 @@ impl FromSql for Dec {
     }
 }
 
-/// The JSON schema of a decimal string.
+/// A decimal is a string on the wire (never a JSON number), within the
+/// range and scale `Deserialize` accepts.
+impl schemars::JsonSchema for Dec {
+    fn inline_schema() -> bool {
+        true
+    }
+
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "Decimal".into()
+    }
+
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        schemars::json_schema!({
+            "type": "string",
+            "pattern": format!("^-?0*[0-9]{{1,{MAX_WHOLE_DIGITS}}}(\\.[0-9]{{1,{MAX_SCALE}}})?$"),
+            "description": "An exact decimal written as a string, e.g. \"2.5\"",
+        })
+    }
+}
+
+/// `Dec`'s schema, for schemas still written by hand.
 pub fn schema() -> serde_json::Value {
-    serde_json::json!({
-        "type": "string",
-        "pattern": "^-?0*[0-9]{1,12}(\\.[0-9]{1,6})?$",
-        "description": "An exact decimal written as a string, e.g. \"2.5\"",
-    })
+    schemars::SchemaGenerator::default()
+        .subschema_for::<Dec>()
+        .to_value()
 }
 
 /// A decimal string of zero or more.
 pub fn non_negative_schema() -> serde_json::Value {
     serde_json::json!({
         "type": "string",
-        "pattern": "^0*[0-9]{1,12}(\\.[0-9]{1,6})?$",
+        "pattern": format!("^0*[0-9]{{1,{MAX_WHOLE_DIGITS}}}(\\.[0-9]{{1,{MAX_SCALE}}})?$"),
         "description": "An exact decimal of zero or more written as a string, e.g. \"2.5\"",
     })
 }

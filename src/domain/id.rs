@@ -1,6 +1,6 @@
 //! How a request names a record: its numeric id or its portable id.
 
-use serde_json::{Value, json};
+use serde_json::Value;
 
 /// A `{id}` that names a record by its numeric id or its portable id.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -93,13 +93,31 @@ pub fn numeric_id(text: &str) -> Option<i64> {
     text.parse::<i64>().ok()
 }
 
-/// The JSON schema of a body reference: numeric id, numeric string or UUID.
+/// The JSON schema of a body reference: numeric id, numeric string or UUID,
+/// as `ResourceId`'s `Deserialize` reads it.
+impl schemars::JsonSchema for ResourceId {
+    fn inline_schema() -> bool {
+        true
+    }
+
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "ResourceReference".into()
+    }
+
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        schemars::json_schema!({"anyOf": [
+            {"type": "integer", "minimum": 1, "maximum": i64::MAX},
+            {"type": "string", "pattern": "^[1-9][0-9]*$"},
+            {"type": "string", "format": "uuid"},
+        ]})
+    }
+}
+
+/// `ResourceId`'s schema, for schemas still written by hand.
 pub fn resource_ref_schema() -> Value {
-    json!({"anyOf": [
-        {"type": "integer", "minimum": 1, "maximum": i64::MAX},
-        {"type": "string", "pattern": "^[1-9][0-9]*$"},
-        {"type": "string", "format": "uuid"},
-    ]})
+    schemars::SchemaGenerator::default()
+        .subschema_for::<ResourceId>()
+        .to_value()
 }
 
 #[cfg(test)]

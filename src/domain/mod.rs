@@ -2,12 +2,14 @@
 //! paged and versioned, and how submitted text is kept. Nothing here knows
 //! HTTP, SQL or any resource.
 
+pub mod bounded;
 pub mod id;
 pub mod page;
 pub mod record_type;
 pub mod text;
 pub mod version;
 
+pub use bounded::{Name, Text};
 pub use id::{ResourceId, numeric_id, resource_ref_schema};
 pub use page::{Page, PageMeta};
 pub use text::{bounded_text, present, trimmed};

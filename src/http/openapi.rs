@@ -8,6 +8,9 @@ use std::collections::{BTreeMap, BTreeSet};
 use axum::Router;
 use axum::http::Method;
 use axum::routing::MethodRouter;
+use schemars::generate::{Contract, SchemaSettings};
+use schemars::transform::RecursiveTransform;
+use schemars::{JsonSchema, Schema, SchemaGenerator, json_schema};
 use serde_json::{Map, Value, json};
 
 use crate::state::AppState;
@@ -112,10 +115,111 @@ pub struct Op {
     /// Media types of a binary (non-JSON) success body.
     binary: Vec<String>,
     errors: BTreeSet<u16>,
+    /// Component schemas generated from the types this operation names.
+    components: Map<String, Value>,
 }
 
 fn schema_ref(name: &str) -> Value {
     json!({ "$ref": format!("#/components/schemas/{name}") })
+}
+
+/// The schema of `T` as it is serialized (a response) or deserialized (a
+/// request): a `$ref` to its component, with every component it needs.
+fn generate<T: JsonSchema + ?Sized>(contract: Contract) -> (Value, Map<String, Value>) {
+    let mut generator = SchemaSettings::draft2020_12()
+        .with(|s| {
+            s.definitions_path = "/components/schemas".into();
+            s.meta_schema = None;
+            s.contract = contract;
+        })
+        .with_transform(RecursiveTransform(drop_null_default))
+        .into_generator();
+    let schema = generator.subschema_for::<T>().to_value();
+    (schema, generator.take_definitions(true))
+}
+
+/// An attribute left out keeps its value (`#[serde(default)]` on an
+/// `Option<Option<_>>`); schemars would document that as `"default": null`,
+/// which would read as "absent means null".
+fn drop_null_default(schema: &mut Schema) {
+    if schema.get("default") == Some(&Value::Null) {
+        schema.remove("default");
+    }
+}
+
+/// An IANA time zone name this server knows (the `TimeZone` component).
+pub struct TimeZone;
+
+impl JsonSchema for TimeZone {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "TimeZone".into()
+    }
+
+    fn json_schema(_: &mut SchemaGenerator) -> Schema {
+        time_zone_schema()
+            .try_into()
+            .expect("the time zone schema is an object")
+    }
+}
+
+/// The component name of a generated schema that is a `$ref`.
+fn ref_name(schema: &Value) -> &str {
+    schema["$ref"]
+        .as_str()
+        .and_then(|r| r.strip_prefix("#/components/schemas/"))
+        .expect("a documented body type is a named component, not an inline schema")
+}
+
+/// `{"data": <T>}`, as `respond` wraps one record.
+fn single_wrapper(name: &str) -> Value {
+    json!({
+        "type": "object", "additionalProperties": false, "required": ["data"],
+        "properties": {"data": schema_ref(name)},
+    })
+}
+
+/// `{"data": [<T>...], "meta": <PaginationMeta>}`, as `respond` wraps a page.
+fn collection_wrapper(name: &str) -> Value {
+    json!({
+        "type": "object", "additionalProperties": false, "required": ["data", "meta"],
+        "properties": {
+            "data": {"type": "array", "items": schema_ref(name)},
+            "meta": schema_ref("PaginationMeta"),
+        },
+    })
+}
+
+/// Schemas whose wire form is not a derived one: numeric ids, portable
+/// ids, timestamps and calendar dates are plain integers and strings in
+/// Rust, named in `#[schemars(with = ...)]` by these markers.
+macro_rules! wire_form {
+    ($($(#[$meta:meta])* $name:ident => $schema:tt),+ $(,)?) => {
+        $(
+            $(#[$meta])*
+            pub struct $name;
+
+            impl JsonSchema for $name {
+                fn schema_name() -> std::borrow::Cow<'static, str> {
+                    stringify!($name).into()
+                }
+
+                fn json_schema(_: &mut SchemaGenerator) -> Schema {
+                    json_schema!($schema)
+                }
+            }
+        )+
+    };
+}
+
+wire_form! {
+    /// A record's numeric id.
+    NumericId => {"type": "integer", "minimum": 1, "maximum": i64::MAX},
+    /// A record's portable id (a UUID).
+    PortableId => {"type": "string", "format": "uuid"},
+    /// An RFC 3339 instant, as `crate::time` writes it.
+    Timestamp => {"type": "string", "format": "date-time"},
+    /// A calendar date, YYYY-MM-DD.
+    Date => {"type": "string", "format": "date"},
 }
 
 impl Op {
@@ -136,6 +240,7 @@ impl Op {
             numeric_params: Vec::new(),
             binary: Vec::new(),
             errors: BTreeSet::new(),
+            components: Map::new(),
         }
     }
 
@@ -181,6 +286,79 @@ impl Op {
         self.body = Some((schema_ref(schema), "application/json", true));
         self.errors.extend([413, 415]);
         self
+    }
+
+    /// A JSON request body of type `T`, its schema generated from the type.
+    pub fn body_of<T: JsonSchema>(mut self) -> Op {
+        let schema = self.generated::<T>(Contract::Deserialize);
+        self.body = Some((schema, "application/json", true));
+        self.errors.extend([413, 415]);
+        self
+    }
+
+    /// A JSON create body of type `T` (`{<key>: <attributes>}`, the same
+    /// type an update takes), documented as the component `name` whose
+    /// attributes must include `required`.
+    pub fn create_body_of<T: JsonSchema>(mut self, name: &str, required: &[&str]) -> Op {
+        let schema = self.generated::<T>(Contract::Deserialize);
+        let mut create = self.components[ref_name(&schema)].clone();
+        let properties = create["properties"]
+            .as_object_mut()
+            .expect("a create body is an object");
+        assert_eq!(properties.len(), 1, "a create body has one key");
+        for attributes in properties.values_mut() {
+            attributes["required"] = json!(required);
+        }
+        self.components.insert(name.to_string(), create);
+        self.body = Some((schema_ref(name), "application/json", true));
+        self.errors.extend([413, 415]);
+        self
+    }
+
+    /// 200 with `{"data": <T>}` (the component `<T>Response`).
+    pub fn ok_of<T: JsonSchema>(mut self) -> Op {
+        let schema = self.single::<T>();
+        self.success = (200, Some(schema), false);
+        self
+    }
+
+    /// 201 with `{"data": <T>}` (the component `<T>Response`).
+    pub fn created_of<T: JsonSchema>(mut self) -> Op {
+        let schema = self.single::<T>();
+        self.success = (201, Some(schema), false);
+        self
+    }
+
+    /// Beside a 201 success, a 200 with `{"data": <T>}` when the record
+    /// already existed and nothing changed.
+    pub fn also_ok_of<T: JsonSchema>(mut self) -> Op {
+        self.also_ok = Some(self.single::<T>());
+        self
+    }
+
+    /// 200 with a page of `T`, `{"data": [...], "meta"}` (the component
+    /// `<T>Collection`).
+    pub fn page_of<T: JsonSchema>(mut self) -> Op {
+        let schema = self.generated::<T>(Contract::Serialize);
+        let name = format!("{}Collection", ref_name(&schema));
+        self.components
+            .insert(name.clone(), collection_wrapper(ref_name(&schema)));
+        self.success = (200, Some(schema_ref(&name)), false);
+        self
+    }
+
+    fn single<T: JsonSchema>(&mut self) -> Value {
+        let schema = self.generated::<T>(Contract::Serialize);
+        let name = format!("{}Response", ref_name(&schema));
+        self.components
+            .insert(name.clone(), single_wrapper(ref_name(&schema)));
+        schema_ref(&name)
+    }
+
+    fn generated<T: JsonSchema>(&mut self, contract: Contract) -> Value {
+        let (schema, components) = generate::<T>(contract);
+        self.components.extend(components);
+        schema
     }
 
     /// A JSON request body that may be left out.
@@ -469,6 +647,9 @@ impl Api {
             "resource tag {} is not declared",
             op.tag
         );
+        for (name, schema) in &op.components {
+            self.register_generated(name, schema);
+        }
         let method = op.method.as_str().to_ascii_lowercase();
         let item = self.paths.entry(op.path).or_default();
         assert!(
@@ -479,6 +660,20 @@ impl Api {
         );
         self.router = self.router.route(op.path, handler);
         self
+    }
+
+    /// A generated component may be met again through another operation or
+    /// type; it must then be the same schema, or two types share one name.
+    fn register_generated(&mut self, name: &str, schema: &Value) {
+        match self.schemas.get(name) {
+            Some(existing) => assert_eq!(
+                existing, schema,
+                "component schema {name} generated twice, differently"
+            ),
+            None => {
+                self.schemas.insert(name.to_string(), schema.clone());
+            }
+        }
     }
 
     /// Registers a component schema.
@@ -492,31 +687,16 @@ impl Api {
 
     /// Registers `Name` and `NameResponse` (`{data}`).
     pub fn single_schema(self, name: &str, schema: Value) -> Api {
-        let single = json!({
-            "type": "object", "additionalProperties": false, "required": ["data"],
-            "properties": {"data": schema_ref(name)},
-        });
         self.schema(name, schema)
-            .schema(&format!("{name}Response"), single)
+            .schema(&format!("{name}Response"), single_wrapper(name))
     }
 
     /// Registers `Name`, `NameResponse` (`{data}`) and `NameCollection`
     /// (`{data: [...], meta}`).
     pub fn resource_schema(self, name: &str, schema: Value) -> Api {
-        let single = json!({
-            "type": "object", "additionalProperties": false, "required": ["data"],
-            "properties": {"data": schema_ref(name)},
-        });
-        let collection = json!({
-            "type": "object", "additionalProperties": false, "required": ["data", "meta"],
-            "properties": {
-                "data": {"type": "array", "items": schema_ref(name)},
-                "meta": schema_ref("PaginationMeta"),
-            },
-        });
         self.schema(name, schema)
-            .schema(&format!("{name}Response"), single)
-            .schema(&format!("{name}Collection"), collection)
+            .schema(&format!("{name}Response"), single_wrapper(name))
+            .schema(&format!("{name}Collection"), collection_wrapper(name))
     }
 
     /// Registers a request body `{<key>: <attributes>}`.
@@ -636,23 +816,23 @@ fn time_zone_schema() -> Value {
 }
 
 fn common_schemas(api: &mut Api) {
+    for components in [
+        generate::<NumericId>(Contract::Serialize).1,
+        generate::<PortableId>(Contract::Serialize).1,
+        generate::<Timestamp>(Contract::Serialize).1,
+        generate::<Date>(Contract::Serialize).1,
+        generate::<TimeZone>(Contract::Serialize).1,
+    ] {
+        for (name, schema) in &components {
+            api.register_generated(name, schema);
+        }
+    }
     let schemas = [
-        (
-            "NumericId",
-            json!({"type": "integer", "minimum": 1, "maximum": i64::MAX}),
-        ),
-        ("PortableId", json!({"type": "string", "format": "uuid"})),
         (
             "ResourceIdentifier",
             json!({"description": "A numeric id or a portable id",
                 "anyOf": [schema_ref("NumericId"), schema_ref("PortableId")]}),
         ),
-        (
-            "Timestamp",
-            json!({"type": "string", "format": "date-time"}),
-        ),
-        ("TimeZone", time_zone_schema()),
-        ("Date", json!({"type": "string", "format": "date"})),
         (
             "PaginationMeta",
             json!({

@@ -2,13 +2,10 @@
 //! string enum on the wire and in SQLite, with its list for the OpenAPI
 //! document and the capability document.
 
-use serde::{Deserialize, Serialize};
-use serde_json::{Value, json};
-
 macro_rules! vocabulary {
     ($(#[$meta:meta])* $name:ident { $($variant:ident => $text:literal),+ $(,)? }) => {
         $(#[$meta])*
-        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
         pub enum $name {
             $(#[serde(rename = $text)] $variant),+
         }
@@ -24,8 +21,23 @@ macro_rules! vocabulary {
                 match text { $($text => Some($name::$variant),)+ _ => None }
             }
 
-            pub fn schema() -> Value {
-                json!({"type": "string", "enum": Self::ALL})
+            pub fn schema() -> serde_json::Value {
+                serde_json::json!({"type": "string", "enum": Self::ALL})
+            }
+        }
+
+        // Inline, as the hand-written schemas always wrote a vocabulary.
+        impl schemars::JsonSchema for $name {
+            fn inline_schema() -> bool {
+                true
+            }
+
+            fn schema_name() -> std::borrow::Cow<'static, str> {
+                stringify!($name).into()
+            }
+
+            fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+                schemars::json_schema!({"type": "string", "enum": Self::ALL})
             }
         }
 
@@ -45,6 +57,10 @@ macro_rules! vocabulary {
         }
     };
 }
+
+/// Every closed vocabulary of the API is declared through this macro, in
+/// its own resource's model.
+pub(crate) use vocabulary;
 
 vocabulary!(
     /// Units a dose or a stock quantity is counted in.

@@ -1016,3 +1016,34 @@ async fn the_audit_log_lists_security_events_newest_first() {
     assert_eq!(page.body["meta"]["total_count"], events.len());
     assert_eq!(page.data()[0]["id"], event(2)["id"]);
 }
+
+/// The settings' name limit and token age range are the ones the rule
+/// enforces, in the request and response schemas alike.
+#[tokio::test]
+async fn settings_limits_are_documented_from_the_rule() {
+    use pillbox::household::settings::MAX_TOKEN_AGE_DAYS;
+    let app = TestApp::new().await;
+    let schemas = &app.document()["components"]["schemas"];
+    for schema in [
+        &schemas["HouseholdSettingsAttributes"],
+        &schemas["HouseholdSettings"],
+    ] {
+        assert_eq!(schema["properties"]["name"]["maxLength"], 200);
+        let days = &schema["properties"]["app_token_max_age_days"];
+        assert_eq!(days["maximum"], MAX_TOKEN_AGE_DAYS);
+        assert_eq!(days["minimum"], 1);
+    }
+    let refused = app
+        .patch(
+            &app.hh("/admin/settings"),
+            &app.owner,
+            json!({"household": {"app_token_max_age_days": MAX_TOKEN_AGE_DAYS + 1}}),
+            None,
+        )
+        .await;
+    refused.assert_status(422);
+    assert_eq!(
+        refused.body["error"]["errors"]["app_token_max_age_days"],
+        json!([format!("must be an integer from 1 to {MAX_TOKEN_AGE_DAYS}")])
+    );
+}

@@ -675,3 +675,27 @@ async fn credentials_and_other_households() {
             .assert_error(404, "not_found");
     }
 }
+
+/// The limits the 422s enforce (the bounded text types) are the ones the
+/// served schemas declare, for requests and responses alike.
+#[tokio::test]
+async fn location_limits_are_documented_from_the_types_that_enforce_them() {
+    let app = TestApp::new().await;
+    let schemas = &app.document()["components"]["schemas"];
+    for schema in [&schemas["LocationAttributes"], &schemas["Location"]] {
+        assert_eq!(schema["properties"]["name"]["maxLength"], 200);
+        assert_eq!(schema["properties"]["description"]["maxLength"], 2000);
+    }
+    let refused = app
+        .post(
+            &app.hh("/locations"),
+            &app.owner,
+            json!({"location": {"name": "A", "description": "d".repeat(2001)}}),
+        )
+        .await;
+    refused.assert_error(422, "validation_failed");
+    assert_eq!(
+        refused.body["error"]["errors"]["description"],
+        json!(["must be at most 2000 characters"])
+    );
+}

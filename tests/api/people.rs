@@ -342,3 +342,58 @@ async fn current_profile_shows_account_membership_and_person() {
     assert_eq!(me.data()["person"], serde_json::Value::Null);
     assert_eq!(me.data()["membership"]["role"], "member");
 }
+
+/// The name limit is stated once (the bounded text type): the 422 a longer
+/// name gets and the served schema's maxLength both come from it, and
+/// nothing is written.
+#[tokio::test]
+async fn a_person_name_limit_is_one_rule_for_the_422_and_the_schema() {
+    let app = TestApp::new().await;
+    let doc = app.document();
+    let attributes = &doc["components"]["schemas"]["PersonAttributes"]["properties"];
+    assert_eq!(attributes["name"]["maxLength"], 200);
+    assert_eq!(attributes["email"]["maxLength"], 254);
+    assert_eq!(
+        doc["components"]["schemas"]["PersonCreateRequest"]["properties"]["person"]["required"],
+        json!(["name", "date_of_birth"])
+    );
+
+    let before = app.get(&app.hh("/people"), &app.owner).await;
+    let long = "x".repeat(201);
+    let refused = app
+        .post(
+            &app.hh("/people"),
+            &app.owner,
+            new_person(&long, "2015-03-01"),
+        )
+        .await;
+    refused.assert_status(422);
+    assert_eq!(
+        refused.body["error"]["errors"]["name"],
+        json!(["must be at most 200 characters"])
+    );
+    assert!(!refused.body.to_string().contains(&long));
+    let blank = app
+        .post(
+            &app.hh("/people"),
+            &app.owner,
+            new_person("  ", "2015-03-01"),
+        )
+        .await;
+    blank.assert_status(422);
+    assert_eq!(
+        blank.body["error"]["errors"]["name"],
+        json!(["must not be blank"])
+    );
+    let after = app.get(&app.hh("/people"), &app.owner).await;
+    assert_eq!(after.body["meta"], before.body["meta"]);
+
+    let at_limit = app
+        .post(
+            &app.hh("/people"),
+            &app.owner,
+            new_person(&"x".repeat(200), "2015-03-01"),
+        )
+        .await;
+    at_limit.assert_status(201);
+}

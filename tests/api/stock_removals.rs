@@ -1033,3 +1033,20 @@ async fn an_idempotency_key_replays_the_saved_removal_after_rechecking_the_permi
     assert!(!refused.body.to_string().contains("damaged"));
     assert_eq!(supply(&app, id).await, "9");
 }
+
+/// The note limit and the reasons the rule enforces are the ones the served
+/// schemas declare, request and response alike.
+#[tokio::test]
+async fn stock_removal_limits_are_documented_from_the_rule() {
+    use pillbox::medicine::stock_removals::MAX_NOTE;
+    let app = TestApp::new().await;
+    let schemas = &app.document()["components"]["schemas"];
+    let request = &schemas["StockRemovalCreateRequest"]["properties"]["stock_removal"];
+    for schema in [request, &schemas["StockRemoval"]] {
+        assert_eq!(schema["properties"]["note"]["maxLength"], MAX_NOTE);
+        assert_eq!(
+            schema["properties"]["reason"]["enum"],
+            json!(StockRemovalReason::ALL)
+        );
+    }
+}

@@ -4,7 +4,7 @@ use axum::extract::State;
 use axum::response::Response;
 use axum::routing::get;
 
-use super::model::audit_event_schema;
+use super::model::AuditEvent;
 use crate::auth::Actor;
 use crate::error::Result;
 use crate::http::extract::QueryParams;
@@ -16,14 +16,13 @@ const TAG: &str = "Audit logs";
 const COLLECTION: &str = "/households/{household_id}/admin/audit_logs";
 
 pub fn routes(api: Api) -> Api {
-    api.resource_schema("AuditEvent", audit_event_schema())
-        .route(
-            Op::get(COLLECTION, "listAuditLogs", TAG)
-                .summary("List the household's security audit events, newest first")
-                .paginated()
-                .ok("AuditEventCollection"),
-            get(list),
-        )
+    api.route(
+        Op::get(COLLECTION, "listAuditLogs", TAG)
+            .summary("List the household's security audit events, newest first")
+            .paginated()
+            .page_of::<AuditEvent>(),
+        get(list),
+    )
 }
 
 async fn list(State(state): State<AppState>, actor: Actor, query: QueryParams) -> Result<Response> {

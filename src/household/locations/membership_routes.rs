@@ -8,9 +8,7 @@ use axum::routing::{delete, post};
 use serde_json::Value;
 
 use super::memberships;
-use super::model::{
-    LocationMembershipBody, location_membership_attributes_schema, location_membership_schema,
-};
+use super::model::{LocationMembership, LocationMembershipBody};
 use crate::auth::Actor;
 use crate::db::idempotency::{self, Replay, SavedResponse};
 use crate::domain::{ResourceId, numeric_id};
@@ -25,20 +23,14 @@ const MEMBER: &str =
     "/households/{household_id}/locations/{location_id}/location_memberships/{membership_id}";
 
 pub fn routes(api: Api) -> Api {
-    api.single_schema("LocationMembership", location_membership_schema())
-        .request_schema(
-            "LocationMembershipCreateRequest",
-            "location_membership",
-            location_membership_attributes_schema(),
-        )
-        .route(
+    api.route(
             Op::post(COLLECTION, "createLocationMembership", TAG)
                 .summary("Assign a person to a location")
                 .description("Adds the location to the person's location_ids. `{location_id}` is the numeric or portable id of a live location of the household. `person_id` names a person of the household by numeric id (number or numeric string) or portable id; one outside your scope is 404, a malformed one 422. Needs the location-management permission (owners and administrators hold it) and manage access to the person (403 when you may only view or record for them). A new assignment returns 201 and gives the person a new version (and ETag); repeating an existing assignment returns that membership with 200 and changes nothing. With an Idempotency-Key an identical retry gets the saved response (status and body), after the permission and access are checked again. Online only: not available in sync batches.")
-                .body("LocationMembershipCreateRequest")
+                .body_of::<LocationMembershipBody>()
                 .idempotency_key()
-                .created("LocationMembershipResponse")
-                .also_ok("LocationMembershipResponse"),
+                .created_of::<LocationMembership>()
+                .also_ok_of::<LocationMembership>(),
             post(create),
         )
         .route(

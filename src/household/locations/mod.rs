@@ -24,8 +24,6 @@ use model::{Location, LocationAttributes};
 use store::LocationRow;
 
 pub const RECORD_TYPE: &str = crate::domain::record_type::LOCATION;
-const MAX_NAME: usize = 200;
-const MAX_DESCRIPTION: usize = 2000;
 
 impl From<LocationRow> for Location {
     fn from(row: LocationRow) -> Location {
@@ -80,16 +78,7 @@ fn validate(attrs: &LocationAttributes, name_required: bool) -> Result<()> {
     match &attrs.name {
         None if name_required => add("name", "is required"),
         Some(None) => add("name", "must not be null"),
-        Some(Some(name)) if name.trim().is_empty() => add("name", "must not be blank"),
-        Some(Some(name)) if name.chars().count() > MAX_NAME => {
-            add("name", "must be at most 200 characters")
-        }
         _ => {}
-    }
-    if let Some(Some(description)) = &attrs.description
-        && description.chars().count() > MAX_DESCRIPTION
-    {
-        add("description", "must be at most 2000 characters");
     }
     problems.check("the location's attributes are invalid")
 }
@@ -99,7 +88,7 @@ fn apply(row: &mut LocationRow, attrs: LocationAttributes) {
         row.name = name.trim().to_string();
     }
     if let Some(description) = attrs.description {
-        row.description = description;
+        row.description = description.map(|d| d.into_inner());
     }
 }
 
@@ -219,12 +208,14 @@ pub fn delete(conn: &Connection, actor: &Actor, id: &ResourceId, if_match: &IfMa
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::{Value, json};
 
-    fn attrs(name: Option<Option<&str>>, description: Option<Option<&str>>) -> LocationAttributes {
-        LocationAttributes {
-            name: name.map(|n| n.map(str::to_string)),
-            description: description.map(|d| d.map(str::to_string)),
-        }
+    /// Reads the attributes as a request body does, then applies the rule:
+    /// the length limits are the bounded text types' own.
+    fn check(body: Value, name_required: bool) -> Result<()> {
+        let attrs: LocationAttributes =
+            crate::http::extract::parse_json(body.to_string().as_bytes())?;
+        validate(&attrs, name_required)
     }
 
     fn fields(err: ApiError) -> Vec<String> {
@@ -236,28 +227,25 @@ mod tests {
 
     #[test]
     fn validation_names_fields() {
-        assert!(validate(&attrs(Some(Some("Kitchen")), None), true).is_ok());
-        assert!(validate(&attrs(None, Some(None)), false).is_ok());
+        assert!(check(json!({"name": "Kitchen"}), true).is_ok());
+        assert!(check(json!({"description": null}), false).is_ok());
+        assert_eq!(fields(check(json!({}), true).unwrap_err()), ["name"]);
         assert_eq!(
-            fields(validate(&attrs(None, None), true).unwrap_err()),
+            fields(check(json!({"name": "  "}), false).unwrap_err()),
             ["name"]
         );
         assert_eq!(
-            fields(validate(&attrs(Some(Some("  ")), None), false).unwrap_err()),
-            ["name"]
-        );
-        assert_eq!(
-            fields(validate(&attrs(Some(None), None), false).unwrap_err()),
+            fields(check(json!({"name": null}), false).unwrap_err()),
             ["name"]
         );
         let long = "x".repeat(201);
         assert_eq!(
-            fields(validate(&attrs(Some(Some(&long)), None), false).unwrap_err()),
+            fields(check(json!({"name": long}), false).unwrap_err()),
             ["name"]
         );
         let long = "x".repeat(2001);
         assert_eq!(
-            fields(validate(&attrs(None, Some(Some(&long))), false).unwrap_err()),
+            fields(check(json!({"description": long}), false).unwrap_err()),
             ["description"]
         );
     }

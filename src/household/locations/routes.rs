@@ -4,7 +4,7 @@ use axum::extract::State;
 use axum::response::Response;
 use axum::routing::{delete, get, patch, post, put};
 
-use super::model::{LocationBody, location_attributes_schema, location_schema};
+use super::model::{Location, LocationBody};
 use crate::auth::Actor;
 use crate::domain::IfMatch;
 use crate::error::Result;
@@ -21,37 +21,21 @@ const MEMBER: &str = "/households/{household_id}/locations/{id}";
 /// Locations, then their memberships.
 pub fn routes(api: Api) -> Api {
     let api = api
-        .resource_schema("Location", location_schema())
-        .request_schema(
-            "LocationCreateRequest",
-            "location",
-            location_attributes_schema(&["name"]),
-        )
-        .request_schema(
-            "LocationUpdateRequest",
-            "location",
-            location_attributes_schema(&[]),
-        )
-        .request_schema(
-            "LocationReplaceRequest",
-            "location",
-            location_attributes_schema(LocationBody::FIELDS),
-        )
         .route(
             Op::get(COLLECTION, "listLocations", TAG)
                 .summary("List the household's locations")
                 .description("Any active member may list locations. Deleted locations are not listed.")
                 .paginated()
                 .updated_since()
-                .ok("LocationCollection"),
+                .page_of::<Location>(),
             get(list),
         )
         .route(
             Op::post(COLLECTION, "createLocation", TAG)
                 .summary("Add a location")
                 .description("Only household owners, administrators and members with the location-management permission may create locations.")
-                .body("LocationCreateRequest")
-                .created("LocationResponse")
+                .create_body_of::<LocationBody>("LocationCreateRequest", &["name"])
+                .created_of::<Location>()
                 .etag(),
             post(create),
         )
@@ -59,7 +43,7 @@ pub fn routes(api: Api) -> Api {
             Op::get(MEMBER, "getLocation", TAG)
                 .summary("Get a location")
                 .description("Any active member may read a location. `{id}` is its numeric or portable id.")
-                .ok("LocationResponse")
+                .ok_of::<Location>()
                 .etag(),
             get(show),
         )
@@ -67,9 +51,9 @@ pub fn routes(api: Api) -> Api {
             Op::patch(MEMBER, "updateLocation", TAG)
                 .summary("Update a location")
                 .description("Changes any subset of the attributes. Only household owners, administrators and members with the location-management permission may update locations. The current ETag is required in If-Match: missing returns 428, stale returns 409.")
-                .body("LocationUpdateRequest")
+                .body_of::<LocationBody>()
                 .if_match_required()
-                .ok("LocationResponse")
+                .ok_of::<Location>()
                 .etag(),
             patch(update),
         )
@@ -77,9 +61,9 @@ pub fn routes(api: Api) -> Api {
             Op::put(MEMBER, "replaceLocation", TAG)
                 .summary("Replace a location")
                 .description("Replaces the attributes: name and description are both required (description may be null); a missing one is a 422 naming it. Only household owners, administrators and members with the location-management permission may replace locations. The current ETag is required in If-Match: missing returns 428, stale returns 409.")
-                .body("LocationReplaceRequest")
+                .create_body_of::<LocationBody>("LocationReplaceRequest", LocationBody::FIELDS)
                 .if_match_required()
-                .ok("LocationResponse")
+                .ok_of::<Location>()
                 .etag(),
             put(replace),
         )

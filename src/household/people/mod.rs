@@ -18,8 +18,7 @@ use model::{Person, PersonAttributes, PersonType};
 use store::PersonRow;
 
 pub const RECORD_TYPE: &str = crate::domain::record_type::PERSON;
-const MAX_NAME: usize = 200;
-const MAX_EMAIL: usize = 254;
+pub const MAX_EMAIL: usize = 254;
 
 /// Changing a person needs this access to them.
 pub const WRITE_LEVEL: AccessLevel = AccessLevel::Manage;
@@ -173,10 +172,6 @@ fn validate(attrs: &PersonAttributes, creating: bool, today: Date) -> Result<()>
     match &attrs.name {
         None if creating => add("name", "is required"),
         Some(None) => add("name", "must not be null"),
-        Some(Some(name)) if name.trim().is_empty() => add("name", "must not be blank"),
-        Some(Some(name)) if name.chars().count() > MAX_NAME => {
-            add("name", "must be at most 200 characters")
-        }
         _ => {}
     }
     match &attrs.date_of_birth {
@@ -313,8 +308,11 @@ fn insert_new(conn: &Connection, household_id: i64, row: &mut PersonRow) -> Resu
 /// birth is filled in later through the profile.
 pub fn create_linked(conn: &Connection, household_id: i64, name: &str) -> Result<i64> {
     let name = name.trim();
-    if name.is_empty() || name.chars().count() > MAX_NAME {
-        return Err(ApiError::invalid("name", "must be 1 to 200 characters"));
+    if name.is_empty() || name.chars().count() > model::PersonName::MAX {
+        return Err(ApiError::invalid(
+            "name",
+            format!("must be 1 to {} characters", model::PersonName::MAX),
+        ));
     }
     let mut row = PersonRow {
         id: 0,

@@ -2,51 +2,53 @@
 
 use crate::domain::{Versioned, etag, present};
 use jiff::civil::Date;
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
-use serde_json::{Value, json};
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum PersonType {
-    Adult,
-    Minor,
-    DependentAdult,
-}
+use crate::domain::Name;
+use crate::http::openapi;
+use crate::medicine::vocab::vocabulary;
 
-impl PersonType {
-    pub fn parse(s: &str) -> Option<PersonType> {
-        match s {
-            "adult" => Some(PersonType::Adult),
-            "minor" => Some(PersonType::Minor),
-            "dependent_adult" => Some(PersonType::DependentAdult),
-            _ => None,
-        }
+vocabulary!(
+    /// What kind of person, by age and capacity.
+    PersonType {
+        Adult => "adult",
+        Minor => "minor",
+        DependentAdult => "dependent_adult",
     }
+);
 
-    pub fn as_str(self) -> &'static str {
-        match self {
-            PersonType::Adult => "adult",
-            PersonType::Minor => "minor",
-            PersonType::DependentAdult => "dependent_adult",
-        }
-    }
-}
+/// A person's name: not blank, at most 200 characters.
+pub type PersonName = Name<200>;
 
-/// The spec's Person: every key always present, nothing else.
-#[derive(Debug, Clone, Serialize)]
+// Every key is always present, nothing else.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+#[schemars(deny_unknown_fields)]
 pub struct Person {
+    #[schemars(with = "openapi::NumericId")]
     pub id: i64,
+    #[schemars(with = "openapi::PortableId")]
     pub portable_id: String,
+    #[schemars(with = "openapi::Timestamp")]
     pub updated_at: String,
+    #[schemars(length(min = 1))]
     pub name: String,
+    #[schemars(extend("format" = "email"))]
     pub email: Option<String>,
+    #[schemars(with = "Option<openapi::Date>")]
     pub date_of_birth: Option<String>,
+    #[schemars(with = "PersonType")]
     pub person_type: String,
     pub has_capacity: bool,
+    #[schemars(range(min = 0))]
     pub age: Option<i64>,
+    #[schemars(with = "Vec<openapi::NumericId>")]
     pub location_ids: Vec<i64>,
+    #[schemars(with = "Vec<openapi::PortableId>")]
     pub location_portable_ids: Vec<String>,
+    #[schemars(with = "Option<openapi::NumericId>")]
     pub notification_preference_id: Option<i64>,
+    #[schemars(with = "Option<openapi::PortableId>")]
     pub notification_preference_portable_id: Option<String>,
     #[serde(skip)]
     pub lock_version: i64,
@@ -58,67 +60,34 @@ impl Versioned for Person {
     }
 }
 
-/// PersonAttributes: absent fields stay as they are; `email` may be set to null.
-#[derive(Debug, Default, Deserialize)]
+/// Absent fields stay as they are; `email` may be set to null.
+#[derive(Debug, Default, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct PersonAttributes {
     #[serde(default, deserialize_with = "present")]
-    pub name: Option<Option<String>>,
+    #[schemars(with = "PersonName")]
+    pub name: Option<Option<PersonName>>,
     #[serde(default, deserialize_with = "present")]
+    #[schemars(with = "Option<String>", extend("format" = "email", "maxLength" = super::MAX_EMAIL))]
     pub email: Option<Option<String>>,
     #[serde(default, deserialize_with = "present")]
+    #[schemars(with = "openapi::Date")]
     pub date_of_birth: Option<Option<Date>>,
+    /// Follows age in the household time zone: minor under 18 (without
+    /// capacity), adult 18 or over with capacity, dependent_adult 18 or over
+    /// without capacity. Defaults from date_of_birth and has_capacity.
     #[serde(default, deserialize_with = "present")]
+    #[schemars(with = "PersonType")]
     pub person_type: Option<Option<PersonType>>,
+    /// true exactly for an adult; defaults from person_type
     #[serde(default, deserialize_with = "present")]
+    #[schemars(with = "bool")]
     pub has_capacity: Option<Option<bool>>,
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
+#[schemars(rename = "PersonUpdateRequest")]
 pub struct PersonBody {
     pub person: PersonAttributes,
-}
-
-pub fn person_schema() -> Value {
-    json!({
-        "type": "object",
-        "additionalProperties": false,
-        "required": ["id", "portable_id", "updated_at", "name", "email", "date_of_birth",
-            "person_type", "has_capacity", "age", "location_ids", "location_portable_ids",
-            "notification_preference_id", "notification_preference_portable_id"],
-        "properties": {
-            "id": {"$ref": "#/components/schemas/NumericId"},
-            "portable_id": {"$ref": "#/components/schemas/PortableId"},
-            "updated_at": {"$ref": "#/components/schemas/Timestamp"},
-            "name": {"type": "string", "minLength": 1},
-            "email": {"type": ["string", "null"], "format": "email"},
-            "date_of_birth": {"type": ["string", "null"], "format": "date"},
-            "person_type": {"type": "string", "enum": ["adult", "minor", "dependent_adult"]},
-            "has_capacity": {"type": "boolean"},
-            "age": {"type": ["integer", "null"], "minimum": 0},
-            "location_ids": {"type": "array", "items": {"$ref": "#/components/schemas/NumericId"}},
-            "location_portable_ids": {"type": "array", "items": {"$ref": "#/components/schemas/PortableId"}},
-            "notification_preference_id": {"anyOf": [{"$ref": "#/components/schemas/NumericId"}, {"type": "null"}]},
-            "notification_preference_portable_id": {"anyOf": [{"$ref": "#/components/schemas/PortableId"}, {"type": "null"}]},
-        },
-    })
-}
-
-/// PersonAttributes; `required` lists what a create needs.
-pub fn person_attributes_schema(required: &[&str]) -> Value {
-    json!({
-        "type": "object",
-        "additionalProperties": false,
-        "required": required,
-        "properties": {
-            "name": {"type": "string", "minLength": 1, "maxLength": 200, "pattern": "\\S"},
-            "email": {"type": ["string", "null"], "format": "email", "maxLength": 254},
-            "date_of_birth": {"type": "string", "format": "date"},
-            "person_type": {"type": "string", "enum": ["adult", "minor", "dependent_adult"],
-                "description": "Follows age in the household time zone: minor under 18 (without capacity), adult 18 or over with capacity, dependent_adult 18 or over without capacity. Defaults from date_of_birth and has_capacity."},
-            "has_capacity": {"type": "boolean",
-                "description": "true exactly for an adult; defaults from person_type"},
-        },
-    })
 }

@@ -4,7 +4,7 @@ use axum::extract::State;
 use axum::response::Response;
 use axum::routing::{get, patch, post, put};
 
-use super::model::{PersonBody, person_attributes_schema, person_schema};
+use super::model::{Person, PersonBody};
 use crate::auth::Actor;
 use crate::domain::{IfMatch, ResourceId};
 use crate::error::Result;
@@ -18,52 +18,45 @@ const COLLECTION: &str = "/households/{household_id}/people";
 const MEMBER: &str = "/households/{household_id}/people/{id}";
 
 pub fn routes(api: Api) -> Api {
-    api.resource_schema("Person", person_schema())
-        .request_schema(
-            "PersonCreateRequest",
-            "person",
-            person_attributes_schema(&["name", "date_of_birth"]),
-        )
-        .request_schema("PersonUpdateRequest", "person", person_attributes_schema(&[]))
-        .route(
+    api.route(
             Op::get(COLLECTION, "listPeople", TAG)
                 .summary("List the people you may view")
                 .paginated()
                 .updated_since()
-                .ok("PersonCollection"),
+                .page_of::<Person>(),
             get(list),
         )
         .route(
             Op::post(COLLECTION, "createPerson", TAG)
                 .summary("Add a person to the household")
                 .description("A member who is not an owner or administrator receives a manage grant on the person they create.")
-                .body("PersonCreateRequest")
-                .created("PersonResponse")
+                .create_body_of::<PersonBody>("PersonCreateRequest", &["name", "date_of_birth"])
+                .created_of::<Person>()
                 .etag(),
             post(create),
         )
         .route_numeric(
             Op::get(MEMBER, "getPerson", TAG)
                 .summary("Get a person")
-                .ok("PersonResponse")
+                .ok_of::<Person>()
                 .etag(),
             get(show),
         )
         .route_numeric(
             Op::patch(MEMBER, "updatePerson", TAG)
                 .summary("Update a person")
-                .body("PersonUpdateRequest")
+                .body_of::<PersonBody>()
                 .if_match()
-                .ok("PersonResponse")
+                .ok_of::<Person>()
                 .etag(),
             patch(update),
         )
         .route_numeric(
             Op::put(MEMBER, "updatePersonWithPut", TAG)
                 .summary("Update a person (PUT form of updatePerson)")
-                .body("PersonUpdateRequest")
+                .body_of::<PersonBody>()
                 .if_match()
-                .ok("PersonResponse")
+                .ok_of::<Person>()
                 .etag(),
             put(update),
         )

@@ -15,8 +15,7 @@ use crate::error::{ApiError, Problems, Result};
 use crate::household::{audit, canonical_time_zone};
 use model::{HouseholdSettings, SettingsAttributes};
 
-const MAX_NAME: usize = 200;
-const MAX_TOKEN_AGE_DAYS: i64 = 3650;
+pub const MAX_TOKEN_AGE_DAYS: i64 = 3650;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Mode {
@@ -124,13 +123,10 @@ fn change(
 fn validate(attrs: &SettingsAttributes, mode: Mode) -> Result<()> {
     let mut problems = Problems::default();
     let mut add = |field: &str, message: &str| problems.add(field, message);
+    let days_range = format!("must be an integer from 1 to {MAX_TOKEN_AGE_DAYS}");
     match &attrs.name {
         None if mode == Mode::Replace => add("name", "is required"),
         Some(None) => add("name", "must not be null"),
-        Some(Some(name)) if name.trim().is_empty() => add("name", "must not be blank"),
-        Some(Some(name)) if name.chars().count() > MAX_NAME => {
-            add("name", "must be at most 200 characters")
-        }
         _ => {}
     }
     match &attrs.time_zone {
@@ -144,10 +140,9 @@ fn validate(attrs: &SettingsAttributes, mode: Mode) -> Result<()> {
     match attrs.app_token_max_age_days {
         None if mode == Mode::Replace => add("app_token_max_age_days", "is required"),
         Some(None) => add("app_token_max_age_days", "must not be null"),
-        Some(Some(days)) if !(1..=MAX_TOKEN_AGE_DAYS).contains(&days) => add(
-            "app_token_max_age_days",
-            "must be an integer from 1 to 3650",
-        ),
+        Some(Some(days)) if !(1..=MAX_TOKEN_AGE_DAYS).contains(&days) => {
+            add("app_token_max_age_days", &days_range)
+        }
         _ => {}
     }
     problems.check("the household settings are invalid")

@@ -1,20 +1,35 @@
 //! Household settings API shapes.
 
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
-use serde_json::{Value, json};
 
+use crate::domain::Name;
 use crate::domain::{Versioned, etag, present};
+use crate::http::openapi;
 use crate::http::replace::Whole;
 
-/// The household's administrable settings.
-#[derive(Debug, Clone, Serialize)]
+/// A household's name: not blank, at most 200 characters.
+pub type HouseholdName = Name<200>;
+
+// The household's administrable settings.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+#[schemars(deny_unknown_fields)]
 pub struct HouseholdSettings {
+    #[schemars(with = "openapi::NumericId")]
     pub id: i64,
+    #[schemars(with = "openapi::PortableId")]
     pub portable_id: String,
+    #[schemars(with = "HouseholdName")]
     pub name: String,
+    /// IANA time zone name
+    #[schemars(length(min = 1))]
     pub time_zone: String,
+    /// Longest life, in days, of a new household app token
+    #[schemars(range(min = 1, max = super::MAX_TOKEN_AGE_DAYS))]
     pub app_token_max_age_days: i64,
+    #[schemars(with = "openapi::Timestamp")]
     pub created_at: String,
+    #[schemars(with = "openapi::Timestamp")]
     pub updated_at: String,
     #[serde(skip)]
     pub lock_version: i64,
@@ -28,19 +43,25 @@ impl Versioned for HouseholdSettings {
 
 /// Settings attributes: absent fields stay as they are (PATCH) or are
 /// refused (PUT, which carries them all); null is never accepted.
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Default, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
+#[schemars(rename = "HouseholdSettingsAttributes")]
 pub struct SettingsAttributes {
     #[serde(default, deserialize_with = "present")]
-    pub name: Option<Option<String>>,
+    #[schemars(with = "HouseholdName")]
+    pub name: Option<Option<HouseholdName>>,
     #[serde(default, deserialize_with = "present")]
+    #[schemars(with = "openapi::TimeZone")]
     pub time_zone: Option<Option<String>>,
+    /// Longest life, in days, of a new household app token
     #[serde(default, deserialize_with = "present")]
+    #[schemars(with = "i64", range(min = 1, max = super::MAX_TOKEN_AGE_DAYS))]
     pub app_token_max_age_days: Option<Option<i64>>,
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
+#[schemars(rename = "HouseholdSettingsUpdateRequest")]
 pub struct SettingsBody {
     pub household: SettingsAttributes,
 }
@@ -48,38 +69,4 @@ pub struct SettingsBody {
 impl Whole for SettingsBody {
     const KEY: &'static str = "household";
     const FIELDS: &'static [&'static str] = &["name", "time_zone", "app_token_max_age_days"];
-}
-
-pub fn settings_schema() -> Value {
-    json!({
-        "type": "object",
-        "additionalProperties": false,
-        "required": ["id", "portable_id", "name", "time_zone", "app_token_max_age_days",
-            "created_at", "updated_at"],
-        "properties": {
-            "id": {"$ref": "#/components/schemas/NumericId"},
-            "portable_id": {"$ref": "#/components/schemas/PortableId"},
-            "name": {"type": "string", "minLength": 1, "maxLength": 200, "pattern": "\\S"},
-            "time_zone": {"type": "string", "minLength": 1, "description": "IANA time zone name"},
-            "app_token_max_age_days": {"type": "integer", "minimum": 1, "maximum": 3650,
-                "description": "Longest life, in days, of a new household app token"},
-            "created_at": {"$ref": "#/components/schemas/Timestamp"},
-            "updated_at": {"$ref": "#/components/schemas/Timestamp"},
-        },
-    })
-}
-
-/// Settings attributes; `required` lists what a replace needs.
-pub fn settings_attributes_schema(required: &[&str]) -> Value {
-    json!({
-        "type": "object",
-        "additionalProperties": false,
-        "required": required,
-        "properties": {
-            "name": {"type": "string", "minLength": 1, "maxLength": 200, "pattern": "\\S"},
-            "time_zone": {"$ref": "#/components/schemas/TimeZone"},
-            "app_token_max_age_days": {"type": "integer", "minimum": 1, "maximum": 3650,
-                "description": "Longest life, in days, of a new household app token"},
-        },
-    })
 }

@@ -4,7 +4,7 @@ use axum::extract::State;
 use axum::response::Response;
 use axum::routing::{get, patch, put};
 
-use super::model::{SettingsBody, settings_attributes_schema, settings_schema};
+use super::model::{HouseholdSettings, SettingsBody};
 use crate::auth::Actor;
 use crate::domain::IfMatch;
 use crate::error::Result;
@@ -18,21 +18,10 @@ const TAG: &str = "Settings";
 const PATH: &str = "/households/{household_id}/admin/settings";
 
 pub fn routes(api: Api) -> Api {
-    api.single_schema("HouseholdSettings", settings_schema())
-        .request_schema(
-            "HouseholdSettingsUpdateRequest",
-            "household",
-            settings_attributes_schema(&[]),
-        )
-        .request_schema(
-            "HouseholdSettingsReplaceRequest",
-            "household",
-            settings_attributes_schema(SettingsBody::FIELDS),
-        )
-        .route(
+    api.route(
             Op::get(PATH, "getHouseholdAdminSettings", TAG)
                 .summary("Get the household's settings")
-                .ok("HouseholdSettingsResponse")
+                .ok_of::<HouseholdSettings>()
                 .etag(),
             get(show),
         )
@@ -40,9 +29,9 @@ pub fn routes(api: Api) -> Api {
             Op::patch(PATH, "updateHouseholdAdminSettings", TAG)
                 .summary("Change some of the household's settings")
                 .description("Fields left out keep their values. A changed setting moves the ETag on and is audited. A changed time_zone applies from the moment of the change: expected doses scheduled before it keep the times they had in the old zone, later ones follow the new zone.")
-                .body("HouseholdSettingsUpdateRequest")
+                .body_of::<SettingsBody>()
                 .if_match()
-                .ok("HouseholdSettingsResponse")
+                .ok_of::<HouseholdSettings>()
                 .etag(),
             patch(update),
         )
@@ -50,9 +39,9 @@ pub fn routes(api: Api) -> Api {
             Op::put(PATH, "replaceHouseholdAdminSettings", TAG)
                 .summary("Replace the household's settings")
                 .description("Every setting is required; a missing one is a 422 naming it. The time zone is stored and answered as its canonical IANA name.")
-                .body("HouseholdSettingsReplaceRequest")
+                .create_body_of::<SettingsBody>("HouseholdSettingsReplaceRequest", SettingsBody::FIELDS)
                 .if_match()
-                .ok("HouseholdSettingsResponse")
+                .ok_of::<HouseholdSettings>()
                 .etag(),
             put(replace),
         )

@@ -1,28 +1,40 @@
 //! Stock removal API shapes.
 
+use std::borrow::Cow;
+
+use schemars::{JsonSchema, Schema, SchemaGenerator, json_schema};
 use serde::{Deserialize, Serialize};
-use serde_json::{Value, json};
 
 use crate::decimal::{self, Dec};
 use crate::domain::ResourceId;
-use crate::http::openapi::nullable;
+use crate::http::openapi;
 use crate::medicine::vocab::StockRemovalReason;
 
-/// A saved stock removal, exactly as it is returned (also on a replay).
-#[derive(Debug, Clone, PartialEq, Serialize)]
+// A saved stock removal, exactly as it is returned (also on a replay).
+#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
+#[schemars(deny_unknown_fields)]
 pub struct StockRemoval {
+    #[schemars(with = "openapi::NumericId")]
     pub id: i64,
+    #[schemars(with = "openapi::PortableId")]
     pub portable_id: String,
+    #[schemars(with = "openapi::NumericId")]
     pub medication_id: i64,
+    #[schemars(with = "openapi::PortableId")]
     pub medication_portable_id: String,
+    #[schemars(with = "Option<openapi::NumericId>")]
     pub dosage_option_id: Option<i64>,
     pub quantity: Dec,
     pub reason: StockRemovalReason,
+    #[schemars(extend("maxLength" = super::MAX_NOTE))]
     pub note: Option<String>,
+    #[schemars(with = "SubmissionId")]
     pub submission_id: String,
     pub supply_before: Dec,
     pub supply_after: Dec,
+    #[schemars(with = "Option<openapi::NumericId>")]
     pub actor_membership_id: Option<i64>,
+    #[schemars(with = "openapi::Timestamp")]
     pub created_at: String,
 }
 
@@ -36,6 +48,20 @@ impl SubmissionId {
         uuid::Uuid::parse_str(text)
             .ok()
             .map(|u| SubmissionId(u.hyphenated().to_string()))
+    }
+}
+
+impl JsonSchema for SubmissionId {
+    fn inline_schema() -> bool {
+        true
+    }
+
+    fn schema_name() -> Cow<'static, str> {
+        "SubmissionId".into()
+    }
+
+    fn json_schema(_: &mut SchemaGenerator) -> Schema {
+        json_schema!({"type": "string", "format": "uuid"})
     }
 }
 
@@ -78,6 +104,24 @@ impl<'de> Deserialize<'de> for DosageRef {
     }
 }
 
+impl JsonSchema for DosageRef {
+    fn inline_schema() -> bool {
+        true
+    }
+
+    fn schema_name() -> Cow<'static, str> {
+        "DosageRef".into()
+    }
+
+    fn json_schema(generator: &mut SchemaGenerator) -> Schema {
+        json_schema!({"anyOf": [
+            {"type": "integer", "minimum": 1, "maximum": i64::MAX},
+            {"type": "string", "pattern": "^[1-9][0-9]*$"},
+            generator.subschema_for::<openapi::PortableId>(),
+        ]})
+    }
+}
+
 /// A reason read as a string, so that null, a number or an unknown word
 /// are all reported as a 422 naming `reason`, with the supported values.
 fn reason<'de, D: serde::Deserializer<'de>>(de: D) -> Result<StockRemovalReason, D::Error> {
@@ -86,73 +130,38 @@ fn reason<'de, D: serde::Deserializer<'de>>(de: D) -> Result<StockRemovalReason,
     StockRemovalReason::parse(&text).ok_or_else(|| serde::de::Error::custom(expected()))
 }
 
-/// What the client sends under `stock_removal`.
-#[derive(Debug, Clone, Deserialize)]
+// What the client sends under `stock_removal`.
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
+#[schemars(inline)]
 pub struct NewStockRemoval {
+    #[schemars(schema_with = "positive")]
     pub quantity: Dec,
     #[serde(deserialize_with = "reason")]
+    #[schemars(with = "StockRemovalReason")]
     pub reason: StockRemovalReason,
+    /// Chosen by the client once per intended removal and kept for every retry of it
     pub submission_id: SubmissionId,
     #[serde(default)]
+    #[schemars(extend("maxLength" = super::MAX_NOTE))]
     pub note: Option<String>,
+    /// A dosage option of this medication that tracks its own stock (its current_supply is not null), by numeric id or portable id; that stock is decremented instead of the medication's
     #[serde(default)]
     pub dosage_id: Option<DosageRef>,
 }
 
-#[derive(Debug, Deserialize)]
+/// A removal takes stock away: its quantity is greater than zero.
+fn positive(_: &mut SchemaGenerator) -> Schema {
+    decimal::positive_schema()
+        .try_into()
+        .expect("a decimal schema is an object")
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
+#[schemars(rename = "StockRemovalCreateRequest")]
 pub struct StockRemovalBody {
     pub stock_removal: NewStockRemoval,
-}
-
-pub fn stock_removal_schema() -> Value {
-    let props = json!({
-        "id": {"$ref": "#/components/schemas/NumericId"},
-        "portable_id": {"$ref": "#/components/schemas/PortableId"},
-        "medication_id": {"$ref": "#/components/schemas/NumericId"},
-        "medication_portable_id": {"$ref": "#/components/schemas/PortableId"},
-        "dosage_option_id": nullable(json!({"$ref": "#/components/schemas/NumericId"})),
-        "quantity": decimal::schema(),
-        "reason": StockRemovalReason::schema(),
-        "note": nullable(json!({"type": "string", "maxLength": 1000})),
-        "submission_id": {"type": "string", "format": "uuid"},
-        "supply_before": decimal::schema(),
-        "supply_after": decimal::schema(),
-        "actor_membership_id": nullable(json!({"$ref": "#/components/schemas/NumericId"})),
-        "created_at": {"$ref": "#/components/schemas/Timestamp"},
-    });
-    let required: Vec<&String> = props
-        .as_object()
-        .map(|o| o.keys().collect())
-        .unwrap_or_default();
-    json!({"type": "object", "additionalProperties": false, "required": required, "properties": props})
-}
-
-pub fn new_stock_removal_schema() -> Value {
-    json!({
-        "type": "object",
-        "additionalProperties": false,
-        "required": ["quantity", "reason", "submission_id"],
-        "properties": {
-            "quantity": decimal::positive_schema(),
-            "reason": StockRemovalReason::schema(),
-            "submission_id": {
-                "type": "string", "format": "uuid",
-                "description": "Chosen by the client once per intended removal and kept for every retry of it",
-            },
-            "note": {"type": ["string", "null"], "maxLength": 1000},
-            "dosage_id": {
-                "description": "A dosage option of this medication that tracks its own stock (its current_supply is not null), by numeric id or portable id; that stock is decremented instead of the medication's",
-                "anyOf": [
-                    {"type": "integer", "minimum": 1, "maximum": i64::MAX},
-                    {"type": "string", "pattern": "^[1-9][0-9]*$"},
-                    {"$ref": "#/components/schemas/PortableId"},
-                    {"type": "null"},
-                ],
-            },
-        },
-    })
 }
 
 #[cfg(test)]

@@ -7,7 +7,7 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use serde_json::Value;
 
-use super::model::{StockRemovalBody, new_stock_removal_schema, stock_removal_schema};
+use super::model::{StockRemoval, StockRemovalBody};
 use crate::auth::Actor;
 use crate::db::idempotency::{self, Replay, SavedResponse};
 use crate::domain::ResourceId;
@@ -39,26 +39,26 @@ disposal or credit), `other` (say why in the note); the capability document list
 inventory.stock_removal_reasons.";
 
 pub fn routes(api: Api) -> Api {
-    api.resource_schema("StockRemoval", stock_removal_schema())
-        .request_schema("StockRemovalCreateRequest", "stock_removal", new_stock_removal_schema())
-        .route(
-            Op::get(COLLECTION, "listStockRemovals", TAG)
-                .summary("List a medication's stock removals, newest first")
-                .description("Needs the inventory management permission (owners and administrators hold it).")
-                .paginated()
-                .ok("StockRemovalCollection"),
-            get(list),
-        )
-        .route(
-            Op::post(COLLECTION, "createStockRemoval", TAG)
-                .summary("Remove stock that left other than as a dose")
-                .description(CREATE_DESCRIPTION)
-                .body("StockRemovalCreateRequest")
-                .idempotency_key()
-                .created("StockRemovalResponse")
-                .errors(&[409]),
-            post(create),
-        )
+    api.route(
+        Op::get(COLLECTION, "listStockRemovals", TAG)
+            .summary("List a medication's stock removals, newest first")
+            .description(
+                "Needs the inventory management permission (owners and administrators hold it).",
+            )
+            .paginated()
+            .page_of::<StockRemoval>(),
+        get(list),
+    )
+    .route(
+        Op::post(COLLECTION, "createStockRemoval", TAG)
+            .summary("Remove stock that left other than as a dose")
+            .description(CREATE_DESCRIPTION)
+            .body_of::<StockRemovalBody>()
+            .idempotency_key()
+            .created_of::<StockRemoval>()
+            .errors(&[409]),
+        post(create),
+    )
 }
 
 /// `{medication_id}` as a numeric or portable id; anything else names no medication (404).

@@ -1,0 +1,108 @@
+//! Bounded text: a length limit stated once, in the type, from which both
+//! the 422 (its `Deserialize` refuses the text, and the body's path names
+//! the field) and the OpenAPI schema (`maxLength`) come.
+
+use std::borrow::Cow;
+use std::ops::Deref;
+
+use schemars::{JsonSchema, Schema, SchemaGenerator, json_schema};
+use serde::{Deserialize, Deserializer, Serialize};
+
+/// Text that is not blank and holds at most `MAX` characters (a name or a
+/// title). Kept as sent; the rules trim it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(transparent)]
+pub struct Name<const MAX: usize>(String);
+
+impl<const MAX: usize> Name<MAX> {
+    pub const MAX: usize = MAX;
+
+    pub fn into_inner(self) -> String {
+        self.0
+    }
+}
+
+impl<const MAX: usize> Deref for Name<MAX> {
+    type Target = str;
+
+    fn deref(&self) -> &str {
+        &self.0
+    }
+}
+
+impl<'de, const MAX: usize> Deserialize<'de> for Name<MAX> {
+    fn deserialize<D: Deserializer<'de>>(de: D) -> Result<Self, D::Error> {
+        let text = String::deserialize(de)?;
+        if text.trim().is_empty() {
+            return Err(serde::de::Error::custom("must not be blank"));
+        }
+        if text.chars().count() > MAX {
+            return Err(serde::de::Error::custom(format!(
+                "must be at most {MAX} characters"
+            )));
+        }
+        Ok(Name(text))
+    }
+}
+
+impl<const MAX: usize> JsonSchema for Name<MAX> {
+    fn inline_schema() -> bool {
+        true
+    }
+
+    fn schema_name() -> Cow<'static, str> {
+        format!("Name{MAX}").into()
+    }
+
+    fn json_schema(_: &mut SchemaGenerator) -> Schema {
+        json_schema!({"type": "string", "minLength": 1, "maxLength": MAX, "pattern": "\\S"})
+    }
+}
+
+/// Free text of at most `MAX` characters (a description or notes), kept as
+/// sent.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(transparent)]
+pub struct Text<const MAX: usize>(String);
+
+impl<const MAX: usize> Text<MAX> {
+    pub const MAX: usize = MAX;
+
+    pub fn into_inner(self) -> String {
+        self.0
+    }
+}
+
+impl<const MAX: usize> Deref for Text<MAX> {
+    type Target = str;
+
+    fn deref(&self) -> &str {
+        &self.0
+    }
+}
+
+impl<'de, const MAX: usize> Deserialize<'de> for Text<MAX> {
+    fn deserialize<D: Deserializer<'de>>(de: D) -> Result<Self, D::Error> {
+        let text = String::deserialize(de)?;
+        if text.chars().count() > MAX {
+            return Err(serde::de::Error::custom(format!(
+                "must be at most {MAX} characters"
+            )));
+        }
+        Ok(Text(text))
+    }
+}
+
+impl<const MAX: usize> JsonSchema for Text<MAX> {
+    fn inline_schema() -> bool {
+        true
+    }
+
+    fn schema_name() -> Cow<'static, str> {
+        format!("Text{MAX}").into()
+    }
+
+    fn json_schema(_: &mut SchemaGenerator) -> Schema {
+        json_schema!({"type": "string", "maxLength": MAX})
+    }
+}
