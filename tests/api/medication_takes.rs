@@ -982,6 +982,52 @@ async fn takes_of_the_same_medicine_under_other_sources_count() {
 }
 
 #[tokio::test]
+async fn the_days_list_counts_other_sources_of_the_medicine_as_the_take_does() {
+    let app = TestApp::new().await;
+    let ada = new_person(&app, "Ada").await;
+    let med = new_medication(&app, "Paracetamol").await;
+    let routine = schedule(
+        &app,
+        &ada,
+        &med,
+        json!({"schedule_config": {"times": ["08:00"]},
+               "max_daily_doses": 1, "min_hours_between_doses": "6"}),
+    )
+    .await;
+    let prn = schedule(
+        &app,
+        &ada,
+        &med,
+        json!({"schedule_type": "prn", "schedule_config": {}}),
+    )
+    .await;
+    let given = |source: &Ids, when: &str| {
+        json!({"source_type": "schedule", "source_id": source.id,
+               "taken_at": format!("2025-01-10T{when}:00Z")})
+    };
+    take(&app, &app.owner, given(&routine, "08:00"))
+        .await
+        .assert_status(201);
+    assert_eq!(day_warnings(&app, &routine, "2025-01-10").await.len(), 0);
+    let extra = take(&app, &app.owner, given(&prn, "10:00")).await;
+    // The routine schedule's gap applies to the as-needed dose too.
+    assert_eq!(codes(&extra), ["min_hours_between_doses_other_source"]);
+    // The routine dose's day now shows what a take under it would be told.
+    let warnings = day_warnings(&app, &routine, "2025-01-10").await;
+    assert_eq!(
+        warnings,
+        [
+            json!("max_daily_doses exceeded"),
+            json!(
+                "taken within min_hours_between_doses of a dose of the same medication under another source"
+            ),
+        ]
+    );
+    // Another day is untouched.
+    assert_eq!(day_warnings(&app, &routine, "2025-01-11").await.len(), 0);
+}
+
+#[tokio::test]
 async fn takes_outside_the_plan_warn_and_taken_at_has_a_lower_bound() {
     let app = TestApp::new().await;
     let (_, med, s) = setup(&app).await;

@@ -12,7 +12,9 @@ use rusqlite::Connection;
 use rust_decimal::Decimal;
 
 use super::history::{Revisions, Timeline};
-use super::model::{DayMeta, DoseOccurrence, MAX_DAILY_DOSES_EXCEEDED, TOO_SOON};
+use super::model::{
+    DayMeta, DoseOccurrence, MAX_DAILY_DOSES_EXCEEDED, OTHER_SOURCE_TOO_SOON, TOO_SOON,
+};
 use super::projection::{PlannedDose, paused_at, paused_throughout, planned_doses, untimed_window};
 use super::store::{
     self, AssignmentSource, OccurrenceIdentity, Pause, PersonRef, SavedOutcome, ScheduleSource,
@@ -59,6 +61,8 @@ struct Expected {
 struct Limits {
     source_type: &'static str,
     source_id: i64,
+    person_id: i64,
+    medication_id: i64,
     from: String,
     until: String,
     max_doses: Option<i64>,
@@ -66,18 +70,30 @@ struct Limits {
 }
 
 impl Limits {
-    /// Warnings about this source's takes within its window.
+    /// Warnings about this source's takes within its window; doses of the
+    /// same medicine for the person under other sources count toward
+    /// max_doses and may come too soon, as a take's own warnings say.
     fn warnings(&self, takes: &[Take]) -> Vec<String> {
-        let within: Vec<&Take> = takes
+        let in_window = |t: &&Take| t.taken_at >= self.from && t.taken_at < self.until;
+        let own = |t: &Take| t.source_type == self.source_type && t.source_id == self.source_id;
+        let within: Vec<&Take> = takes.iter().filter(|t| own(t)).filter(in_window).collect();
+        let others: Vec<&Take> = takes
             .iter()
             .filter(|t| {
-                t.source_type == self.source_type
-                    && t.source_id == self.source_id
-                    && t.taken_at >= self.from
-                    && t.taken_at < self.until
+                !own(t)
+                    && t.person_id == self.person_id
+                    && t.medication_id == Some(self.medication_id)
             })
+            .filter(in_window)
             .collect();
-        warnings(&within, self.max_doses, self.min_hours)
+        let mut out = warnings(&within, others.len(), self.max_doses, self.min_hours);
+        if self
+            .min_hours
+            .is_some_and(|h| h.is_positive() && any_closer(&within, &others, h))
+        {
+            out.push(OTHER_SOURCE_TOO_SOON.to_string());
+        }
+        out
     }
 }
 
@@ -112,10 +128,36 @@ fn blank(
     }
 }
 
-/// Warnings about takes (sorted by time) against a source's limits.
-fn warnings(takes: &[&Take], max_doses: Option<i64>, min_hours: Option<Dec>) -> Vec<String> {
+/// Whether a take of `own` and one of `others` are closer than `min_hours`.
+fn any_closer(own: &[&Take], others: &[&Take], min_hours: Dec) -> bool {
+    let Some(min_millis) = min_hours.0.checked_mul(Decimal::from(3_600_000)) else {
+        return !own.is_empty() && !others.is_empty();
+    };
+    let times = |takes: &[&Take]| -> Vec<Timestamp> {
+        takes
+            .iter()
+            .filter_map(|t| t.taken_at.parse::<Timestamp>().ok())
+            .collect()
+    };
+    let others = times(others);
+    times(own).iter().any(|a| {
+        others.iter().any(|b| {
+            let gap = a.duration_since(*b).as_millis().abs();
+            Decimal::from_i128_with_scale(gap, 0) < min_millis
+        })
+    })
+}
+
+/// Warnings about takes (sorted by time) against a source's limits, with
+/// `also_counted` doses of the same medicine under other sources.
+fn warnings(
+    takes: &[&Take],
+    also_counted: usize,
+    max_doses: Option<i64>,
+    min_hours: Option<Dec>,
+) -> Vec<String> {
     let mut out = Vec::new();
-    if max_doses.is_some_and(|max| takes.len() as i64 > max) {
+    if max_doses.is_some_and(|max| (takes.len() + also_counted) as i64 > max) {
         out.push(MAX_DAILY_DOSES_EXCEEDED.to_string());
     }
     if let Some(min_hours) = min_hours.filter(|h| h.is_positive()) {
@@ -204,6 +246,8 @@ impl Projected {
         self.limits.push(Limits {
             source_type,
             source_id: source.id,
+            person_id: source.person_id,
+            medication_id: source.medication_id,
             from: crate::time::format(start_of(zone, window.0)?),
             until: crate::time::format(start_of(zone, window.1.tomorrow().unwrap_or(window.1))?),
             max_doses,
@@ -261,7 +305,8 @@ pub fn list(
         return Ok((Vec::new(), meta));
     }
 
-    let takes = takes_within(conn, &projected)?;
+    let person_ids: Vec<i64> = people.iter().map(|p| p.id).collect();
+    let takes = takes_within(conn, &person_ids, &projected)?;
     let outcomes = store::saved_outcomes(conn, actor.household_id, &people, date)?;
     let source_warnings: Vec<Vec<String>> = projected
         .limits
@@ -389,7 +434,7 @@ fn project_assignment(
 
 /// The takes of the projected sources over all their windows (each
 /// source's window is read in its own zone: the zone may have changed).
-fn takes_within(conn: &Connection, projected: &Projected) -> Result<Vec<Take>> {
+fn takes_within(conn: &Connection, people: &[i64], projected: &Projected) -> Result<Vec<Take>> {
     let limits = &projected.limits;
     let from = limits
         .iter()
@@ -403,6 +448,7 @@ fn takes_within(conn: &Connection, projected: &Projected) -> Result<Vec<Take>> {
         .unwrap_or_default();
     store::takes(
         conn,
+        people,
         &projected.sources,
         &from,
         &until,

@@ -17,6 +17,8 @@ pub const SOURCE_TYPES: &[&str] = &["schedule", "person_medication"];
 /// Warnings an expected dose can carry.
 pub const MAX_DAILY_DOSES_EXCEEDED: &str = "max_daily_doses exceeded";
 pub const TOO_SOON: &str = "taken earlier than min_hours_between_doses";
+pub const OTHER_SOURCE_TOO_SOON: &str =
+    "taken within min_hours_between_doses of a dose of the same medication under another source";
 
 /// One expected dose as sent.
 #[derive(Debug, Clone, Serialize)]
@@ -83,7 +85,7 @@ pub fn dose_occurrence_schema() -> Value {
         "medication_take_id": nullable(json!({"$ref": "#/components/schemas/NumericId"})),
         "medication_take_portable_id": nullable(json!({"$ref": "#/components/schemas/PortableId"})),
         "warnings": {"type": "array", "items": {"type": "string"},
-            "description": "Safety notes about the takes of this dose's source in its dose-cycle window, e.g. \"max_daily_doses exceeded\" or \"taken earlier than min_hours_between_doses\""},
+            "description": "Safety notes about the takes of this dose's source in its dose-cycle window (doses of the same medication for the person under other sources count too): \"max_daily_doses exceeded\", \"taken earlier than min_hours_between_doses\", \"taken within min_hours_between_doses of a dose of the same medication under another source\""},
     });
     let required: Vec<&String> = props
         .as_object()

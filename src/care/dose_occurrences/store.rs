@@ -295,6 +295,9 @@ pub struct Take {
     pub window_starts_on: Option<String>,
     pub position: Option<i64>,
     pub taken_at: String,
+    pub person_id: i64,
+    /// The medication of its source.
+    pub medication_id: Option<i64>,
 }
 
 /// The sources a projection covers, by kind.
@@ -306,9 +309,12 @@ pub struct SourceIds {
 
 /// The takes of these sources that were taken in `[from, until)` (stored
 /// timestamps compare as text) or are linked to an occurrence whose window
-/// starts in `[first_window, last_window]`. One query for the whole day.
+/// starts in `[first_window, last_window]`, and every other take of these
+/// people in `[from, until)` (doses of the same medicine under other
+/// sources count toward the limits). One query for the whole day.
 pub fn takes(
     conn: &Connection,
+    people: &[i64],
     sources: &SourceIds,
     from: &str,
     until: &str,
@@ -321,21 +327,28 @@ pub fn takes(
     Ok(conn
         .prepare_cached(
             "SELECT t.id, t.portable_id, t.source_type, t.source_id,
-                    t.occurrence_window_starts_on, t.occurrence_position, t.taken_at
+                    t.occurrence_window_starts_on, t.occurrence_position, t.taken_at,
+                    t.person_id, coalesce(s.medication_id, a.medication_id)
              FROM medication_takes t
-             WHERE ((t.source_type = 'schedule'
+             LEFT JOIN schedules s ON t.source_type = 'schedule' AND s.id = t.source_id
+             LEFT JOIN person_medications a
+                    ON t.source_type = 'person_medication' AND a.id = t.source_id
+             WHERE (((t.source_type = 'schedule'
                        AND t.source_id IN (SELECT value FROM json_each(:schedules)))
                  OR (t.source_type = 'person_medication'
                        AND t.source_id IN (SELECT value FROM json_each(:assignments))))
                AND ((t.taken_at >= :from AND t.taken_at < :until)
                  OR (t.occurrence_window_starts_on >= :first_window
-                       AND t.occurrence_window_starts_on <= :last_window))
+                       AND t.occurrence_window_starts_on <= :last_window)))
+                OR (t.person_id IN (SELECT value FROM json_each(:people))
+                    AND t.taken_at >= :from AND t.taken_at < :until)
              ORDER BY t.taken_at, t.id",
         )?
         .query_map(
             named_params! {
                 ":schedules": serde_json::Value::from(sources.schedules.clone()).to_string(),
                 ":assignments": serde_json::Value::from(sources.person_medications.clone()).to_string(),
+                ":people": serde_json::Value::from(people.to_vec()).to_string(),
                 ":from": from,
                 ":until": until,
                 ":first_window": first_window.to_string(),
@@ -350,6 +363,8 @@ pub fn takes(
                     window_starts_on: r.get(4)?,
                     position: r.get(5)?,
                     taken_at: r.get(6)?,
+                    person_id: r.get(7)?,
+                    medication_id: r.get(8)?,
                 })
             },
         )?
