@@ -923,6 +923,12 @@ async fn a_take_of_a_past_dose_follows_the_plan_in_force_for_it_not_a_later_edit
     assert_eq!(supply(&app, &med).await, "60");
 }
 
+/// A take under schedule `source` at `when` (HH:MM, UTC) on 10 January 2025.
+fn given_on_10_january(source: &Ids, when: &str) -> Value {
+    json!({"source_type": "schedule", "source_id": source.id,
+           "taken_at": format!("2025-01-10T{when}:00Z")})
+}
+
 #[tokio::test]
 async fn takes_of_the_same_medicine_under_other_sources_count() {
     let app = TestApp::new().await;
@@ -935,10 +941,7 @@ async fn takes_of_the_same_medicine_under_other_sources_count() {
                "max_daily_doses": 2, "min_hours_between_doses": "4"}),
     )
     .await;
-    let given = |source: &Ids, when: &str| {
-        json!({"source_type": "schedule", "source_id": source.id,
-               "taken_at": format!("2025-01-10T{when}:00Z")})
-    };
+    let given = given_on_10_january;
 
     let r1 = take(&app, &app.owner, given(&routine, "08:00")).await;
     assert_eq!(codes(&r1), Vec::<String>::new());
@@ -1001,10 +1004,7 @@ async fn the_days_list_counts_other_sources_of_the_medicine_as_the_take_does() {
         json!({"schedule_type": "prn", "schedule_config": {}}),
     )
     .await;
-    let given = |source: &Ids, when: &str| {
-        json!({"source_type": "schedule", "source_id": source.id,
-               "taken_at": format!("2025-01-10T{when}:00Z")})
-    };
+    let given = given_on_10_january;
     take(&app, &app.owner, given(&routine, "08:00"))
         .await
         .assert_status(201);

@@ -4,7 +4,7 @@
 use pillbox::auth::Role;
 use serde_json::{Value, json};
 
-use crate::support::TestApp;
+use crate::support::{TestApp, TestResponse};
 
 fn grant(membership_id: i64, person_id: i64, relationship: &str, expires_at: Value) -> Value {
     json!({"person_access_grant": {
@@ -75,14 +75,7 @@ async fn an_expired_grant_does_not_block_a_new_one() {
         .await
         .assert_status(200);
     // Only the new grant is live; a live one still blocks a third.
-    let list = app
-        .get(
-            &app.hh(&format!(
-                "/admin/person_access_grants?membership_id={member_id}"
-            )),
-            &app.owner,
-        )
-        .await;
+    let list = grants_of(&app, member_id).await;
     assert_eq!(list.body["meta"]["total_count"], 1);
     assert_eq!(list.data()[0]["id"], again.id());
     app.post(
@@ -191,14 +184,7 @@ async fn linking_a_person_gives_self_access_and_unlinking_takes_it() {
     app.get(&app.hh(&format!("/people/{pat}")), &member)
         .await
         .assert_status(200);
-    let grants = app
-        .get(
-            &app.hh(&format!(
-                "/admin/person_access_grants?membership_id={member_id}"
-            )),
-            &app.owner,
-        )
-        .await;
+    let grants = grants_of(&app, member_id).await;
     assert_eq!(grants.body["meta"]["total_count"], 1);
     assert_eq!(grants.data()[0]["relationship_type"], "self");
     assert_eq!(grants.data()[0]["access_level"], "manage");
@@ -216,14 +202,7 @@ async fn linking_a_person_gives_self_access_and_unlinking_takes_it() {
     app.get(&app.hh(&format!("/people/{pat}")), &member)
         .await
         .assert_error(404, "not_found");
-    let grants = app
-        .get(
-            &app.hh(&format!(
-                "/admin/person_access_grants?membership_id={member_id}"
-            )),
-            &app.owner,
-        )
-        .await;
+    let grants = grants_of(&app, member_id).await;
     assert_eq!(grants.body["meta"]["total_count"], 0);
 }
 
@@ -540,4 +519,15 @@ async fn upgrade_repairs_self_grants_of_linked_members() {
         [(owner_person, "manage".to_string(), "self".to_string())]
     );
     assert_ne!(owner_person, other_person);
+}
+
+/// The owner's list of the live grants `member_id` holds.
+async fn grants_of(app: &TestApp, member_id: i64) -> TestResponse {
+    app.get(
+        &app.hh(&format!(
+            "/admin/person_access_grants?membership_id={member_id}"
+        )),
+        &app.owner,
+    )
+    .await
 }
