@@ -141,7 +141,7 @@ pub fn routes(api: Api) -> Api {
         Op::get("/capabilities", "getCapabilities", "Capabilities")
             .summary("What this server supports")
             .public()
-            .ok("CapabilitiesResponse"),
+            .ok_named("CapabilitiesResponse"),
         get(show),
     )
 }

@@ -1,5 +1,6 @@
 //! Accounts: an email and an argon2id password hash.
 
+use crate::db::WriteTx;
 use rusqlite::{Connection, OptionalExtension, params};
 
 use crate::error::{ApiError, Result};
@@ -14,7 +15,7 @@ pub fn find_by_email(conn: &Connection, email: &str) -> Result<Option<i64>> {
 
 /// Creates an account; an email already in use is a conflict.
 pub fn create(
-    conn: &Connection,
+    conn: &WriteTx,
     email: &str,
     password_hash: &str,
     display_name: Option<&str>,
@@ -74,7 +75,7 @@ pub fn prefs(conn: &Connection, account_id: i64) -> Result<AccountPrefs> {
 }
 
 /// Saves the preferences and their new `updated_at`.
-pub fn update_prefs(conn: &Connection, prefs: &AccountPrefs) -> Result<()> {
+pub fn update_prefs(conn: &WriteTx, prefs: &AccountPrefs) -> Result<()> {
     let shortcuts = serde_json::to_string(&prefs.mobile_shortcuts).map_err(ApiError::internal)?;
     conn.prepare_cached(
         "UPDATE accounts SET time_zone = ?2, gravatar_enabled = ?3, mobile_shortcuts = ?4,

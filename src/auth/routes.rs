@@ -34,7 +34,7 @@ pub fn routes(api: Api) -> Api {
             Op::get("/auth/households", "listHouseholds", "Households")
                 .summary("Households the credential is currently authorised for")
                 .paginated()
-                .ok("HouseholdSummaryCollection"),
+                .ok_named("HouseholdSummaryCollection"),
             get(list),
         )
 }

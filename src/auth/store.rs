@@ -1,5 +1,6 @@
 //! SQL for credentials and access checks.
 
+use crate::db::WriteTx;
 use rusqlite::{Connection, OptionalExtension, params};
 
 use super::model::HouseholdSummary;
@@ -56,7 +57,7 @@ pub fn authenticate(conn: &Connection, presented: &str) -> Result<Authenticated>
     })
 }
 
-pub fn touch_app_token(conn: &Connection, id: i64, now: &str) -> Result<()> {
+pub fn touch_app_token(conn: &WriteTx, id: i64, now: &str) -> Result<()> {
     conn.execute(
         "UPDATE app_tokens SET last_used_at = ?2 WHERE id = ?1",
         params![id, now],

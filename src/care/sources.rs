@@ -4,6 +4,7 @@
 //! pause and resume, the list filter and the paged list query. Each kind
 //! keeps its own attributes and rules (`apply`, create, replace).
 
+use crate::db::WriteTx;
 use std::collections::HashMap;
 
 use rusqlite::{Connection, Row, named_params};
@@ -43,8 +44,8 @@ pub trait SourceRow: Sized + Planned {
 
     /// The live (not retired) row `id` of the household.
     fn find(conn: &Connection, household_id: i64, id: &ResourceId) -> Result<Option<Self>>;
-    fn update(conn: &Connection, row: &Self) -> Result<()>;
-    fn retire(conn: &Connection, id: i64, now: &str) -> Result<()>;
+    fn update(conn: &WriteTx, row: &Self) -> Result<()>;
+    fn retire(conn: &WriteTx, id: i64, now: &str) -> Result<()>;
 }
 
 /// Implements `SourceRow` for a row with `id`, `portable_id`, `person_id`,
@@ -80,14 +81,10 @@ macro_rules! source_row {
             ) -> $crate::error::Result<Option<Self>> {
                 store::find(conn, household_id, id)
             }
-            fn update(conn: &rusqlite::Connection, row: &Self) -> $crate::error::Result<()> {
+            fn update(conn: &$crate::db::WriteTx, row: &Self) -> $crate::error::Result<()> {
                 store::update(conn, row)
             }
-            fn retire(
-                conn: &rusqlite::Connection,
-                id: i64,
-                now: &str,
-            ) -> $crate::error::Result<()> {
+            fn retire(conn: &$crate::db::WriteTx, id: i64, now: &str) -> $crate::error::Result<()> {
                 store::retire(conn, id, now)
             }
         }
@@ -208,12 +205,7 @@ pub fn get<R: SourceRow>(conn: &Connection, actor: &Actor, id: &ResourceId) -> R
 }
 
 /// Appends the source's change-feed entry.
-pub fn record<R: SourceRow>(
-    conn: &Connection,
-    actor: &Actor,
-    row: &R,
-    action: Action,
-) -> Result<()> {
+pub fn record<R: SourceRow>(conn: &WriteTx, actor: &Actor, row: &R, action: Action) -> Result<()> {
     change_feed::append(
         conn,
         Change {
@@ -242,7 +234,7 @@ pub fn find_for_change<R: SourceRow>(
 
 /// Writes a changed source as a new version. A change of its plan is kept
 /// in the plan history, effective now, so doses before it stay as they were.
-pub fn save<R: SourceRow>(conn: &Connection, actor: &Actor, mut row: R) -> Result<Sourced<R>> {
+pub fn save<R: SourceRow>(conn: &WriteTx, actor: &Actor, mut row: R) -> Result<Sourced<R>> {
     let now = crate::time::now();
     let before = R::find(conn, actor.household_id, &ResourceId::Numeric(row.id()))?
         .ok_or_else(|| ApiError::not_found(R::NOUN))?;
@@ -257,7 +249,7 @@ pub fn save<R: SourceRow>(conn: &Connection, actor: &Actor, mut row: R) -> Resul
 /// source leaves every list and read, and the change feed records the
 /// retirement (an update) and a deletion marker.
 pub fn delete<R: SourceRow>(
-    conn: &Connection,
+    conn: &WriteTx,
     actor: &Actor,
     id: &ResourceId,
     if_match: &IfMatch,
@@ -273,7 +265,7 @@ pub fn delete<R: SourceRow>(
 /// `pause_period_open` when one is open). Needs manage access; a retired
 /// source is not found. If-Match, when sent, must be current.
 pub fn pause<R: SourceRow>(
-    conn: &Connection,
+    conn: &WriteTx,
     actor: &Actor,
     id: &ResourceId,
     if_match: &IfMatch,
@@ -286,7 +278,7 @@ pub fn pause<R: SourceRow>(
 /// The deprecated resume: closes the source's open pause period through
 /// the pause-period rule (409 when none is open).
 pub fn resume<R: SourceRow>(
-    conn: &Connection,
+    conn: &WriteTx,
     actor: &Actor,
     id: &ResourceId,
     if_match: &IfMatch,

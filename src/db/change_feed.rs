@@ -1,7 +1,8 @@
 //! The change feed is appended in the same transaction as the write it
 //! describes, so a rolled-back write leaves no entry.
 
-use rusqlite::{Connection, params};
+use super::WriteTx;
+use rusqlite::params;
 
 use crate::error::Result;
 
@@ -33,7 +34,7 @@ pub struct Change<'a> {
     pub person_id: Option<i64>,
 }
 
-pub fn append(conn: &Connection, change: Change<'_>) -> Result<()> {
+pub fn append(conn: &WriteTx, change: Change<'_>) -> Result<()> {
     conn.prepare_cached(
         "INSERT INTO change_feed
            (household_id, record_type, record_id, record_portable_id, action, person_id, occurred_at)

@@ -23,6 +23,8 @@
 
 use axum::http::StatusCode;
 use rusqlite::{Connection, OptionalExtension, params};
+
+use super::WriteTx;
 use serde::Serialize;
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
@@ -155,7 +157,7 @@ fn cutoff() -> String {
 /// otherwise `write` runs (its rule checks authority) and its response is
 /// saved with the key.
 pub fn run<A, W>(
-    conn: &Connection,
+    conn: &WriteTx,
     actor: &impl KeyOwner,
     replay: &Replay,
     recheck: A,
@@ -163,7 +165,7 @@ pub fn run<A, W>(
 ) -> Result<SavedResponse>
 where
     A: FnOnce(&Connection, &SavedResponse) -> Result<()>,
-    W: FnOnce(&Connection) -> Result<SavedResponse>,
+    W: FnOnce(&WriteTx) -> Result<SavedResponse>,
 {
     let Some(key) = replay.key.as_deref() else {
         return write(conn);
@@ -196,7 +198,7 @@ where
 }
 
 /// Deletes up to [`PURGE_BATCH`] rows older than the window.
-fn purge_expired(conn: &Connection, cutoff: &str) -> Result<()> {
+fn purge_expired(conn: &WriteTx, cutoff: &str) -> Result<()> {
     conn.prepare_cached(
         "DELETE FROM idempotency_keys WHERE id IN (
              SELECT id FROM idempotency_keys WHERE created_at <= ?1 ORDER BY created_at LIMIT ?2)",
@@ -238,7 +240,7 @@ fn find(
 }
 
 fn insert(
-    conn: &Connection,
+    conn: &WriteTx,
     household_id: i64,
     credential: &str,
     key: &str,

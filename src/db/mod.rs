@@ -3,11 +3,14 @@
 
 pub mod change_feed;
 pub mod check;
+mod columns;
 pub mod idempotency;
 pub mod instance;
 mod migrate;
 pub mod page;
 mod writer;
+
+pub use writer::WriteTx;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -171,7 +174,7 @@ impl Db {
     pub async fn write<T, F>(&self, f: F) -> Result<T>
     where
         T: Send + 'static,
-        F: FnOnce(&Connection) -> Result<T> + Send + 'static,
+        F: FnOnce(&WriteTx) -> Result<T> + Send + 'static,
     {
         self.inner.writer.submit(f).await
     }

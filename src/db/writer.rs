@@ -4,6 +4,7 @@
 //! pays for a single fsync. A job's result is sent only after the commit is
 //! durable.
 
+use std::ops::Deref;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::thread::JoinHandle;
 
@@ -16,10 +17,26 @@ use crate::error::{ApiError, Result};
 const MAX_GROUP: usize = 128;
 const QUEUE_DEPTH: usize = 1024;
 
+/// The connection inside the writer's transaction. Only the writer makes
+/// one, so a rule that takes `&WriteTx` cannot be handed a pooled read
+/// connection: that would not compile. Reads take `&Connection`, which a
+/// `&WriteTx` also gives.
+pub struct WriteTx<'c> {
+    conn: &'c Connection,
+}
+
+impl Deref for WriteTx<'_> {
+    type Target = Connection;
+
+    fn deref(&self) -> &Connection {
+        self.conn
+    }
+}
+
 /// Called once the group's commit has finished: `Ok` when durable.
 type Completion = Box<dyn FnOnce(Result<()>) + Send>;
 /// Runs inside its savepoint; says whether it succeeded and how to answer.
-type Job = Box<dyn FnOnce(&Connection) -> (bool, Completion) + Send>;
+type Job = Box<dyn FnOnce(&WriteTx) -> (bool, Completion) + Send>;
 
 enum Message {
     Job(Job),
@@ -47,7 +64,7 @@ impl Writer {
     pub async fn submit<T, F>(&self, f: F) -> Result<T>
     where
         T: Send + 'static,
-        F: FnOnce(&Connection) -> Result<T> + Send + 'static,
+        F: FnOnce(&WriteTx) -> Result<T> + Send + 'static,
     {
         let (reply, answer) = oneshot::channel::<Result<T>>();
         let job: Job = Box::new(move |conn| {
@@ -122,7 +139,7 @@ fn run_group(conn: &mut Connection, jobs: impl Iterator<Item = Job>) {
     for job in jobs {
         let completion = match tx.execute_batch("SAVEPOINT job") {
             Ok(()) => {
-                let (ok, completion) = job(&tx);
+                let (ok, completion) = job(&WriteTx { conn: &tx });
                 let end = if ok {
                     tx.execute_batch("RELEASE job")
                 } else {

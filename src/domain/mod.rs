@@ -7,10 +7,12 @@ pub mod id;
 pub mod page;
 pub mod record_type;
 pub mod text;
+pub mod timestamp;
 pub mod version;
 
 pub use bounded::{Name, Text};
 pub use id::{ResourceId, numeric_id, resource_ref_schema};
 pub use page::{Page, PageMeta};
 pub use text::{bounded_text, present, trimmed};
+pub use timestamp::Timestamp;
 pub use version::{IfMatch, Versioned, etag};

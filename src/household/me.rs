@@ -125,7 +125,7 @@ pub fn routes(api: Api) -> Api {
                 "Profile",
             )
             .summary("The signed-in account, its membership and linked person in this household")
-            .ok("CurrentProfileResponse"),
+            .ok_named("CurrentProfileResponse"),
             get(show),
         )
 }

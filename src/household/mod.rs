@@ -11,7 +11,7 @@ pub mod profile;
 pub mod settings;
 pub mod store;
 
-use rusqlite::Connection;
+use crate::db::WriteTx;
 
 use crate::auth::{Role, accounts};
 use crate::error::{ApiError, Result};
@@ -65,12 +65,7 @@ pub fn canonical_time_zone(name: &str) -> Result<String> {
 }
 
 /// Creates a household with its owner, in one transaction.
-pub fn set_up(
-    conn: &Connection,
-    name: &str,
-    time_zone: &str,
-    owner: &NewMember<'_>,
-) -> Result<SetUp> {
+pub fn set_up(conn: &WriteTx, name: &str, time_zone: &str, owner: &NewMember<'_>) -> Result<SetUp> {
     if name.trim().is_empty() {
         return Err(ApiError::invalid("household", "name must not be blank"));
     }
@@ -86,7 +81,7 @@ pub fn set_up(
 /// Creates an account, its membership and the member's own person (linked,
 /// with a `self` manage grant); the membership is audited with no acting
 /// membership, since the command line acts as the server's administrator.
-pub fn add_member(conn: &Connection, household_id: i64, member: &NewMember<'_>) -> Result<i64> {
+pub fn add_member(conn: &WriteTx, household_id: i64, member: &NewMember<'_>) -> Result<i64> {
     if !store::exists(conn, household_id)? {
         return Err(ApiError::not_found("household"));
     }

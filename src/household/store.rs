@@ -1,12 +1,13 @@
 //! SQL for households themselves.
 
+use crate::db::WriteTx;
 use jiff::civil::Date;
 use jiff::tz::TimeZone;
 use rusqlite::{Connection, OptionalExtension, params};
 
 use crate::error::{ApiError, Result};
 
-pub fn insert(conn: &Connection, name: &str, time_zone: &str, now: &str) -> Result<i64> {
+pub fn insert(conn: &WriteTx, name: &str, time_zone: &str, now: &str) -> Result<i64> {
     conn.execute(
         "INSERT INTO households (portable_id, name, time_zone, created_at, updated_at)
          VALUES (?1, ?2, ?3, ?4, ?4)",

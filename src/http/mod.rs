@@ -47,7 +47,7 @@ fn openapi_route(api: Api) -> Api {
         Op::get("/openapi.json", "getOpenApiDocument", "Contract")
             .summary("This OpenAPI 3.1 document")
             .public()
-            .ok("OpenApiDocument"),
+            .ok_named("OpenApiDocument"),
         get(|State(state): State<AppState>| async move {
             (
                 [(header::CONTENT_TYPE, "application/json")],

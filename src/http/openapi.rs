@@ -216,8 +216,6 @@ wire_form! {
     NumericId => {"type": "integer", "minimum": 1, "maximum": i64::MAX},
     /// A record's portable id (a UUID).
     PortableId => {"type": "string", "format": "uuid"},
-    /// An RFC 3339 instant, as `crate::time` writes it.
-    Timestamp => {"type": "string", "format": "date-time"},
     /// A calendar date, YYYY-MM-DD.
     Date => {"type": "string", "format": "date"},
 }
@@ -282,14 +280,14 @@ impl Op {
     }
 
     /// A JSON request body of the named component schema.
-    pub fn body(mut self, schema: &str) -> Op {
+    pub fn body_named(mut self, schema: &str) -> Op {
         self.body = Some((schema_ref(schema), "application/json", true));
         self.errors.extend([413, 415]);
         self
     }
 
     /// A JSON request body of type `T`, its schema generated from the type.
-    pub fn body_of<T: JsonSchema>(mut self) -> Op {
+    pub fn body<T: JsonSchema>(mut self) -> Op {
         let schema = self.generated::<T>(Contract::Deserialize);
         self.body = Some((schema, "application/json", true));
         self.errors.extend([413, 415]);
@@ -299,7 +297,7 @@ impl Op {
     /// A JSON create body of type `T` (`{<key>: <attributes>}`, the same
     /// type an update takes), documented as the component `name` whose
     /// attributes must include `required`.
-    pub fn create_body_of<T: JsonSchema>(mut self, name: &str, required: &[&str]) -> Op {
+    pub fn create_body<T: JsonSchema>(mut self, name: &str, required: &[&str]) -> Op {
         let schema = self.generated::<T>(Contract::Deserialize);
         let mut create = self.components[ref_name(&schema)].clone();
         let properties = create["properties"]
@@ -316,14 +314,14 @@ impl Op {
     }
 
     /// 200 with `{"data": <T>}` (the component `<T>Response`).
-    pub fn ok_of<T: JsonSchema>(mut self) -> Op {
+    pub fn ok<T: JsonSchema>(mut self) -> Op {
         let schema = self.single::<T>();
         self.success = (200, Some(schema), false);
         self
     }
 
     /// 201 with `{"data": <T>}` (the component `<T>Response`).
-    pub fn created_of<T: JsonSchema>(mut self) -> Op {
+    pub fn created<T: JsonSchema>(mut self) -> Op {
         let schema = self.single::<T>();
         self.success = (201, Some(schema), false);
         self
@@ -331,14 +329,14 @@ impl Op {
 
     /// Beside a 201 success, a 200 with `{"data": <T>}` when the record
     /// already existed and nothing changed.
-    pub fn also_ok_of<T: JsonSchema>(mut self) -> Op {
+    pub fn also_ok<T: JsonSchema>(mut self) -> Op {
         self.also_ok = Some(self.single::<T>());
         self
     }
 
     /// 200 with a page of `T`, `{"data": [...], "meta"}` (the component
     /// `<T>Collection`).
-    pub fn page_of<T: JsonSchema>(mut self) -> Op {
+    pub fn page<T: JsonSchema>(mut self) -> Op {
         let schema = self.generated::<T>(Contract::Serialize);
         let name = format!("{}Collection", ref_name(&schema));
         self.components
@@ -384,19 +382,19 @@ impl Op {
     }
 
     /// 200 with `{"data": <schema>}` documented as the named component.
-    pub fn ok(mut self, schema: &str) -> Op {
+    pub fn ok_named(mut self, schema: &str) -> Op {
         self.success = (200, Some(schema_ref(schema)), false);
         self
     }
 
-    pub fn created(mut self, schema: &str) -> Op {
+    pub fn created_named(mut self, schema: &str) -> Op {
         self.success = (201, Some(schema_ref(schema)), false);
         self
     }
 
     /// Beside a 201 success, a 200 with the same kind of body (the named
     /// component) when the record already existed and nothing changed.
-    pub fn also_ok(mut self, schema: &str) -> Op {
+    pub fn also_ok_named(mut self, schema: &str) -> Op {
         self.also_ok = Some(schema_ref(schema));
         self
     }
@@ -819,7 +817,7 @@ fn common_schemas(api: &mut Api) {
     for components in [
         generate::<NumericId>(Contract::Serialize).1,
         generate::<PortableId>(Contract::Serialize).1,
-        generate::<Timestamp>(Contract::Serialize).1,
+        generate::<crate::domain::Timestamp>(Contract::Serialize).1,
         generate::<Date>(Contract::Serialize).1,
         generate::<TimeZone>(Contract::Serialize).1,
     ] {

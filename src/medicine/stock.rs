@@ -2,6 +2,7 @@
 //! the one write that changes a held stock, and the deduction of a dose
 //! given (the take rule in `care::medication_takes` calls it).
 
+use crate::db::WriteTx;
 use rusqlite::Connection;
 
 use crate::db::change_feed::{self, Action, Change};
@@ -42,7 +43,7 @@ impl<'a> Holder<'a> {
 /// version on with a change-feed entry, so every client learns the new
 /// count whoever changed it.
 pub fn set_supply(
-    conn: &Connection,
+    conn: &WriteTx,
     household_id: i64,
     holder: Holder<'_>,
     supply: Dec,
@@ -98,7 +99,7 @@ fn own_stock_option(
 /// nothing; a dose larger than the stock empties it. Both are reported as
 /// warnings, since a dose already given is never refused.
 pub fn deduct_take(
-    conn: &Connection,
+    conn: &WriteTx,
     household_id: i64,
     medication: &MedicationRow,
     built_from: Option<i64>,

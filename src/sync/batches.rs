@@ -18,6 +18,7 @@
 //!   `authorize`, the permission check its rule made (as REST replays call
 //!   their rule's authorize function): 404 out of scope, 403 too little.
 
+use crate::db::WriteTx;
 use axum::Json;
 use axum::extract::State;
 use axum::http::{StatusCode, Uri};
@@ -53,9 +54,9 @@ pub fn routes(api: Api) -> Api {
             Op::post(PATH, "createSyncBatch", TAG)
                 .summary("Apply a batch of queued offline writes in one transaction")
                 .description("Applies batch.operations (1 to 200) in submitted order inside one transaction, each through the same rule as its REST endpoint (same permissions, validation, audit and change-feed entries). Supported pairs are listed in the capability document's sync.operations. Behavioural rules that take precedence over the formal schema: create operations carry no id and no if_match; update, delete, adjust_inventory, mark_as_ordered, mark_as_received, pause, resume and close need id and the record's latest ETag in if_match (missing: 428 precondition_required; stale: 409 sync_conflict); close, pause, resume and delete carry empty (or no) attributes; remove_stock carries the medication's id, attributes quantity (decimal string), reason, submission_id and optional note and dosage_id (the dosage option's portable or numeric id), and no if_match, and its result (record_type StockRemoval, naming the removal) carries the medication's new ETag as etag; medication_pause_period close takes the period's portable id. attributes are the resource's fields as in its REST request body, without the wrapping key; decimals are strings and references are portable ids or string database ids. References to results of earlier operations of the same batch are not supported. An unsupported pair is refused with 422 sync_operation_unsupported before anything is written. Any failing operation rolls back the whole batch; the error message names the failing operation's index and never repeats submitted values. Results hold index, action, record_type, record_id (string), record_portable_id and, except for deletes, the record's new etag; pause-period results also hold replayed. medication_dose_occurrence create records outcome not_taken for an expected dose of a routine schedule or assignment (attributes source_type, source_id, occurrence_key from listDoseOccurrences, outcome not_taken, optional reason and note; never changes stock; the same decision again returns the saved outcome; a dose already taken or otherwise resolved is a 409 dose_outcome_conflict); its update takes the outcome's portable id, if_match and attributes {outcome: open} only, and needs manage access.")
-                .body("SyncBatchRequest")
+                .body_named("SyncBatchRequest")
                 .idempotency_key()
-                .created("SyncBatchResultResponse")
+                .created_named("SyncBatchResultResponse")
                 .errors(&[403, 404, 409, 422, 428]),
             post(create),
         )
@@ -115,7 +116,7 @@ type Queued = (&'static OperationKind, Operation);
 
 /// Applies every operation in order through its rule; the first failure is
 /// the batch's error.
-fn apply_all(conn: &Connection, actor: &Actor, queued: &[Queued]) -> Result<SavedResponse> {
+fn apply_all(conn: &WriteTx, actor: &Actor, queued: &[Queued]) -> Result<SavedResponse> {
     let mut results: Vec<OperationResult> = Vec::with_capacity(queued.len());
     for (index, (kind, op)) in queued.iter().enumerate() {
         let step = Step {

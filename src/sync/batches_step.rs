@@ -3,7 +3,7 @@
 //! if_match; a change needs both; pause, resume, close and delete carry no
 //! attributes) and the rule's record turned into the batch result.
 
-use rusqlite::Connection;
+use crate::db::WriteTx;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
@@ -17,7 +17,7 @@ use crate::http::extract::typed;
 
 /// An operation of the batch, with what its rule needs.
 pub struct Step<'a> {
-    pub conn: &'a Connection,
+    pub conn: &'a WriteTx<'a>,
     pub actor: &'a Actor,
     pub index: usize,
     pub op: &'a Operation,

@@ -180,7 +180,7 @@ pub fn routes(api: Api) -> Api {
                            "default": DEFAULT_LIMIT}),
                     "Most entries (changes and tombstones together) in one page, 1 to 1000",
                 )
-                .ok("SyncChangesResponse"),
+                .ok_named("SyncChangesResponse"),
             get(handler),
         )
 }

@@ -126,7 +126,7 @@ pub fn routes(api: Api) -> Api {
                      snapshot: read getSyncChanges from it. Refresh the snapshot after access \
                      changes. Plaintext: sent with Cache-Control no-store and never logged.",
                 )
-                .ok("SyncSnapshotResponse"),
+                .ok_named("SyncSnapshotResponse"),
             get(sync_snapshot),
         )
         .route(
@@ -139,7 +139,7 @@ pub fn routes(api: Api) -> Api {
                      records are included. Plaintext: sent with Cache-Control no-store and \
                      never logged.",
                 )
-                .ok("MobileSnapshotResponse"),
+                .ok_named("MobileSnapshotResponse"),
             get(mobile_snapshot),
         )
 }

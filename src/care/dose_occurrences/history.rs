@@ -15,6 +15,7 @@
 //! The projection reads these as [`Timeline`]s and splits time where any
 //! of a source's inputs changes (see `super::list`).
 
+use crate::db::WriteTx;
 use std::collections::HashMap;
 
 use jiff::Timestamp;
@@ -146,7 +147,7 @@ pub fn time_zone_state(name: &str) -> Value {
 /// when the projection-relevant state did not change; otherwise the state
 /// before (when the subject has no history yet, with no start) and after.
 pub fn record(
-    conn: &Connection,
+    conn: &WriteTx,
     household_id: i64,
     subject: &str,
     subject_id: i64,
@@ -187,7 +188,7 @@ pub fn record(
 
 /// A source row's change (sources::save): its plan before and after.
 pub fn record_source<R: Planned>(
-    conn: &Connection,
+    conn: &WriteTx,
     household_id: i64,
     subject_id: i64,
     before: &R,

@@ -23,6 +23,7 @@
 //! Deletes and direct updates to `taken` are not supported: a medication
 //! take records an actual dose.
 
+use crate::db::WriteTx;
 use rusqlite::Connection;
 use serde::Deserialize;
 
@@ -108,7 +109,7 @@ pub fn authorize_reopen(conn: &Connection, actor: &Actor, person_id: i64) -> Res
 
 /// Batch create of a `not_taken` outcome.
 pub fn record_not_taken(
-    conn: &Connection,
+    conn: &WriteTx,
     actor: &Actor,
     attrs: NotTakenAttrs,
 ) -> Result<DoseOutcome> {
@@ -233,7 +234,7 @@ fn occurrence_source(
 
 /// A reopened dose decided `not_taken` again.
 fn decide_again(
-    conn: &Connection,
+    conn: &WriteTx,
     actor: &Actor,
     saved: &DoseOutcome,
     attrs: &NotTakenAttrs,
@@ -265,7 +266,7 @@ fn decide_again(
 /// the take itself). The caller has already refused a dose linked to
 /// another take.
 pub fn link_take(
-    conn: &Connection,
+    conn: &WriteTx,
     actor: &Actor,
     source_type: SourceType,
     source_id: i64,
@@ -305,7 +306,7 @@ pub fn link_take(
 
 /// Batch update reopening a saved outcome (`{outcome: "open"}`).
 pub fn reopen(
-    conn: &Connection,
+    conn: &WriteTx,
     actor: &Actor,
     id: &ResourceId,
     if_match: &IfMatch,

@@ -33,7 +33,7 @@ pub fn routes(api: Api) -> Api {
                     json!({"$ref": "#/components/schemas/ResourceIdentifier"}),
                     "Only this person (numeric or portable id); 404 outside the caller's scope",
                 )
-                .ok("DoseOccurrenceCollection"),
+                .ok_named("DoseOccurrenceCollection"),
             get(list),
         )
 }

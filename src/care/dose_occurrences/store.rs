@@ -3,6 +3,7 @@
 //! per person, source or dose): people are passed as a JSON array bound once
 //! and unpacked with `json_each`.
 
+use crate::db::WriteTx;
 use std::collections::HashMap;
 
 use jiff::Timestamp;
@@ -512,7 +513,7 @@ pub struct NewNotTaken<'a> {
     pub membership_id: i64,
 }
 
-pub fn insert_not_taken(conn: &Connection, new: &NewNotTaken<'_>) -> Result<i64> {
+pub fn insert_not_taken(conn: &WriteTx, new: &NewNotTaken<'_>) -> Result<i64> {
     conn.prepare_cached(
         "INSERT INTO dose_occurrences
            (portable_id, household_id, person_id, source_type, source_id, window_starts_on,
@@ -540,7 +541,7 @@ pub fn insert_not_taken(conn: &Connection, new: &NewNotTaken<'_>) -> Result<i64>
 
 /// Decides a reopened row `not_taken` again (a new version).
 pub fn decide_not_taken(
-    conn: &Connection,
+    conn: &WriteTx,
     id: i64,
     reason: Option<&str>,
     note: Option<&str>,
@@ -557,7 +558,7 @@ pub fn decide_not_taken(
 }
 
 /// Reopens a decided row: no resolution, reason or note (a new version).
-pub fn reopen(conn: &Connection, id: i64, membership_id: i64) -> Result<()> {
+pub fn reopen(conn: &WriteTx, id: i64, membership_id: i64) -> Result<()> {
     conn.prepare_cached(
         "UPDATE dose_occurrences
          SET outcome = 'open', resolved_at = NULL, reason = NULL, note = NULL,
@@ -570,7 +571,7 @@ pub fn reopen(conn: &Connection, id: i64, membership_id: i64) -> Result<()> {
 
 /// Resolves a row `taken` by take `take_id` (a new version): a not_taken
 /// decision's reason and note no longer describe the dose.
-pub fn mark_taken(conn: &Connection, id: i64, take_id: i64, membership_id: i64) -> Result<()> {
+pub fn mark_taken(conn: &WriteTx, id: i64, take_id: i64, membership_id: i64) -> Result<()> {
     conn.prepare_cached(
         "UPDATE dose_occurrences
          SET outcome = 'taken', medication_take_id = ?2, reason = NULL, note = NULL,

@@ -16,6 +16,7 @@ pub mod model;
 pub mod routes;
 pub mod store;
 
+use crate::db::WriteTx;
 use std::collections::HashSet;
 
 use jiff::civil::Date;
@@ -288,7 +289,7 @@ fn apply(
     Ok(links)
 }
 
-fn record(conn: &Connection, actor: &Actor, row: &HealthEventRow, action: Action) -> Result<()> {
+fn record(conn: &WriteTx, actor: &Actor, row: &HealthEventRow, action: Action) -> Result<()> {
     change_feed::append(
         conn,
         Change {
@@ -304,11 +305,7 @@ fn record(conn: &Connection, actor: &Actor, row: &HealthEventRow, action: Action
 
 /// `createHealthEvent`: person_id, event_kind, title and started_on are
 /// required; needs record access to the person (404 outside scope, 403 below).
-pub fn create(
-    conn: &Connection,
-    actor: &Actor,
-    attrs: HealthEventAttributes,
-) -> Result<HealthEvent> {
+pub fn create(conn: &WriteTx, actor: &Actor, attrs: HealthEventAttributes) -> Result<HealthEvent> {
     let person = match &attrs.person_id {
         Some(Some(id)) => {
             let person = people::store::find(conn, actor.household_id, id)?
@@ -358,7 +355,7 @@ fn find_for_change(
 }
 
 fn save(
-    conn: &Connection,
+    conn: &WriteTx,
     actor: &Actor,
     mut row: HealthEventRow,
     links: Vec<Link>,
@@ -378,7 +375,7 @@ fn save(
 /// `updateHealthEvent` (PATCH): any subset of the attributes; person_id,
 /// when sent, must name the event's person.
 pub fn update(
-    conn: &Connection,
+    conn: &WriteTx,
     actor: &Actor,
     id: &ResourceId,
     if_match: &IfMatch,
@@ -397,7 +394,7 @@ pub fn update(
 /// create; absent severity, notes and ended_on become null and absent
 /// medication_ids links none. person_id must name the event's person.
 pub fn replace(
-    conn: &Connection,
+    conn: &WriteTx,
     actor: &Actor,
     id: &ResourceId,
     if_match: &IfMatch,
@@ -417,7 +414,7 @@ pub fn replace(
 
 /// `deleteHealthEvent`: soft delete; later reads answer 404 and the
 /// change-feed tombstone carries the person.
-pub fn delete(conn: &Connection, actor: &Actor, id: &ResourceId, if_match: &IfMatch) -> Result<()> {
+pub fn delete(conn: &WriteTx, actor: &Actor, id: &ResourceId, if_match: &IfMatch) -> Result<()> {
     let mut row = find_for_change(conn, actor, id, if_match)?;
     row.lock_version += 1;
     row.updated_at = crate::time::now();

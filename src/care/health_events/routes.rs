@@ -50,15 +50,15 @@ pub fn routes(api: Api) -> Api {
                     json!({"$ref": "#/components/schemas/ResourceIdentifier"}),
                     "Only events of this person (numeric or portable id)",
                 )
-                .ok("HealthEventCollection"),
+                .ok_named("HealthEventCollection"),
             get(list),
         )
         .route(
             Op::post(COLLECTION, "createHealthEvent", TAG)
                 .summary("Record a health event")
                 .description("Records an illness or a suspected side effect of a person. Needs record or manage access to the person (a carer who gives medicines may log an illness); a view-only grant gets 403, a person outside the caller's scope 404. medication_ids must name medications of this household; duplicates are ignored.")
-                .body("HealthEventCreateRequest")
-                .created("HealthEventResponse")
+                .body_named("HealthEventCreateRequest")
+                .created_named("HealthEventResponse")
                 .etag(),
             post(create),
         )
@@ -66,7 +66,7 @@ pub fn routes(api: Api) -> Api {
             Op::get(MEMBER, "getHealthEvent", TAG)
                 .summary("Get a health event")
                 .description("Needs view access to the event's person (404 otherwise). `{id}` is its numeric or portable id.")
-                .ok("HealthEventResponse")
+                .ok_named("HealthEventResponse")
                 .etag(),
             get(show),
         )
@@ -74,9 +74,9 @@ pub fn routes(api: Api) -> Api {
             Op::patch(MEMBER, "updateHealthEvent", TAG)
                 .summary("Update a health event")
                 .description("Changes any subset of the attributes; person_id, when sent, must name the event's person (an event cannot move to another person). Needs record or manage access to the person. If-Match is optional; a stale one returns 409.")
-                .body("HealthEventUpdateRequest")
+                .body_named("HealthEventUpdateRequest")
                 .if_match()
-                .ok("HealthEventResponse")
+                .ok_named("HealthEventResponse")
                 .etag(),
             patch(update),
         )
@@ -84,9 +84,9 @@ pub fn routes(api: Api) -> Api {
             Op::put(MEMBER, "replaceHealthEvent", TAG)
                 .summary("Replace a health event")
                 .description("Replaces the attributes: every attribute is required (person_id unchanged; severity, notes and ended_on may be null; an empty medication_ids links none); a missing one is a 422 naming it. Needs record or manage access to the person. If-Match is optional; a stale one returns 409.")
-                .body("HealthEventReplaceRequest")
+                .body_named("HealthEventReplaceRequest")
                 .if_match()
-                .ok("HealthEventResponse")
+                .ok_named("HealthEventResponse")
                 .etag(),
             put(replace),
         )

@@ -1,6 +1,7 @@
 //! SQL for health events. A deleted event keeps its row (the change feed's
 //! tombstone points at it) and is invisible to every read here.
 
+use crate::db::WriteTx;
 use std::collections::HashMap;
 
 use rusqlite::{Connection, OptionalExtension, Row, named_params, params};
@@ -90,7 +91,7 @@ pub fn list_visible(
     page::read(conn, &query, &params, page, from_row)
 }
 
-pub fn insert(conn: &Connection, household_id: i64, row: &HealthEventRow) -> Result<i64> {
+pub fn insert(conn: &WriteTx, household_id: i64, row: &HealthEventRow) -> Result<i64> {
     conn.prepare_cached(
         "INSERT INTO health_events (portable_id, household_id, person_id, event_kind, severity,
              title, notes, started_on, ended_on, lock_version, created_at, updated_at)
@@ -115,7 +116,7 @@ pub fn insert(conn: &Connection, household_id: i64, row: &HealthEventRow) -> Res
 
 /// Saves the row's fields and its new `lock_version`/`updated_at` (the
 /// person never changes).
-pub fn update(conn: &Connection, row: &HealthEventRow) -> Result<()> {
+pub fn update(conn: &WriteTx, row: &HealthEventRow) -> Result<()> {
     conn.prepare_cached(
         "UPDATE health_events SET event_kind = ?2, severity = ?3, title = ?4, notes = ?5,
              started_on = ?6, ended_on = ?7, lock_version = ?8, updated_at = ?9
@@ -137,7 +138,7 @@ pub fn update(conn: &Connection, row: &HealthEventRow) -> Result<()> {
 
 /// Marks the event deleted with its new `lock_version`/`updated_at`; its
 /// medication links stay with the tombstone.
-pub fn soft_delete(conn: &Connection, row: &HealthEventRow) -> Result<()> {
+pub fn soft_delete(conn: &WriteTx, row: &HealthEventRow) -> Result<()> {
     conn.prepare_cached(
         "UPDATE health_events SET deleted_at = ?2, lock_version = ?3, updated_at = ?2
          WHERE id = ?1",
@@ -221,7 +222,7 @@ pub fn medications_of(
 }
 
 /// Makes the event's links exactly `medication_ids`.
-pub fn replace_medications(conn: &Connection, event_id: i64, medication_ids: &[i64]) -> Result<()> {
+pub fn replace_medications(conn: &WriteTx, event_id: i64, medication_ids: &[i64]) -> Result<()> {
     conn.prepare_cached("DELETE FROM health_event_medications WHERE health_event_id = ?1")?
         .execute([event_id])?;
     let mut insert = conn.prepare_cached(

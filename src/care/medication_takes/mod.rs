@@ -22,6 +22,7 @@ pub mod routes;
 pub mod store;
 mod warnings;
 
+use crate::db::WriteTx;
 use jiff::civil::Date;
 use jiff::tz::TimeZone;
 use jiff::{SignedDuration, Timestamp};
@@ -146,7 +147,7 @@ fn same_facts(saved: &MedicationTake, input: &NewMedicationTake, taken_at: &str)
 /// repeated client_uuid with the same facts returns the saved take and
 /// changes nothing; with other facts it is a 409 `client_uuid_reused`.
 /// Access is checked before anything, a replay included.
-pub fn create(conn: &Connection, actor: &Actor, input: NewMedicationTake) -> Result<Recorded> {
+pub fn create(conn: &WriteTx, actor: &Actor, input: NewMedicationTake) -> Result<Recorded> {
     let taken_at_ts: Timestamp = input.taken_at.parse().map_err(|_| {
         ApiError::invalid("taken_at", "must be an ISO 8601 date-time with an offset")
     })?;
@@ -269,7 +270,7 @@ fn taken_from(
 /// transaction: its change-feed entry, and the expected dose it names
 /// turning taken.
 fn recorded(
-    conn: &Connection,
+    conn: &WriteTx,
     actor: &Actor,
     source: &Source,
     take: (i64, &str),

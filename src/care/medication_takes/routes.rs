@@ -99,16 +99,16 @@ pub fn routes(api: Api) -> Api {
                     json!({"type": "string", "format": "date-time"}),
                     "Only takes taken at or before this time",
                 )
-                .ok("MedicationTakeCollection"),
+                .ok_named("MedicationTakeCollection"),
             get(list),
         )
         .route(
             Op::post(COLLECTION, "createMedicationTake", TAG)
                 .summary("Record a dose that was given")
                 .description(CREATE_DESCRIPTION)
-                .body("MedicationTakeCreateRequest")
-                .created("MedicationTakeCreated")
-                .also_ok("MedicationTakeCreated")
+                .body_named("MedicationTakeCreateRequest")
+                .created_named("MedicationTakeCreated")
+                .also_ok_named("MedicationTakeCreated")
                 .etag()
                 .errors(&[409]),
             post(create),

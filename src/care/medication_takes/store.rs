@@ -1,5 +1,6 @@
 //! SQL for medication takes and the sources they were given under.
 
+use crate::db::WriteTx;
 use rusqlite::{Connection, OptionalExtension, Row, named_params, params};
 
 use super::model::{MedicationTake, SourceType};
@@ -189,7 +190,7 @@ pub struct NewRow<'a> {
     pub created_at: &'a str,
 }
 
-pub fn insert(conn: &Connection, row: &NewRow<'_>) -> Result<i64> {
+pub fn insert(conn: &WriteTx, row: &NewRow<'_>) -> Result<i64> {
     conn.prepare_cached(
         "INSERT INTO medication_takes (portable_id, household_id, person_id, source_type,
              source_id, client_uuid, taken_at, dose_amount, dose_unit, taken_from_medication_id,

@@ -15,6 +15,7 @@ pub mod routes;
 pub mod slots;
 pub mod store;
 
+use crate::db::WriteTx;
 use jiff::civil::Time;
 use rusqlite::Connection;
 
@@ -220,7 +221,7 @@ fn apply(
     problems.check("the notification preferences are invalid")
 }
 
-fn record(conn: &Connection, actor: &Actor, row: &PreferenceRow, action: Action) -> Result<()> {
+fn record(conn: &WriteTx, actor: &Actor, row: &PreferenceRow, action: Action) -> Result<()> {
     change_feed::append(
         conn,
         Change {
@@ -236,9 +237,9 @@ fn record(conn: &Connection, actor: &Actor, row: &PreferenceRow, action: Action)
 
 /// The person now names its preferences (`notification_preference_id`):
 /// a new version of the person and a Person change-feed entry.
-fn touch_person(conn: &Connection, actor: &Actor, person: &mut PersonRow) -> Result<()> {
+fn touch_person(conn: &WriteTx, actor: &Actor, person: &mut PersonRow) -> Result<()> {
     person.lock_version += 1;
-    person.updated_at = crate::time::now();
+    person.updated_at = crate::domain::Timestamp::now();
     people::store::update(conn, person)?;
     change_feed::append(
         conn,
@@ -256,7 +257,7 @@ fn touch_person(conn: &Connection, actor: &Actor, person: &mut PersonRow) -> Res
 /// Shared by PATCH and PUT: manage access to the linked person, the
 /// precondition, the change, and the row created on the first write.
 fn write(
-    conn: &Connection,
+    conn: &WriteTx,
     actor: &Actor,
     if_match: &IfMatch,
     attrs: NotificationPreferenceAttributes,
@@ -312,7 +313,7 @@ fn write(
 /// `updateNotificationPreference` (PATCH): any subset of the attributes;
 /// the first write starts from the defaults.
 pub fn update(
-    conn: &Connection,
+    conn: &WriteTx,
     actor: &Actor,
     if_match: &IfMatch,
     attrs: NotificationPreferenceAttributes,
@@ -323,7 +324,7 @@ pub fn update(
 /// `replaceNotificationPreference` (PUT): all five flags required; absent
 /// times become null.
 pub fn replace(
-    conn: &Connection,
+    conn: &WriteTx,
     actor: &Actor,
     if_match: &IfMatch,
     attrs: NotificationPreferenceAttributes,

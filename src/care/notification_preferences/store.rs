@@ -1,5 +1,6 @@
 //! SQL for notification preferences: at most one row per person.
 
+use crate::db::WriteTx;
 use rusqlite::{Connection, OptionalExtension, Row, params};
 
 use crate::error::Result;
@@ -58,7 +59,7 @@ pub fn find_by_person(conn: &Connection, person_id: i64) -> Result<Option<Prefer
         .optional()?)
 }
 
-pub fn insert(conn: &Connection, household_id: i64, row: &PreferenceRow) -> Result<i64> {
+pub fn insert(conn: &WriteTx, household_id: i64, row: &PreferenceRow) -> Result<i64> {
     conn.prepare_cached(
         "INSERT INTO notification_preferences (portable_id, household_id, person_id, enabled,
              dose_due_enabled, missed_dose_enabled, low_stock_enabled, private_text_enabled,
@@ -87,7 +88,7 @@ pub fn insert(conn: &Connection, household_id: i64, row: &PreferenceRow) -> Resu
 }
 
 /// Saves the row's settings and its new `lock_version`/`updated_at`.
-pub fn update(conn: &Connection, row: &PreferenceRow) -> Result<()> {
+pub fn update(conn: &WriteTx, row: &PreferenceRow) -> Result<()> {
     conn.prepare_cached(
         "UPDATE notification_preferences SET enabled = ?2, dose_due_enabled = ?3,
              missed_dose_enabled = ?4, low_stock_enabled = ?5, private_text_enabled = ?6,

@@ -16,6 +16,7 @@ pub mod model;
 pub mod routes;
 pub mod store;
 
+use crate::db::WriteTx;
 use std::collections::HashMap;
 
 use rusqlite::Connection;
@@ -117,7 +118,7 @@ pub fn authorize_create(
 }
 
 fn record(
-    conn: &Connection,
+    conn: &WriteTx,
     household_id: i64,
     record_type: &'static str,
     (id, portable_id): (i64, &str),
@@ -139,7 +140,7 @@ fn record(
 
 /// The change of a source's `active` flag: saved, and recorded in the
 /// change feed as an update of the source.
-fn set_active(conn: &Connection, actor: &Actor, source: &Source, active: bool) -> Result<()> {
+fn set_active(conn: &WriteTx, actor: &Actor, source: &Source, active: bool) -> Result<()> {
     let now = crate::time::now();
     match source.source_type {
         SourceType::Schedule => {
@@ -171,11 +172,7 @@ fn reload(conn: &Connection, id: i64) -> Result<PausePeriod> {
 /// `createMedicationPausePeriod`: opens a period on a live source (reason
 /// required, note optional); the source becomes inactive. Needs manage
 /// access to the source's person; a source with an open period is a 409.
-pub fn create(
-    conn: &Connection,
-    actor: &Actor,
-    attrs: &PausePeriodAttributes,
-) -> Result<PausePeriod> {
+pub fn create(conn: &WriteTx, actor: &Actor, attrs: &PausePeriodAttributes) -> Result<PausePeriod> {
     let source = authorize_create(conn, actor, attrs)?;
     let mut problems = Problems::default();
     let note = bounded_text("note", attrs.note.clone(), MAX_NOTE, &mut problems);
@@ -240,7 +237,7 @@ pub fn authorize_resume(
 /// source active again. If-Match is optional (stale → 409). A retired
 /// source cannot be resumed (404).
 pub fn resume(
-    conn: &Connection,
+    conn: &WriteTx,
     actor: &Actor,
     portable_id: &str,
     if_match: &IfMatch,
@@ -286,7 +283,7 @@ pub fn resume(
 /// The deprecated pause operations: opens a period with the reason
 /// `reason_not_recorded` through [`create`].
 pub fn pause_without_reason(
-    conn: &Connection,
+    conn: &WriteTx,
     actor: &Actor,
     source_type: SourceType,
     source_portable_id: &str,
@@ -306,7 +303,7 @@ pub fn pause_without_reason(
 /// The deprecated resume operations: closes the source's open period
 /// through [`resume`]; 409 when none is open.
 pub fn resume_source(
-    conn: &Connection,
+    conn: &WriteTx,
     actor: &Actor,
     source_type: SourceType,
     source_id: i64,

@@ -46,16 +46,16 @@ pub fn routes(api: Api) -> Api {
                     json!({"$ref": "#/components/schemas/PortableId"}),
                     "Only periods of this source (portable id); needs source_type",
                 )
-                .ok("MedicationPausePeriodCollection"),
+                .ok_named("MedicationPausePeriodCollection"),
             get(list),
         )
         .route(
             Op::post(COLLECTION, "createMedicationPausePeriod", TAG)
                 .summary("Pause a schedule or direct assignment")
                 .description("Opens a pause period on a live schedule or direct assignment with a required reason (one of the capability document's medication_pause_periods.supported) and an optional note. The server sets the start time and the actor; periods cannot be backdated. The source stops (active false) until the period is resumed. Needs manage access to the source's person (view and record access get 403, a source outside the caller's scope or deleted 404). A source that already has an open period gets 409 pause_period_open.")
-                .body("MedicationPausePeriodCreateRequest")
+                .body_named("MedicationPausePeriodCreateRequest")
                 .idempotency_key()
-                .created("MedicationPausePeriodResponse")
+                .created_named("MedicationPausePeriodResponse")
                 .etag(),
             post(create),
         )
@@ -66,7 +66,7 @@ pub fn routes(api: Api) -> Api {
                 .optional_body(EMPTY_REQUEST)
                 .if_match()
                 .idempotency_key()
-                .ok("MedicationPausePeriodResponse")
+                .ok_named("MedicationPausePeriodResponse")
                 .etag(),
             post(resume),
         )

@@ -2,6 +2,7 @@
 //! history is kept). This is also the one place that flips a source's
 //! `active` flag.
 
+use crate::db::WriteTx;
 use std::collections::HashMap;
 
 use rusqlite::{Connection, OptionalExtension, Row, named_params, params};
@@ -167,7 +168,7 @@ pub struct NewPeriod<'a> {
     pub now: &'a str,
 }
 
-pub fn insert(conn: &Connection, p: &NewPeriod<'_>) -> Result<i64> {
+pub fn insert(conn: &WriteTx, p: &NewPeriod<'_>) -> Result<i64> {
     conn.prepare_cached(
         "INSERT INTO medication_pause_periods
            (portable_id, household_id, source_type, source_id, person_id, reason, note,
@@ -189,7 +190,7 @@ pub fn insert(conn: &Connection, p: &NewPeriod<'_>) -> Result<i64> {
 }
 
 /// Closes an open period; false when it was already closed.
-pub fn close(conn: &Connection, id: i64, resumed_by_membership_id: i64, now: &str) -> Result<bool> {
+pub fn close(conn: &WriteTx, id: i64, resumed_by_membership_id: i64, now: &str) -> Result<bool> {
     let changed = conn
         .prepare_cached(
             "UPDATE medication_pause_periods

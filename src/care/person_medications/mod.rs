@@ -16,6 +16,7 @@ pub mod model;
 pub mod routes;
 pub mod store;
 
+use crate::db::WriteTx;
 use rusqlite::Connection;
 
 use crate::auth::Actor;
@@ -134,7 +135,7 @@ fn blank(person_id: i64, person_portable_id: String) -> PersonMedicationRow {
 /// gives them; the assignment goes last among the person's. Needs manage
 /// access to the person.
 pub fn create(
-    conn: &Connection,
+    conn: &WriteTx,
     actor: &Actor,
     mut attrs: PersonMedicationAttributes,
 ) -> Result<PersonMedication> {
@@ -150,7 +151,7 @@ pub fn create(
 /// `updatePersonMedication` (PATCH): any subset of the attributes;
 /// person_id, when sent, must name the assignment's person.
 pub fn update(
-    conn: &Connection,
+    conn: &WriteTx,
     actor: &Actor,
     id: &ResourceId,
     if_match: &IfMatch,
@@ -166,7 +167,7 @@ pub fn update(
 /// omitted medication_id keeps the medication); other omitted attributes
 /// take their defaults or become null. The position stays.
 pub fn replace(
-    conn: &Connection,
+    conn: &WriteTx,
     actor: &Actor,
     id: &ResourceId,
     if_match: &IfMatch,
@@ -191,7 +192,7 @@ pub fn replace(
 /// change (new ETags, change-feed updates). At the top or the bottom
 /// nothing changes and the assignment is returned as it is.
 pub fn reorder(
-    conn: &Connection,
+    conn: &WriteTx,
     actor: &Actor,
     id: &ResourceId,
     if_match: &IfMatch,
@@ -214,13 +215,13 @@ pub fn reorder(
 }
 
 /// `deletePersonMedication`: retires the assignment (see `sources::delete`).
-pub fn delete(conn: &Connection, actor: &Actor, id: &ResourceId, if_match: &IfMatch) -> Result<()> {
+pub fn delete(conn: &WriteTx, actor: &Actor, id: &ResourceId, if_match: &IfMatch) -> Result<()> {
     sources::delete::<PersonMedicationRow>(conn, actor, id, if_match)
 }
 
 /// `pausePersonMedication` (deprecated; see `sources::pause`).
 pub fn pause(
-    conn: &Connection,
+    conn: &WriteTx,
     actor: &Actor,
     id: &ResourceId,
     if_match: &IfMatch,
@@ -230,7 +231,7 @@ pub fn pause(
 
 /// `resumePersonMedication` (deprecated; see `sources::resume`).
 pub fn resume(
-    conn: &Connection,
+    conn: &WriteTx,
     actor: &Actor,
     id: &ResourceId,
     if_match: &IfMatch,

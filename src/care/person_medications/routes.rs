@@ -59,15 +59,15 @@ pub fn routes(api: Api) -> Api {
                     json!({"$ref": "#/components/schemas/ResourceIdentifier"}),
                     "Only assignments of this medication (numeric or portable id)",
                 )
-                .ok("PersonMedicationCollection"),
+                .ok_named("PersonMedicationCollection"),
             get(list),
         )
         .route(
             Op::post(COLLECTION, "createPersonMedication", TAG)
                 .summary("Assign a medication to a person")
                 .description("person_id and medication_id are required. A source_dosage_option_id (an option of the medication) fills dose_amount, dose_unit, dose_cycle, max_daily_doses and min_hours_between_doses from its defaults unless the body gives them; otherwise dose_amount and dose_unit default to the medication's. dose_cycle defaults to daily and administration_kind to routine. The assignment goes last among the person's. Needs manage access to the person (view and record access get 403, a person outside the caller's scope 404).")
-                .body("PersonMedicationCreateRequest")
-                .created("PersonMedicationResponse")
+                .body_named("PersonMedicationCreateRequest")
+                .created_named("PersonMedicationResponse")
                 .etag(),
             post(create),
         )
@@ -75,7 +75,7 @@ pub fn routes(api: Api) -> Api {
             Op::get(MEMBER, "getPersonMedication", TAG)
                 .summary("Get a direct assignment")
                 .description("Needs view access to the assignment's person (404 otherwise). `{id}` is its numeric or portable id; a deleted assignment is not found.")
-                .ok("PersonMedicationResponse")
+                .ok_named("PersonMedicationResponse")
                 .etag(),
             get(source_routes::show::<PersonMedicationRow>),
         )
@@ -83,9 +83,9 @@ pub fn routes(api: Api) -> Api {
             Op::patch(MEMBER, "updatePersonMedication", TAG)
                 .summary("Change some attributes of a direct assignment")
                 .description("Changes any subset of the attributes; person_id, when sent, must name the assignment's person. Naming a different dosage option fills the dose attributes the body leaves out from its defaults. A changed dose applies from now on: recorded takes keep theirs. Changes never rewrite the past: past windows keep their doses, positions, outcomes and linked takes; the current dose-cycle window and later ones follow the plan in force now. Needs manage access to the assignment's person. If-Match is optional; a stale one returns 409.")
-                .body("PersonMedicationUpdateRequest")
+                .body_named("PersonMedicationUpdateRequest")
                 .if_match()
-                .ok("PersonMedicationResponse")
+                .ok_named("PersonMedicationResponse")
                 .etag(),
             patch(update),
         )
@@ -93,9 +93,9 @@ pub fn routes(api: Api) -> Api {
             Op::put(MEMBER, "replacePersonMedication", TAG)
                 .summary("Replace a direct assignment's attributes")
                 .description("The whole assignment: every attribute except person_id (which cannot change) is required; a missing one is a 422 naming it. dose_amount, dose_unit and dose_cycle are never null; a null optional attribute is cleared. The position stays. Needs manage access to the assignment's person. If-Match is optional; a stale one returns 409.")
-                .body("PersonMedicationReplaceRequest")
+                .body_named("PersonMedicationReplaceRequest")
                 .if_match()
-                .ok("PersonMedicationResponse")
+                .ok_named("PersonMedicationResponse")
                 .etag(),
             put(replace),
         )
@@ -115,9 +115,9 @@ pub fn routes(api: Api) -> Api {
             )
             .summary("Move a direct assignment up or down its person's list")
             .description("Swaps position with the person's live assignment before it (up) or after it (down); both get a new ETag. At the top or the bottom nothing changes. Needs manage access to the assignment's person. If-Match is optional; a stale one returns 409.")
-            .body("PersonMedicationReorderRequest")
+            .body_named("PersonMedicationReorderRequest")
             .if_match()
-            .ok("PersonMedicationResponse")
+            .ok_named("PersonMedicationResponse")
             .etag(),
             patch(reorder),
         )
@@ -132,7 +132,7 @@ pub fn routes(api: Api) -> Api {
             .deprecated()
             .optional_body(EMPTY_REQUEST)
             .if_match()
-            .ok("PersonMedicationResponse")
+            .ok_named("PersonMedicationResponse")
             .etag(),
             patch(source_routes::pause::<PersonMedicationRow>),
         )
@@ -147,7 +147,7 @@ pub fn routes(api: Api) -> Api {
             .deprecated()
             .optional_body(EMPTY_REQUEST)
             .if_match()
-            .ok("PersonMedicationResponse")
+            .ok_named("PersonMedicationResponse")
             .etag(),
             patch(source_routes::resume::<PersonMedicationRow>),
         )

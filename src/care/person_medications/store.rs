@@ -2,6 +2,7 @@
 //! position, so positions stay unique per person) and is invisible to every
 //! read here.
 
+use crate::db::WriteTx;
 use rusqlite::{Connection, OptionalExtension, Row, params};
 
 use super::model::{Direction, PersonMedicationRow};
@@ -95,7 +96,7 @@ pub fn next_position(conn: &Connection, person_id: i64) -> Result<i64> {
         .query_row([person_id], |r| r.get(0))?)
 }
 
-pub fn insert(conn: &Connection, household_id: i64, a: &PersonMedicationRow) -> Result<i64> {
+pub fn insert(conn: &WriteTx, household_id: i64, a: &PersonMedicationRow) -> Result<i64> {
     conn.prepare_cached(
         "INSERT INTO person_medications (portable_id, household_id, person_id, medication_id,
              source_dosage_option_id, dose_amount, dose_unit, dose_cycle, max_daily_doses,
@@ -128,7 +129,7 @@ pub fn insert(conn: &Connection, household_id: i64, a: &PersonMedicationRow) -> 
 /// Saves every changeable field of the row; the person never changes,
 /// `active` changes only through pausing and resuming, and the position
 /// only through reordering.
-pub fn update(conn: &Connection, a: &PersonMedicationRow) -> Result<()> {
+pub fn update(conn: &WriteTx, a: &PersonMedicationRow) -> Result<()> {
     conn.prepare_cached(
         "UPDATE person_medications SET medication_id = ?2, source_dosage_option_id = ?3,
              dose_amount = ?4, dose_unit = ?5, dose_cycle = ?6, max_daily_doses = ?7,
@@ -155,7 +156,7 @@ pub fn update(conn: &Connection, a: &PersonMedicationRow) -> Result<()> {
 
 /// Retires an assignment: it leaves every list and read, and stops (active
 /// false); the row stays for the history that points at it.
-pub fn retire(conn: &Connection, id: i64, now: &str) -> Result<()> {
+pub fn retire(conn: &WriteTx, id: i64, now: &str) -> Result<()> {
     conn.prepare_cached(
         "UPDATE person_medications SET retired_at = ?2, active = 0, updated_at = ?2,
              lock_version = lock_version + 1
@@ -190,7 +191,7 @@ pub fn neighbour(
 /// `lock_version` and `updated_at`. Positions are unique per person, so the
 /// first row waits on a free (negative) position while the second moves.
 pub fn save_swapped(
-    conn: &Connection,
+    conn: &WriteTx,
     first: &PersonMedicationRow,
     second: &PersonMedicationRow,
 ) -> Result<()> {
@@ -231,7 +232,7 @@ pub fn count_live_for_medication(conn: &Connection, medication_id: i64) -> Resul
 
 /// Sets the person medication's `active` flag (false while paused), as a change to
 /// it: its version moves on.
-pub fn set_active(conn: &Connection, id: i64, active: bool, now: &str) -> Result<()> {
+pub fn set_active(conn: &WriteTx, id: i64, active: bool, now: &str) -> Result<()> {
     conn.prepare_cached(
         "UPDATE person_medications SET active = ?2, updated_at = ?3, lock_version = lock_version + 1
          WHERE id = ?1",

@@ -22,6 +22,7 @@ pub mod plan;
 pub mod routes;
 pub mod store;
 
+use crate::db::WriteTx;
 use jiff::civil::Date;
 use rusqlite::Connection;
 use serde_json::Value;
@@ -252,7 +253,7 @@ fn blank(person_id: i64, person_portable_id: String) -> ScheduleRow {
 /// `createSchedule`: person_id, medication_id and start_date are required,
 /// and dose_amount, dose_unit and schedule_type unless the dosage option or
 /// the medication gives them; needs manage access to the person.
-pub fn create(conn: &Connection, actor: &Actor, mut attrs: ScheduleAttributes) -> Result<Schedule> {
+pub fn create(conn: &WriteTx, actor: &Actor, mut attrs: ScheduleAttributes) -> Result<Schedule> {
     let (person_id, person_portable_id) = person_for_plan(conn, actor, attrs.person_id.take())?;
     let mut row = blank(person_id, person_portable_id);
     apply(conn, actor, &mut row, None, attrs, true)?;
@@ -264,7 +265,7 @@ pub fn create(conn: &Connection, actor: &Actor, mut attrs: ScheduleAttributes) -
 /// `updateSchedule` (PATCH): any subset of the attributes; person_id, when
 /// sent, must name the schedule's person.
 pub fn update(
-    conn: &Connection,
+    conn: &WriteTx,
     actor: &Actor,
     id: &ResourceId,
     if_match: &IfMatch,
@@ -280,7 +281,7 @@ pub fn update(
 /// medication_id keeps the medication); other omitted attributes take
 /// their defaults or become null.
 pub fn replace(
-    conn: &Connection,
+    conn: &WriteTx,
     actor: &Actor,
     id: &ResourceId,
     if_match: &IfMatch,
@@ -300,13 +301,13 @@ pub fn replace(
 }
 
 /// `deleteSchedule`: retires the schedule (see `sources::delete`).
-pub fn delete(conn: &Connection, actor: &Actor, id: &ResourceId, if_match: &IfMatch) -> Result<()> {
+pub fn delete(conn: &WriteTx, actor: &Actor, id: &ResourceId, if_match: &IfMatch) -> Result<()> {
     sources::delete::<ScheduleRow>(conn, actor, id, if_match)
 }
 
 /// `pauseSchedule` (deprecated; see `sources::pause`).
 pub fn pause(
-    conn: &Connection,
+    conn: &WriteTx,
     actor: &Actor,
     id: &ResourceId,
     if_match: &IfMatch,
@@ -316,7 +317,7 @@ pub fn pause(
 
 /// `resumeSchedule` (deprecated; see `sources::resume`).
 pub fn resume(
-    conn: &Connection,
+    conn: &WriteTx,
     actor: &Actor,
     id: &ResourceId,
     if_match: &IfMatch,

@@ -55,15 +55,15 @@ pub fn routes(api: Api) -> Api {
                     json!({"$ref": "#/components/schemas/ResourceIdentifier"}),
                     "Only schedules of this medication (numeric or portable id)",
                 )
-                .ok("ScheduleCollection"),
+                .ok_named("ScheduleCollection"),
             get(list),
         )
         .route(
             Op::post(COLLECTION, "createSchedule", TAG)
                 .summary("Schedule a medication for a person")
                 .description("person_id, medication_id and start_date are required. A source_dosage_option_id (an option of the medication) fills dose_amount, dose_unit, dose_cycle, max_daily_doses, min_hours_between_doses and frequency from its defaults unless the body gives them; otherwise dose_amount, dose_unit and schedule_type default to the medication's. dose_cycle defaults to daily. The plan is checked as a whole (see Schedule): a slot without a time in the person's notification preferences, dates or taper steps outside start_date..end_date (end_date inclusive), a taper step in another unit, times on a prn schedule and a max_daily_doses the plan itself exceeds are each a 422 naming the field. Needs manage access to the person (view and record access get 403, a person outside the caller's scope 404).")
-                .body("ScheduleCreateRequest")
-                .created("ScheduleResponse")
+                .body_named("ScheduleCreateRequest")
+                .created_named("ScheduleResponse")
                 .etag(),
             post(create),
         )
@@ -71,7 +71,7 @@ pub fn routes(api: Api) -> Api {
             Op::get(MEMBER, "getSchedule", TAG)
                 .summary("Get a schedule")
                 .description("Needs view access to the schedule's person (404 otherwise). `{id}` is its numeric or portable id; a deleted schedule is not found.")
-                .ok("ScheduleResponse")
+                .ok_named("ScheduleResponse")
                 .etag(),
             get(source_routes::show::<ScheduleRow>),
         )
@@ -79,9 +79,9 @@ pub fn routes(api: Api) -> Api {
             Op::patch(MEMBER, "updateSchedule", TAG)
                 .summary("Change some attributes of a schedule")
                 .description("Changes any subset of the attributes; person_id, when sent, must name the schedule's person (a schedule cannot move to another person). Naming a different dosage option fills the dose attributes the body leaves out from its defaults. A changed dose applies from now on: recorded takes keep theirs. Changes never rewrite the past: a change applies from the moment it is made, so every expected dose scheduled before it (earlier days and the doses of today already due) keeps its time, dose, position, outcome and linked take, and doses later today and after follow the new plan (positions of today's later doses count on after the earlier ones). Untimed windows of the current cycle follow the plan in force now. The plan is checked as a whole (see Schedule): a slot without a time in the person's notification preferences, dates or taper steps outside start_date..end_date (end_date inclusive), a taper step in another unit, times on a prn schedule and a max_daily_doses the plan itself exceeds are each a 422 naming the field. Needs manage access to the schedule's person. If-Match is optional; a stale one returns 409.")
-                .body("ScheduleUpdateRequest")
+                .body_named("ScheduleUpdateRequest")
                 .if_match()
-                .ok("ScheduleResponse")
+                .ok_named("ScheduleResponse")
                 .etag(),
             patch(update),
         )
@@ -89,9 +89,9 @@ pub fn routes(api: Api) -> Api {
             Op::put(MEMBER, "replaceSchedule", TAG)
                 .summary("Replace a schedule's attributes")
                 .description("The whole schedule: every attribute except person_id (which cannot change) is required; a missing one is a 422 naming it. dose_amount, dose_unit and dose_cycle are never null; a null optional attribute is cleared. Changes never rewrite the past: a change applies from the moment it is made, so every expected dose scheduled before it (earlier days and the doses of today already due) keeps its time, dose, position, outcome and linked take, and doses later today and after follow the new plan (positions of today's later doses count on after the earlier ones). Untimed windows of the current cycle follow the plan in force now. The plan is checked as a whole (see Schedule): a slot without a time in the person's notification preferences, dates or taper steps outside start_date..end_date (end_date inclusive), a taper step in another unit, times on a prn schedule and a max_daily_doses the plan itself exceeds are each a 422 naming the field. Needs manage access to the schedule's person. If-Match is optional; a stale one returns 409.")
-                .body("ScheduleReplaceRequest")
+                .body_named("ScheduleReplaceRequest")
                 .if_match()
-                .ok("ScheduleResponse")
+                .ok_named("ScheduleResponse")
                 .etag(),
             put(replace),
         )
@@ -114,7 +114,7 @@ pub fn routes(api: Api) -> Api {
             .deprecated()
             .optional_body(EMPTY_REQUEST)
             .if_match()
-            .ok("ScheduleResponse")
+            .ok_named("ScheduleResponse")
             .etag(),
             patch(source_routes::pause::<ScheduleRow>),
         )
@@ -129,7 +129,7 @@ pub fn routes(api: Api) -> Api {
             .deprecated()
             .optional_body(EMPTY_REQUEST)
             .if_match()
-            .ok("ScheduleResponse")
+            .ok_named("ScheduleResponse")
             .etag(),
             patch(source_routes::resume::<ScheduleRow>),
         )

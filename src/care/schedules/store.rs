@@ -1,6 +1,7 @@
 //! SQL for schedules. A retired schedule keeps its row (past doses and
 //! pause history point at it) and is invisible to every read here.
 
+use crate::db::WriteTx;
 use jiff::civil::Date;
 use rusqlite::types::Type;
 use rusqlite::{Connection, OptionalExtension, Row, params};
@@ -104,7 +105,7 @@ pub fn list_visible(
     sources::list_visible(conn, actor, filter, page, &LIST, from_row)
 }
 
-pub fn insert(conn: &Connection, household_id: i64, s: &ScheduleRow) -> Result<i64> {
+pub fn insert(conn: &WriteTx, household_id: i64, s: &ScheduleRow) -> Result<i64> {
     conn.prepare_cached(
         "INSERT INTO schedules (portable_id, household_id, person_id, medication_id,
              source_dosage_option_id, dose_amount, dose_unit, frequency, dose_cycle,
@@ -140,7 +141,7 @@ pub fn insert(conn: &Connection, household_id: i64, s: &ScheduleRow) -> Result<i
 
 /// Saves every changeable field of the row; the person never changes and
 /// `active` changes only through pausing and resuming.
-pub fn update(conn: &Connection, s: &ScheduleRow) -> Result<()> {
+pub fn update(conn: &WriteTx, s: &ScheduleRow) -> Result<()> {
     conn.prepare_cached(
         "UPDATE schedules SET medication_id = ?2, source_dosage_option_id = ?3,
              dose_amount = ?4, dose_unit = ?5, frequency = ?6, dose_cycle = ?7,
@@ -172,7 +173,7 @@ pub fn update(conn: &Connection, s: &ScheduleRow) -> Result<()> {
 
 /// Retires a schedule: it leaves every list and read, and stops (active
 /// false); the row stays for the history that points at it.
-pub fn retire(conn: &Connection, id: i64, now: &str) -> Result<()> {
+pub fn retire(conn: &WriteTx, id: i64, now: &str) -> Result<()> {
     conn.prepare_cached(
         "UPDATE schedules SET retired_at = ?2, active = 0, updated_at = ?2,
              lock_version = lock_version + 1
@@ -225,7 +226,7 @@ pub fn running_for_person(
 
 /// Sets the schedule's `active` flag (false while paused), as a change to
 /// it: its version moves on.
-pub fn set_active(conn: &Connection, id: i64, active: bool, now: &str) -> Result<()> {
+pub fn set_active(conn: &WriteTx, id: i64, active: bool, now: &str) -> Result<()> {
     conn.prepare_cached(
         "UPDATE schedules SET active = ?2, updated_at = ?3, lock_version = lock_version + 1
          WHERE id = ?1",

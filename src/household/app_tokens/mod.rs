@@ -5,6 +5,7 @@ pub mod model;
 pub mod routes;
 pub mod store;
 
+use crate::db::WriteTx;
 use rusqlite::Connection;
 use serde_json::json;
 
@@ -31,7 +32,7 @@ pub struct TokenRequest<'a> {
 /// else would let its holder act, and be audited, as that member (an
 /// administrator could become the owner that way). Only the host operator
 /// (the command line) issues a token for a member.
-pub fn issue(conn: &Connection, request: &TokenRequest<'_>) -> Result<CreatedAppToken> {
+pub fn issue(conn: &WriteTx, request: &TokenRequest<'_>) -> Result<CreatedAppToken> {
     if request
         .issued_by
         .is_some_and(|issuer| issuer != request.membership_id)
@@ -94,7 +95,7 @@ pub fn issue(conn: &Connection, request: &TokenRequest<'_>) -> Result<CreatedApp
 
 /// Owners and administrators issue tokens for themselves.
 pub fn create(
-    conn: &Connection,
+    conn: &WriteTx,
     actor: &Actor,
     attrs: model::AppTokenAttributes,
 ) -> Result<CreatedAppToken> {
@@ -118,19 +119,14 @@ pub fn list(conn: &Connection, actor: &Actor, page: Page) -> Result<(Vec<AppToke
 
 /// Revokes at once: the next request with the token gets 401. An owner
 /// revokes anyone's token; an administrator never an owner's.
-pub fn revoke(conn: &Connection, actor: &Actor, id: i64) -> Result<()> {
+pub fn revoke(conn: &WriteTx, actor: &Actor, id: i64) -> Result<()> {
     actor.require_manager("revoke app tokens")?;
     revoke_in(conn, actor.household_id, id, Some(actor))
 }
 
 /// The revocation itself, by a member (`acting`, who must rank over the
 /// token's holder) or the host operator (`None`).
-pub fn revoke_in(
-    conn: &Connection,
-    household_id: i64,
-    id: i64,
-    acting: Option<&Actor>,
-) -> Result<()> {
+pub fn revoke_in(conn: &WriteTx, household_id: i64, id: i64, acting: Option<&Actor>) -> Result<()> {
     let found = store::find_live(conn, household_id, id)?
         .ok_or_else(|| ApiError::not_found("app token"))?;
     if let Some(actor) = acting {

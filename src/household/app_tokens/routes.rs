@@ -30,15 +30,15 @@ pub fn routes(api: Api) -> Api {
             Op::get(COLLECTION, "listAppTokens", TAG)
                 .summary("List the household's live app tokens")
                 .paginated()
-                .ok("AppTokenCollection"),
+                .ok_named("AppTokenCollection"),
             get(list),
         )
         .route(
             Op::post(COLLECTION, "createAppToken", TAG)
                 .summary("Create an app token; the secret is returned once")
                 .description("A token always acts as the caller's own membership: naming another membership is 403. The audit log names the member who acted.")
-                .body("AppTokenCreateRequest")
-                .created("CreatedAppTokenResponse"),
+                .body_named("AppTokenCreateRequest")
+                .created_named("CreatedAppTokenResponse"),
             post(create),
         )
         .route_numeric(

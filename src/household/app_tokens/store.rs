@@ -1,5 +1,6 @@
 //! SQL for household app tokens.
 
+use crate::db::WriteTx;
 use rusqlite::{Connection, OptionalExtension, Row, params};
 
 use super::model::AppToken;
@@ -33,7 +34,7 @@ pub struct NewAppToken<'a> {
     pub expires_at: &'a str,
 }
 
-pub fn insert(conn: &Connection, t: &NewAppToken<'_>) -> Result<i64> {
+pub fn insert(conn: &WriteTx, t: &NewAppToken<'_>) -> Result<i64> {
     conn.execute(
         "INSERT INTO app_tokens (household_id, membership_id, name, selector, secret_sha256,
                                  created_by_membership_id, created_at, expires_at)
@@ -82,7 +83,7 @@ pub fn list_live(conn: &Connection, household_id: i64, page: Page) -> Result<(Ve
     Ok((rows, total))
 }
 
-pub fn revoke(conn: &Connection, id: i64) -> Result<()> {
+pub fn revoke(conn: &WriteTx, id: i64) -> Result<()> {
     conn.execute(
         "UPDATE app_tokens SET revoked_at = ?2 WHERE id = ?1 AND revoked_at IS NULL",
         params![id, crate::time::now()],
@@ -91,7 +92,7 @@ pub fn revoke(conn: &Connection, id: i64) -> Result<()> {
 }
 
 /// Revokes every live app token bound to the membership; returns how many.
-pub fn revoke_all_of_membership(conn: &Connection, membership_id: i64) -> Result<usize> {
+pub fn revoke_all_of_membership(conn: &WriteTx, membership_id: i64) -> Result<usize> {
     Ok(conn
         .prepare_cached(
             "UPDATE app_tokens SET revoked_at = ?2 WHERE membership_id = ?1 AND revoked_at IS NULL",

@@ -4,6 +4,7 @@ pub mod model;
 pub mod routes;
 pub mod store;
 
+use crate::db::WriteTx;
 use rusqlite::Connection;
 use serde_json::Value;
 
@@ -15,7 +16,7 @@ use model::AuditEvent;
 /// Appends one audit event in the caller's transaction. `metadata` never
 /// holds secrets or clinical values.
 pub fn record(
-    conn: &Connection,
+    conn: &WriteTx,
     household_id: i64,
     actor_membership_id: Option<i64>,
     event_type: &'static str,

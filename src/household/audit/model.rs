@@ -25,6 +25,6 @@ pub struct AuditEvent {
     /// Event details; never secrets or clinical values
     #[schemars(with = "Map<String, Value>")]
     pub metadata: Value,
-    #[schemars(with = "openapi::Timestamp")]
+    #[schemars(with = "crate::domain::Timestamp")]
     pub occurred_at: String,
 }

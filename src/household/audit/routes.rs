@@ -20,7 +20,7 @@ pub fn routes(api: Api) -> Api {
         Op::get(COLLECTION, "listAuditLogs", TAG)
             .summary("List the household's security audit events, newest first")
             .paginated()
-            .page_of::<AuditEvent>(),
+            .page::<AuditEvent>(),
         get(list),
     )
 }

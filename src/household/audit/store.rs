@@ -1,5 +1,6 @@
 //! SQL for audit events.
 
+use crate::db::WriteTx;
 use rusqlite::types::Type;
 use rusqlite::{Connection, params};
 use serde_json::Value;
@@ -9,7 +10,7 @@ use crate::domain::Page;
 use crate::error::Result;
 
 pub fn insert(
-    conn: &Connection,
+    conn: &WriteTx,
     household_id: i64,
     actor_membership_id: Option<i64>,
     event_type: &str,

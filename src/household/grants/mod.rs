@@ -4,6 +4,7 @@ pub mod model;
 pub mod routes;
 pub mod store;
 
+use crate::db::WriteTx;
 use rusqlite::Connection;
 use serde::{Deserialize, Serialize};
 use serde_json::json;
@@ -54,7 +55,7 @@ impl Relationship {
 /// Gives `membership_id` a manage grant on a person, without an acting
 /// member (set-up and CLI use this).
 pub fn grant_manage(
-    conn: &Connection,
+    conn: &WriteTx,
     household_id: i64,
     membership_id: i64,
     person_id: i64,
@@ -80,7 +81,7 @@ pub fn grant_manage(
 /// The member who creates a person manages them; the grant is audited like
 /// every other.
 pub fn grant_to_creator(
-    conn: &Connection,
+    conn: &WriteTx,
     actor: &Actor,
     person_id: i64,
     relationship: Relationship,
@@ -106,12 +107,7 @@ pub fn grant_to_creator(
 /// A member linked to a person manages them as `self`: whatever live grant
 /// they held on the person is replaced by that one, so `/me`, `/profile` and
 /// `/people/{id}` agree about what the member may see.
-pub fn give_self(
-    conn: &Connection,
-    actor: &Actor,
-    membership_id: i64,
-    person_id: i64,
-) -> Result<()> {
+pub fn give_self(conn: &WriteTx, actor: &Actor, membership_id: i64, person_id: i64) -> Result<()> {
     for replaced in store::revoke_all_on(conn, membership_id, person_id)? {
         audit_revoked(conn, actor, replaced, membership_id, person_id, "linked")?;
     }
@@ -133,12 +129,7 @@ pub fn give_self(
 }
 
 /// Unlinking a member from their person takes the `self` grant away.
-pub fn take_self(
-    conn: &Connection,
-    actor: &Actor,
-    membership_id: i64,
-    person_id: i64,
-) -> Result<()> {
+pub fn take_self(conn: &WriteTx, actor: &Actor, membership_id: i64, person_id: i64) -> Result<()> {
     let revoked = store::revoke_self_on(conn, membership_id, person_id)?;
     if !revoked.is_empty() {
         crate::household::memberships::store::bump_permissions_version(conn, membership_id)?;
@@ -150,7 +141,7 @@ pub fn take_self(
 }
 
 fn audit_revoked(
-    conn: &Connection,
+    conn: &WriteTx,
     actor: &Actor,
     id: i64,
     membership_id: i64,
@@ -170,7 +161,7 @@ fn audit_revoked(
 /// The audit event of a new grant, read back from what was stored; `via`
 /// says which rule gave it.
 pub fn audit_created(
-    conn: &Connection,
+    conn: &WriteTx,
     household_id: i64,
     actor_membership_id: Option<i64>,
     id: i64,
@@ -220,11 +211,7 @@ pub fn list(
 
 /// Owners and administrators give a member access to a person; the
 /// member's permissions version moves on and the grant works at once.
-pub fn create(
-    conn: &Connection,
-    actor: &Actor,
-    attrs: GrantAttributes,
-) -> Result<PersonAccessGrant> {
+pub fn create(conn: &WriteTx, actor: &Actor, attrs: GrantAttributes) -> Result<PersonAccessGrant> {
     actor.require_manager("grant access to people")?;
     let mut problems = Problems::default();
     let mut add = |field: &str, message: &str| problems.add(field, message);
@@ -319,7 +306,7 @@ fn year_of(text: &str) -> Option<i64> {
 }
 
 /// Revokes at once: the member's next request no longer reaches the person.
-pub fn revoke(conn: &Connection, actor: &Actor, id: i64) -> Result<()> {
+pub fn revoke(conn: &WriteTx, actor: &Actor, id: i64) -> Result<()> {
     actor.require_manager("revoke person access grants")?;
     let grant = store::find_live(conn, actor.household_id, id)?
         .ok_or_else(|| ApiError::not_found("person access grant"))?;

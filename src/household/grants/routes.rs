@@ -41,16 +41,16 @@ pub fn routes(api: Api) -> Api {
                     json!({"$ref": "#/components/schemas/ResourceIdentifier"}),
                     "Only grants on this person (numeric or portable id); 404 when it names no person of the household",
                 )
-                .ok("PersonAccessGrantCollection"),
+                .ok_named("PersonAccessGrantCollection"),
             get(list),
         )
         .route(
             Op::post(COLLECTION, "createPersonAccessGrant", TAG)
                 .summary("Give a member access to a person")
                 .description("A member holds at most one live grant per person (409 grant_exists); a grant past its expires_at no longer counts and is closed. relationship_type self only on the member's own linked person. Only an owner may grant to, or revoke the grants of, an owner (403).")
-                .body("PersonAccessGrantCreateRequest")
+                .body_named("PersonAccessGrantCreateRequest")
                 .errors(&[409])
-                .created("PersonAccessGrantResponse"),
+                .created_named("PersonAccessGrantResponse"),
             post(create),
         )
         .route_numeric(

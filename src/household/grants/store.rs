@@ -1,5 +1,6 @@
 //! SQL for person access grants.
 
+use crate::db::WriteTx;
 use rusqlite::types::Type;
 use rusqlite::{Connection, OptionalExtension, Row, named_params, params};
 
@@ -20,7 +21,7 @@ pub struct NewGrant<'a> {
     pub created_by_membership_id: Option<i64>,
 }
 
-pub fn insert(conn: &Connection, grant: &NewGrant<'_>) -> Result<i64> {
+pub fn insert(conn: &WriteTx, grant: &NewGrant<'_>) -> Result<i64> {
     conn.prepare_cached(
         "INSERT INTO person_access_grants
            (household_id, membership_id, person_id, access_level, relationship_type, expires_at,
@@ -96,7 +97,7 @@ pub fn live_exists(conn: &Connection, membership_id: i64, person_id: i64) -> Res
 }
 
 /// Revokes every live grant the member holds on the person; returns their ids.
-pub fn revoke_all_on(conn: &Connection, membership_id: i64, person_id: i64) -> Result<Vec<i64>> {
+pub fn revoke_all_on(conn: &WriteTx, membership_id: i64, person_id: i64) -> Result<Vec<i64>> {
     revoke_returning(
         conn,
         "membership_id = ?1 AND person_id = ?2 AND revoked_at IS NULL",
@@ -106,7 +107,7 @@ pub fn revoke_all_on(conn: &Connection, membership_id: i64, person_id: i64) -> R
 }
 
 /// Revokes the member's live `self` grants on the person; returns their ids.
-pub fn revoke_self_on(conn: &Connection, membership_id: i64, person_id: i64) -> Result<Vec<i64>> {
+pub fn revoke_self_on(conn: &WriteTx, membership_id: i64, person_id: i64) -> Result<Vec<i64>> {
     revoke_returning(
         conn,
         "membership_id = ?1 AND person_id = ?2 AND revoked_at IS NULL
@@ -117,7 +118,7 @@ pub fn revoke_self_on(conn: &Connection, membership_id: i64, person_id: i64) -> 
 }
 
 fn revoke_returning(
-    conn: &Connection,
+    conn: &WriteTx,
     condition: &str,
     membership_id: i64,
     person_id: i64,
@@ -135,7 +136,7 @@ fn revoke_returning(
 
 /// Revokes the member's grants on the person whose expiry has passed.
 pub fn revoke_expired(
-    conn: &Connection,
+    conn: &WriteTx,
     membership_id: i64,
     person_id: i64,
     now: &str,
@@ -181,7 +182,7 @@ pub fn list_live(
     page::read(conn, &query, params, page, from_row)
 }
 
-pub fn revoke(conn: &Connection, id: i64) -> Result<()> {
+pub fn revoke(conn: &WriteTx, id: i64) -> Result<()> {
     conn.prepare_cached(
         "UPDATE person_access_grants SET revoked_at = ?2 WHERE id = ?1 AND revoked_at IS NULL",
     )?
@@ -190,7 +191,7 @@ pub fn revoke(conn: &Connection, id: i64) -> Result<()> {
 }
 
 /// Revokes every live grant held by a membership; returns how many.
-pub fn revoke_all_of_membership(conn: &Connection, membership_id: i64) -> Result<usize> {
+pub fn revoke_all_of_membership(conn: &WriteTx, membership_id: i64) -> Result<usize> {
     Ok(conn
         .prepare_cached(
             "UPDATE person_access_grants SET revoked_at = ?2

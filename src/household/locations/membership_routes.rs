@@ -27,10 +27,10 @@ pub fn routes(api: Api) -> Api {
             Op::post(COLLECTION, "createLocationMembership", TAG)
                 .summary("Assign a person to a location")
                 .description("Adds the location to the person's location_ids. `{location_id}` is the numeric or portable id of a live location of the household. `person_id` names a person of the household by numeric id (number or numeric string) or portable id; one outside your scope is 404, a malformed one 422. Needs the location-management permission (owners and administrators hold it) and manage access to the person (403 when you may only view or record for them). A new assignment returns 201 and gives the person a new version (and ETag); repeating an existing assignment returns that membership with 200 and changes nothing. With an Idempotency-Key an identical retry gets the saved response (status and body), after the permission and access are checked again. Online only: not available in sync batches.")
-                .body_of::<LocationMembershipBody>()
+                .body::<LocationMembershipBody>()
                 .idempotency_key()
-                .created_of::<LocationMembership>()
-                .also_ok_of::<LocationMembership>(),
+                .created::<LocationMembership>()
+                .also_ok::<LocationMembership>(),
             post(create),
         )
         .route(

@@ -7,6 +7,7 @@
 //! caller's scope, 403 when visible but not manageable). Both are online
 //! only: sync batches do not carry them.
 
+use crate::db::WriteTx;
 use rusqlite::Connection;
 
 use super::model::{LocationMembership, LocationMembershipAttributes};
@@ -41,9 +42,9 @@ fn shape(row: &MembershipRow, location: &LocationRow, person: &PersonRow) -> Loc
 
 /// The person's `location_ids` changed: a new version (so a new ETag) and a
 /// Person change-feed entry, in the caller's transaction.
-pub(super) fn touch_person(conn: &Connection, actor: &Actor, mut person: PersonRow) -> Result<()> {
+pub(super) fn touch_person(conn: &WriteTx, actor: &Actor, mut person: PersonRow) -> Result<()> {
     person.lock_version += 1;
-    person.updated_at = crate::time::now();
+    person.updated_at = crate::domain::Timestamp::now();
     people::store::update(conn, &person)?;
     change_feed::append(
         conn,
@@ -80,7 +81,7 @@ pub fn authorize(
 /// household. Repeating an assignment that exists returns it and changes
 /// nothing (permissions are still checked first).
 pub fn create(
-    conn: &Connection,
+    conn: &WriteTx,
     actor: &Actor,
     location_id: &ResourceId,
     attrs: LocationMembershipAttributes,
@@ -131,7 +132,7 @@ pub fn recheck_removal(
 /// `membership_id`, which must belong to this live location. Returns the
 /// membership as it was.
 pub fn delete(
-    conn: &Connection,
+    conn: &WriteTx,
     actor: &Actor,
     location_id: &ResourceId,
     membership_id: i64,

@@ -13,6 +13,7 @@ pub mod model;
 pub mod routes;
 pub mod store;
 
+use crate::db::WriteTx;
 use rusqlite::Connection;
 
 use crate::auth::Actor;
@@ -92,7 +93,7 @@ fn apply(row: &mut LocationRow, attrs: LocationAttributes) {
     }
 }
 
-fn record(conn: &Connection, actor: &Actor, row: &LocationRow, action: Action) -> Result<()> {
+fn record(conn: &WriteTx, actor: &Actor, row: &LocationRow, action: Action) -> Result<()> {
     change_feed::append(
         conn,
         Change {
@@ -107,7 +108,7 @@ fn record(conn: &Connection, actor: &Actor, row: &LocationRow, action: Action) -
 }
 
 /// `createLocation`: name required, description optional.
-pub fn create(conn: &Connection, actor: &Actor, attrs: LocationAttributes) -> Result<Location> {
+pub fn create(conn: &WriteTx, actor: &Actor, attrs: LocationAttributes) -> Result<Location> {
     require_location_manager(actor)?;
     validate(&attrs, true)?;
     let now = crate::time::now();
@@ -141,7 +142,7 @@ fn find_for_change(
 }
 
 fn save(
-    conn: &Connection,
+    conn: &WriteTx,
     actor: &Actor,
     mut row: LocationRow,
     attrs: LocationAttributes,
@@ -156,7 +157,7 @@ fn save(
 
 /// `updateLocation` (PATCH): any subset of the attributes.
 pub fn update(
-    conn: &Connection,
+    conn: &WriteTx,
     actor: &Actor,
     id: &ResourceId,
     if_match: &IfMatch,
@@ -170,7 +171,7 @@ pub fn update(
 /// `replaceLocation` (PUT): the whole location; name required, an absent
 /// description becomes null.
 pub fn replace(
-    conn: &Connection,
+    conn: &WriteTx,
     actor: &Actor,
     id: &ResourceId,
     if_match: &IfMatch,
@@ -187,7 +188,7 @@ pub fn replace(
 /// person and medication moves to a new version with a change-feed entry,
 /// so a feed-following client sees it too), while records that name it
 /// keep working.
-pub fn delete(conn: &Connection, actor: &Actor, id: &ResourceId, if_match: &IfMatch) -> Result<()> {
+pub fn delete(conn: &WriteTx, actor: &Actor, id: &ResourceId, if_match: &IfMatch) -> Result<()> {
     let mut row = find_for_change(conn, actor, id, if_match)?;
     row.lock_version += 1;
     row.updated_at = crate::time::now();

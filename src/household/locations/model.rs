@@ -25,9 +25,9 @@ pub struct Location {
     pub name: String,
     #[schemars(with = "Option<LocationDescription>")]
     pub description: Option<String>,
-    #[schemars(with = "openapi::Timestamp")]
+    #[schemars(with = "crate::domain::Timestamp")]
     pub created_at: String,
-    #[schemars(with = "openapi::Timestamp")]
+    #[schemars(with = "crate::domain::Timestamp")]
     pub updated_at: String,
     #[serde(skip)]
     pub lock_version: i64,
@@ -79,7 +79,7 @@ pub struct LocationMembership {
     pub person_id: i64,
     #[schemars(with = "openapi::PortableId")]
     pub person_portable_id: String,
-    #[schemars(with = "openapi::Timestamp")]
+    #[schemars(with = "crate::domain::Timestamp")]
     pub created_at: String,
 }
 

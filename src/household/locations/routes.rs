@@ -27,15 +27,15 @@ pub fn routes(api: Api) -> Api {
                 .description("Any active member may list locations. Deleted locations are not listed.")
                 .paginated()
                 .updated_since()
-                .page_of::<Location>(),
+                .page::<Location>(),
             get(list),
         )
         .route(
             Op::post(COLLECTION, "createLocation", TAG)
                 .summary("Add a location")
                 .description("Only household owners, administrators and members with the location-management permission may create locations.")
-                .create_body_of::<LocationBody>("LocationCreateRequest", &["name"])
-                .created_of::<Location>()
+                .create_body::<LocationBody>("LocationCreateRequest", &["name"])
+                .created::<Location>()
                 .etag(),
             post(create),
         )
@@ -43,7 +43,7 @@ pub fn routes(api: Api) -> Api {
             Op::get(MEMBER, "getLocation", TAG)
                 .summary("Get a location")
                 .description("Any active member may read a location. `{id}` is its numeric or portable id.")
-                .ok_of::<Location>()
+                .ok::<Location>()
                 .etag(),
             get(show),
         )
@@ -51,9 +51,9 @@ pub fn routes(api: Api) -> Api {
             Op::patch(MEMBER, "updateLocation", TAG)
                 .summary("Update a location")
                 .description("Changes any subset of the attributes. Only household owners, administrators and members with the location-management permission may update locations. The current ETag is required in If-Match: missing returns 428, stale returns 409.")
-                .body_of::<LocationBody>()
+                .body::<LocationBody>()
                 .if_match_required()
-                .ok_of::<Location>()
+                .ok::<Location>()
                 .etag(),
             patch(update),
         )
@@ -61,9 +61,9 @@ pub fn routes(api: Api) -> Api {
             Op::put(MEMBER, "replaceLocation", TAG)
                 .summary("Replace a location")
                 .description("Replaces the attributes: name and description are both required (description may be null); a missing one is a 422 naming it. Only household owners, administrators and members with the location-management permission may replace locations. The current ETag is required in If-Match: missing returns 428, stale returns 409.")
-                .create_body_of::<LocationBody>("LocationReplaceRequest", LocationBody::FIELDS)
+                .create_body::<LocationBody>("LocationReplaceRequest", LocationBody::FIELDS)
                 .if_match_required()
-                .ok_of::<Location>()
+                .ok::<Location>()
                 .etag(),
             put(replace),
         )

@@ -1,6 +1,7 @@
 //! SQL for locations. Deleted locations keep their row (past administrations
 //! and dose decisions still point at it) and are invisible to every read here.
 
+use crate::db::WriteTx;
 use rusqlite::{Connection, OptionalExtension, Row, named_params, params};
 
 use crate::db::page::{self, PageQuery};
@@ -46,7 +47,7 @@ pub fn find(conn: &Connection, household_id: i64, id: &ResourceId) -> Result<Opt
         .optional()?)
 }
 
-pub fn insert(conn: &Connection, household_id: i64, row: &LocationRow) -> Result<i64> {
+pub fn insert(conn: &WriteTx, household_id: i64, row: &LocationRow) -> Result<i64> {
     conn.prepare_cached(
         "INSERT INTO locations (portable_id, household_id, name, description, lock_version,
                                 created_at, updated_at)
@@ -65,7 +66,7 @@ pub fn insert(conn: &Connection, household_id: i64, row: &LocationRow) -> Result
 }
 
 /// Saves the row's fields and its new `lock_version`/`updated_at`.
-pub fn update(conn: &Connection, row: &LocationRow) -> Result<()> {
+pub fn update(conn: &WriteTx, row: &LocationRow) -> Result<()> {
     conn.prepare_cached(
         "UPDATE locations SET name = ?2, description = ?3, lock_version = ?4, updated_at = ?5
          WHERE id = ?1",
@@ -81,7 +82,7 @@ pub fn update(conn: &Connection, row: &LocationRow) -> Result<()> {
 }
 
 /// Marks the location deleted with its new `lock_version`/`updated_at`.
-pub fn soft_delete(conn: &Connection, row: &LocationRow) -> Result<()> {
+pub fn soft_delete(conn: &WriteTx, row: &LocationRow) -> Result<()> {
     conn.prepare_cached(
         "UPDATE locations SET deleted_at = ?2, lock_version = ?3, updated_at = ?2
          WHERE id = ?1",
@@ -161,7 +162,7 @@ pub fn find_membership_of(
         .optional()?)
 }
 
-pub fn insert_membership(conn: &Connection, household_id: i64, row: &MembershipRow) -> Result<i64> {
+pub fn insert_membership(conn: &WriteTx, household_id: i64, row: &MembershipRow) -> Result<i64> {
     conn.prepare_cached(
         "INSERT INTO location_memberships (household_id, location_id, person_id, created_at)
          VALUES (?1, ?2, ?3, ?4)",
@@ -175,7 +176,7 @@ pub fn insert_membership(conn: &Connection, household_id: i64, row: &MembershipR
     Ok(conn.last_insert_rowid())
 }
 
-pub fn delete_membership(conn: &Connection, id: i64) -> Result<()> {
+pub fn delete_membership(conn: &WriteTx, id: i64) -> Result<()> {
     conn.prepare_cached("DELETE FROM location_memberships WHERE id = ?1")?
         .execute([id])?;
     Ok(())

@@ -8,6 +8,7 @@ pub mod operator;
 pub mod routes;
 pub mod store;
 
+use crate::db::WriteTx;
 use rusqlite::Connection;
 use serde_json::json;
 
@@ -61,7 +62,7 @@ fn require_other_owner(conn: &Connection, target: &Membership, doing: &str) -> R
 
 /// PATCH: changes the fields sent.
 pub fn update(
-    conn: &Connection,
+    conn: &WriteTx,
     actor: &Actor,
     id: i64,
     attrs: MembershipAttributes,
@@ -72,7 +73,7 @@ pub fn update(
 /// PUT: every field is required (`person_id` may be null), so a replace
 /// never unlinks a person or drops a permission by leaving it out.
 pub fn replace(
-    conn: &Connection,
+    conn: &WriteTx,
     actor: &Actor,
     id: i64,
     attrs: MembershipAttributes,
@@ -81,7 +82,7 @@ pub fn replace(
 }
 
 fn change(
-    conn: &Connection,
+    conn: &WriteTx,
     actor: &Actor,
     id: i64,
     attrs: MembershipAttributes,
@@ -245,7 +246,7 @@ fn validate(attrs: &MembershipAttributes, mode: Mode) -> Result<()> {
 
 /// Removes a member: the membership is revoked, and with it its app tokens
 /// and person access grants, at once.
-pub fn revoke(conn: &Connection, actor: &Actor, id: i64) -> Result<()> {
+pub fn revoke(conn: &WriteTx, actor: &Actor, id: i64) -> Result<()> {
     actor.require_manager("remove memberships")?;
     let current = find(conn, actor, id)?;
     require_may_touch(actor, &current, "remove")?;
@@ -253,7 +254,7 @@ pub fn revoke(conn: &Connection, actor: &Actor, id: i64) -> Result<()> {
 }
 
 /// The removal itself, for a member (`acting`) or the host operator (`None`).
-fn remove(conn: &Connection, current: &Membership, acting: Option<i64>) -> Result<()> {
+fn remove(conn: &WriteTx, current: &Membership, acting: Option<i64>) -> Result<()> {
     require_other_owner(conn, current, "removed")?;
     store::revoke(conn, current.id)?;
     let app_tokens = app_tokens::store::revoke_all_of_membership(conn, current.id)?;

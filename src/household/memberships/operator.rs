@@ -4,6 +4,7 @@
 //! for the API: the last active owner stays. Audit events name no acting
 //! membership, because no member acted.
 
+use crate::db::WriteTx;
 use rusqlite::Connection;
 use serde_json::json;
 
@@ -18,7 +19,7 @@ fn find(conn: &Connection, household_id: i64, id: i64) -> Result<Membership> {
 }
 
 /// Sets a member's role; returns the membership as it now is.
-pub fn set_role(conn: &Connection, household_id: i64, id: i64, role: Role) -> Result<Membership> {
+pub fn set_role(conn: &WriteTx, household_id: i64, id: i64, role: Role) -> Result<Membership> {
     let current = find(conn, household_id, id)?;
     let mut next = current.clone();
     next.role = role;
@@ -45,7 +46,7 @@ pub fn set_role(conn: &Connection, household_id: i64, id: i64, role: Role) -> Re
 }
 
 /// Removes a member with their app tokens and grants.
-pub fn remove_member(conn: &Connection, household_id: i64, id: i64) -> Result<()> {
+pub fn remove_member(conn: &WriteTx, household_id: i64, id: i64) -> Result<()> {
     let current = find(conn, household_id, id)?;
     remove(conn, &current, None)
 }

@@ -33,25 +33,25 @@ pub fn routes(api: Api) -> Api {
             Op::get(COLLECTION, "listMemberships", TAG)
                 .summary("List the household's memberships (revoked ones are not listed)")
                 .paginated()
-                .ok("MembershipCollection"),
+                .ok_named("MembershipCollection"),
             get(list),
         )
         .route_numeric(
             Op::patch(MEMBER, "updateMembership", TAG)
                 .summary("Change some of a membership's role, status, person and permissions")
                 .description("Only an owner may give the owner role or change an owner's membership; the last active owner cannot be demoted or suspended (409 last_owner).")
-                .body("MembershipUpdateRequest")
+                .body_named("MembershipUpdateRequest")
                 .errors(&[409])
-                .ok("MembershipResponse"),
+                .ok_named("MembershipResponse"),
             patch(update),
         )
         .route_numeric(
             Op::put(MEMBER, "replaceMembership", TAG)
                 .summary("Replace a membership's role, status, person and permissions")
                 .description("The whole membership: every attribute is required (person_id may be null to unlink); a missing one is a 422 naming it. The owner rules of updateMembership apply.")
-                .body("MembershipReplaceRequest")
+                .body_named("MembershipReplaceRequest")
                 .errors(&[409])
-                .ok("MembershipResponse"),
+                .ok_named("MembershipResponse"),
             put(replace),
         )
         .route_numeric(

@@ -1,5 +1,6 @@
 //! SQL for memberships.
 
+use crate::db::WriteTx;
 use rusqlite::types::Type;
 use rusqlite::{Connection, OptionalExtension, Row, params};
 
@@ -9,7 +10,7 @@ use crate::domain::Page;
 use crate::error::Result;
 
 pub fn insert(
-    conn: &Connection,
+    conn: &WriteTx,
     household_id: i64,
     account_id: i64,
     person_id: Option<i64>,
@@ -24,7 +25,7 @@ pub fn insert(
     Ok(conn.last_insert_rowid())
 }
 
-pub fn link_person(conn: &Connection, membership_id: i64, person_id: i64) -> Result<()> {
+pub fn link_person(conn: &WriteTx, membership_id: i64, person_id: i64) -> Result<()> {
     conn.execute(
         "UPDATE memberships SET person_id = ?2, permissions_version = permissions_version + 1,
                 updated_at = ?3
@@ -140,7 +141,7 @@ pub fn list(conn: &Connection, household_id: i64, page: Page) -> Result<(Vec<Mem
 }
 
 /// Saves role, status, person and flags with the new versions and `updated_at`.
-pub fn update(conn: &Connection, m: &Membership) -> Result<()> {
+pub fn update(conn: &WriteTx, m: &Membership) -> Result<()> {
     conn.prepare_cached(
         "UPDATE memberships SET role = ?2, status = ?3, person_id = ?4, inventory_management = ?5,
                 location_management = ?6, adult_review = ?7, permissions_version = ?8,
@@ -163,7 +164,7 @@ pub fn update(conn: &Connection, m: &Membership) -> Result<()> {
 }
 
 /// The role of a membership of the household, whatever its status.
-pub fn revoke(conn: &Connection, id: i64) -> Result<()> {
+pub fn revoke(conn: &WriteTx, id: i64) -> Result<()> {
     conn.prepare_cached(
         "UPDATE memberships SET status = 'revoked', permissions_version = permissions_version + 1,
                 lock_version = lock_version + 1, updated_at = ?2
@@ -196,7 +197,7 @@ pub fn person_linked_elsewhere(conn: &Connection, person_id: i64, except_id: i64
 }
 
 /// Every access change moves the membership's permissions version on.
-pub fn bump_permissions_version(conn: &Connection, membership_id: i64) -> Result<()> {
+pub fn bump_permissions_version(conn: &WriteTx, membership_id: i64) -> Result<()> {
     conn.prepare_cached(
         "UPDATE memberships SET permissions_version = permissions_version + 1 WHERE id = ?1",
     )?

@@ -8,8 +8,9 @@ use jiff::civil::Date;
 use rusqlite::Connection;
 
 use crate::auth::{AccessLevel, Actor, access};
+use crate::db::WriteTx;
 use crate::db::change_feed::{self, Action, Change};
-use crate::domain::{IfMatch, Page, ResourceId, etag};
+use crate::domain::{IfMatch, Page, ResourceId, Timestamp, etag};
 use crate::error::{ApiError, Problems, Result};
 use crate::household::grants::{self, Relationship};
 use crate::household::store as household_store;
@@ -230,7 +231,7 @@ fn apply(row: &mut PersonRow, attrs: PersonAttributes) {
 
 /// Any active member may add a person; a member who is not a manager gets
 /// a manage grant on the person they created.
-pub fn create(conn: &Connection, actor: &Actor, attrs: PersonAttributes) -> Result<Person> {
+pub fn create(conn: &WriteTx, actor: &Actor, attrs: PersonAttributes) -> Result<Person> {
     let today = household_store::today(conn, actor.household_id)?;
     validate(&attrs, true, today)?;
     let dob = attrs.date_of_birth.flatten();
@@ -239,7 +240,6 @@ pub fn create(conn: &Connection, actor: &Actor, attrs: PersonAttributes) -> Resu
         .person_type
         .flatten()
         .unwrap_or_else(|| default_type(dob, attrs.has_capacity.flatten(), today));
-    let now = crate::time::now();
     let mut row = PersonRow {
         id: 0,
         portable_id: crate::db::new_portable_id(),
@@ -252,7 +252,7 @@ pub fn create(conn: &Connection, actor: &Actor, attrs: PersonAttributes) -> Resu
             .flatten()
             .unwrap_or(person_type == PersonType::Adult),
         lock_version: 1,
-        updated_at: now,
+        updated_at: Timestamp::now(),
     };
     apply(&mut row, attrs);
     enforce_capacity_rule(&row, today, false)?;
@@ -289,7 +289,7 @@ fn enforce_capacity_rule(row: &PersonRow, today: Date, only_birth_date: bool) ->
     problems.check("the person's type and capacity do not follow the capacity rule")
 }
 
-fn insert_new(conn: &Connection, household_id: i64, row: &mut PersonRow) -> Result<()> {
+fn insert_new(conn: &WriteTx, household_id: i64, row: &mut PersonRow) -> Result<()> {
     row.id = store::insert(conn, household_id, row)?;
     change_feed::append(
         conn,
@@ -306,7 +306,7 @@ fn insert_new(conn: &Connection, household_id: i64, row: &mut PersonRow) -> Resu
 
 /// A member's own person, created with the member by set-up; its date of
 /// birth is filled in later through the profile.
-pub fn create_linked(conn: &Connection, household_id: i64, name: &str) -> Result<i64> {
+pub fn create_linked(conn: &WriteTx, household_id: i64, name: &str) -> Result<i64> {
     let name = name.trim();
     if name.is_empty() || name.chars().count() > model::PersonName::MAX {
         return Err(ApiError::invalid(
@@ -323,7 +323,7 @@ pub fn create_linked(conn: &Connection, household_id: i64, name: &str) -> Result
         person_type: PersonType::Adult.as_str().to_string(),
         has_capacity: true,
         lock_version: 1,
-        updated_at: crate::time::now(),
+        updated_at: Timestamp::now(),
     };
     insert_new(conn, household_id, &mut row)?;
     Ok(row.id)
@@ -331,7 +331,7 @@ pub fn create_linked(conn: &Connection, household_id: i64, name: &str) -> Result
 
 /// PATCH and PUT alike: the spec's person update takes any subset of fields.
 pub fn update(
-    conn: &Connection,
+    conn: &WriteTx,
     actor: &Actor,
     id: &ResourceId,
     if_match: &IfMatch,
@@ -350,7 +350,7 @@ pub fn update(
         enforce_capacity_rule(&row, today, only_birth_date)?;
     }
     row.lock_version += 1;
-    row.updated_at = crate::time::now();
+    row.updated_at = Timestamp::now();
     store::update(conn, &row)?;
     change_feed::append(
         conn,

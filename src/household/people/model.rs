@@ -1,6 +1,6 @@
 //! Person API shapes.
 
-use crate::domain::{Versioned, etag, present};
+use crate::domain::{Timestamp, Versioned, etag, present};
 use jiff::civil::Date;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -29,8 +29,7 @@ pub struct Person {
     pub id: i64,
     #[schemars(with = "openapi::PortableId")]
     pub portable_id: String,
-    #[schemars(with = "openapi::Timestamp")]
-    pub updated_at: String,
+    pub updated_at: Timestamp,
     #[schemars(length(min = 1))]
     pub name: String,
     #[schemars(extend("format" = "email"))]

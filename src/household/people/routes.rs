@@ -23,40 +23,40 @@ pub fn routes(api: Api) -> Api {
                 .summary("List the people you may view")
                 .paginated()
                 .updated_since()
-                .page_of::<Person>(),
+                .page::<Person>(),
             get(list),
         )
         .route(
             Op::post(COLLECTION, "createPerson", TAG)
                 .summary("Add a person to the household")
                 .description("A member who is not an owner or administrator receives a manage grant on the person they create.")
-                .create_body_of::<PersonBody>("PersonCreateRequest", &["name", "date_of_birth"])
-                .created_of::<Person>()
+                .create_body::<PersonBody>("PersonCreateRequest", &["name", "date_of_birth"])
+                .created::<Person>()
                 .etag(),
             post(create),
         )
         .route_numeric(
             Op::get(MEMBER, "getPerson", TAG)
                 .summary("Get a person")
-                .ok_of::<Person>()
+                .ok::<Person>()
                 .etag(),
             get(show),
         )
         .route_numeric(
             Op::patch(MEMBER, "updatePerson", TAG)
                 .summary("Update a person")
-                .body_of::<PersonBody>()
+                .body::<PersonBody>()
                 .if_match()
-                .ok_of::<Person>()
+                .ok::<Person>()
                 .etag(),
             patch(update),
         )
         .route_numeric(
             Op::put(MEMBER, "updatePersonWithPut", TAG)
                 .summary("Update a person (PUT form of updatePerson)")
-                .body_of::<PersonBody>()
+                .body::<PersonBody>()
                 .if_match()
-                .ok_of::<Person>()
+                .ok::<Person>()
                 .etag(),
             put(update),
         )

@@ -1,5 +1,6 @@
 //! SQL for people.
 
+use crate::db::WriteTx;
 use std::collections::HashMap;
 
 use rusqlite::{Connection, OptionalExtension, Row, named_params, params};
@@ -7,7 +8,7 @@ use rusqlite::{Connection, OptionalExtension, Row, named_params, params};
 use crate::auth::Actor;
 use crate::auth::store::{VISIBLE_PERSON, Visibility};
 use crate::db::page::{self, PageQuery};
-use crate::domain::{Page, ResourceId};
+use crate::domain::{Page, ResourceId, Timestamp};
 use crate::error::Result;
 
 #[derive(Debug, Clone)]
@@ -20,7 +21,7 @@ pub struct PersonRow {
     pub person_type: String,
     pub has_capacity: bool,
     pub lock_version: i64,
-    pub updated_at: String,
+    pub updated_at: Timestamp,
 }
 
 const COLUMNS: &str = "p.id, p.portable_id, p.name, p.email, p.date_of_birth, p.person_type,
@@ -52,7 +53,7 @@ pub fn find(conn: &Connection, household_id: i64, id: &ResourceId) -> Result<Opt
         .optional()?)
 }
 
-pub fn insert(conn: &Connection, household_id: i64, row: &PersonRow) -> Result<i64> {
+pub fn insert(conn: &WriteTx, household_id: i64, row: &PersonRow) -> Result<i64> {
     conn.prepare_cached(
         "INSERT INTO people (portable_id, household_id, name, email, date_of_birth, person_type,
                              has_capacity, lock_version, created_at, updated_at)
@@ -72,7 +73,7 @@ pub fn insert(conn: &Connection, household_id: i64, row: &PersonRow) -> Result<i
 }
 
 /// Saves the row's fields and its new `lock_version`/`updated_at`.
-pub fn update(conn: &Connection, row: &PersonRow) -> Result<()> {
+pub fn update(conn: &WriteTx, row: &PersonRow) -> Result<()> {
     conn.prepare_cached(
         "UPDATE people SET name = ?2, email = ?3, date_of_birth = ?4, person_type = ?5,
                 has_capacity = ?6, lock_version = ?7, updated_at = ?8

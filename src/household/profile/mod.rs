@@ -9,6 +9,7 @@ pub mod model;
 pub mod routes;
 pub mod store;
 
+use crate::db::WriteTx;
 use jiff::civil::Date;
 use rusqlite::Connection;
 
@@ -49,14 +50,14 @@ fn shape(conn: &Connection, actor: &Actor, person: PersonRow) -> Result<Profile>
         .map(|dob| people::age_on(dob, today));
     // Stored timestamps share one fixed format, so they compare as text.
     let updated_at = [
-        Some(&person.updated_at),
-        Some(&prefs.updated_at),
-        avatar_at.as_ref(),
+        Some(person.updated_at.as_str()),
+        Some(prefs.updated_at.as_str()),
+        avatar_at.as_deref(),
     ]
     .into_iter()
     .flatten()
     .max()
-    .cloned()
+    .map(str::to_owned)
     .unwrap_or_default();
     Ok(Profile {
         id: person.id.to_string(),
@@ -161,7 +162,7 @@ fn apply_to_account(prefs: &mut AccountPrefs, attrs: &ProfileAttributes) -> bool
 
 /// Saves the account's preferences and the person's date of birth in the
 /// caller's transaction: if any part fails, the caller rolls back all of it.
-pub fn update(conn: &Connection, actor: &Actor, attrs: ProfileAttributes) -> Result<Profile> {
+pub fn update(conn: &WriteTx, actor: &Actor, attrs: ProfileAttributes) -> Result<Profile> {
     let person = linked_person(conn, actor, AccessLevel::Manage)?;
     let today = household_store::today(conn, actor.household_id)?;
     validate(&attrs, today)?;
@@ -209,7 +210,7 @@ pub fn sniff_image(data: &[u8]) -> Option<&'static str> {
 
 /// Replaces the linked person's avatar. A refused upload leaves the stored
 /// image as it was.
-pub fn replace_avatar(conn: &Connection, actor: &Actor, data: Vec<u8>) -> Result<Profile> {
+pub fn replace_avatar(conn: &WriteTx, actor: &Actor, data: Vec<u8>) -> Result<Profile> {
     let person = linked_person(conn, actor, AccessLevel::Manage)?;
     if data.len() > MAX_AVATAR_BYTES {
         return Err(ApiError::PayloadTooLarge(MAX_AVATAR_BYTES));
@@ -235,7 +236,7 @@ pub fn avatar(conn: &Connection, actor: &Actor) -> Result<Avatar> {
 }
 
 /// Removes the linked person's avatar; nothing to remove is not an error.
-pub fn delete_avatar(conn: &Connection, actor: &Actor) -> Result<()> {
+pub fn delete_avatar(conn: &WriteTx, actor: &Actor) -> Result<()> {
     let person = linked_person(conn, actor, AccessLevel::Manage)?;
     store::delete_avatar(conn, person.id)?;
     Ok(())

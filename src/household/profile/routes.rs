@@ -35,15 +35,15 @@ pub fn routes(api: Api) -> Api {
             Op::get(PROFILE, "getProfile", TAG)
                 .summary("Your profile: the person linked to your membership and your account's preferences")
                 .description("404 when no person is linked to your membership. Needs current view access to that person.")
-                .ok("ProfileResponse"),
+                .ok_named("ProfileResponse"),
             get(show),
         )
         .route(
             Op::patch(PROFILE, "updateProfile", TAG)
                 .summary("Update your profile")
                 .description("date_of_birth is saved on your linked person, the other fields on your account, both in one transaction. Unknown fields (including email and roles) are refused. Needs manage access to your linked person; online only.")
-                .body("ProfileUpdateRequest")
-                .ok("ProfileResponse"),
+                .body_named("ProfileUpdateRequest")
+                .ok_named("ProfileResponse"),
             patch(update),
         )
         .route(
@@ -51,7 +51,7 @@ pub fn routes(api: Api) -> Api {
                 .summary("Upload or replace your avatar")
                 .description("multipart/form-data with one file part named `avatar`: a PNG, JPEG or WebP image of at most 5 MiB, recognised by its content. An invalid upload keeps the existing image. Needs manage access to your linked person.")
                 .multipart_body("ProfileAvatarUpload")
-                .ok("ProfileResponse"),
+                .ok_named("ProfileResponse"),
             put(replace_avatar).layer(DefaultBodyLimit::max(AVATAR_BODY_LIMIT)),
         )
         .route(

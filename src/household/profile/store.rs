@@ -1,6 +1,7 @@
 //! SQL for the profile's avatars (its account preferences are kept by
 //! `auth::accounts`).
 
+use crate::db::WriteTx;
 use rusqlite::{Connection, OptionalExtension, params};
 
 use super::model::Avatar;
@@ -27,7 +28,7 @@ pub fn avatar(conn: &Connection, person_id: i64) -> Result<Option<Avatar>> {
 }
 
 /// Stores the person's avatar, replacing any earlier one.
-pub fn upsert_avatar(conn: &Connection, person_id: i64, avatar: &Avatar, now: &str) -> Result<()> {
+pub fn upsert_avatar(conn: &WriteTx, person_id: i64, avatar: &Avatar, now: &str) -> Result<()> {
     conn.prepare_cached(
         "INSERT INTO avatars (person_id, content_type, data, updated_at) VALUES (?1, ?2, ?3, ?4)
          ON CONFLICT (person_id) DO UPDATE SET
@@ -39,7 +40,7 @@ pub fn upsert_avatar(conn: &Connection, person_id: i64, avatar: &Avatar, now: &s
 }
 
 /// Removes the person's avatar; false when there was none.
-pub fn delete_avatar(conn: &Connection, person_id: i64) -> Result<bool> {
+pub fn delete_avatar(conn: &WriteTx, person_id: i64) -> Result<bool> {
     let removed = conn
         .prepare_cached("DELETE FROM avatars WHERE person_id = ?1")?
         .execute([person_id])?;

@@ -5,6 +5,7 @@ pub mod model;
 pub mod routes;
 pub mod store;
 
+use crate::db::WriteTx;
 use rusqlite::Connection;
 use serde_json::json;
 
@@ -42,7 +43,7 @@ pub fn get(conn: &Connection, actor: &Actor) -> Result<HouseholdSettings> {
 
 /// PATCH: changes the fields sent.
 pub fn update(
-    conn: &Connection,
+    conn: &WriteTx,
     actor: &Actor,
     if_match: &IfMatch,
     attrs: SettingsAttributes,
@@ -52,7 +53,7 @@ pub fn update(
 
 /// PUT: sets every field; each is required.
 pub fn replace(
-    conn: &Connection,
+    conn: &WriteTx,
     actor: &Actor,
     if_match: &IfMatch,
     attrs: SettingsAttributes,
@@ -61,7 +62,7 @@ pub fn replace(
 }
 
 fn change(
-    conn: &Connection,
+    conn: &WriteTx,
     actor: &Actor,
     if_match: &IfMatch,
     attrs: SettingsAttributes,

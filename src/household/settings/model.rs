@@ -27,9 +27,9 @@ pub struct HouseholdSettings {
     /// Longest life, in days, of a new household app token
     #[schemars(range(min = 1, max = super::MAX_TOKEN_AGE_DAYS))]
     pub app_token_max_age_days: i64,
-    #[schemars(with = "openapi::Timestamp")]
+    #[schemars(with = "crate::domain::Timestamp")]
     pub created_at: String,
-    #[schemars(with = "openapi::Timestamp")]
+    #[schemars(with = "crate::domain::Timestamp")]
     pub updated_at: String,
     #[serde(skip)]
     pub lock_version: i64,

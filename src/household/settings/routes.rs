@@ -21,7 +21,7 @@ pub fn routes(api: Api) -> Api {
     api.route(
             Op::get(PATH, "getHouseholdAdminSettings", TAG)
                 .summary("Get the household's settings")
-                .ok_of::<HouseholdSettings>()
+                .ok::<HouseholdSettings>()
                 .etag(),
             get(show),
         )
@@ -29,9 +29,9 @@ pub fn routes(api: Api) -> Api {
             Op::patch(PATH, "updateHouseholdAdminSettings", TAG)
                 .summary("Change some of the household's settings")
                 .description("Fields left out keep their values. A changed setting moves the ETag on and is audited. A changed time_zone applies from the moment of the change: expected doses scheduled before it keep the times they had in the old zone, later ones follow the new zone.")
-                .body_of::<SettingsBody>()
+                .body::<SettingsBody>()
                 .if_match()
-                .ok_of::<HouseholdSettings>()
+                .ok::<HouseholdSettings>()
                 .etag(),
             patch(update),
         )
@@ -39,9 +39,9 @@ pub fn routes(api: Api) -> Api {
             Op::put(PATH, "replaceHouseholdAdminSettings", TAG)
                 .summary("Replace the household's settings")
                 .description("Every setting is required; a missing one is a 422 naming it. The time zone is stored and answered as its canonical IANA name.")
-                .create_body_of::<SettingsBody>("HouseholdSettingsReplaceRequest", SettingsBody::FIELDS)
+                .create_body::<SettingsBody>("HouseholdSettingsReplaceRequest", SettingsBody::FIELDS)
                 .if_match()
-                .ok_of::<HouseholdSettings>()
+                .ok::<HouseholdSettings>()
                 .etag(),
             put(replace),
         )

@@ -1,5 +1,6 @@
 //! SQL for household settings (the administrable columns of `households`).
 
+use crate::db::WriteTx;
 use rusqlite::{Connection, OptionalExtension, params};
 
 use super::model::HouseholdSettings;
@@ -28,7 +29,7 @@ pub fn find(conn: &Connection, household_id: i64) -> Result<Option<HouseholdSett
 }
 
 /// Saves the settings with their new `lock_version`/`updated_at`.
-pub fn update(conn: &Connection, s: &HouseholdSettings) -> Result<()> {
+pub fn update(conn: &WriteTx, s: &HouseholdSettings) -> Result<()> {
     conn.prepare_cached(
         "UPDATE households SET name = ?2, time_zone = ?3, app_token_max_age_days = ?4,
                 lock_version = ?5, updated_at = ?6

@@ -7,6 +7,7 @@ pub mod model;
 pub mod routes;
 pub mod store;
 
+use crate::db::WriteTx;
 use rusqlite::Connection;
 
 use crate::auth::Actor;
@@ -186,12 +187,7 @@ fn apply(row: &mut DosageOption, attrs: DosageOptionAttributes, mode: Mode) -> R
     problems.check("the dosage option's attributes are invalid")
 }
 
-fn record_change(
-    conn: &Connection,
-    actor: &Actor,
-    row: &DosageOption,
-    action: Action,
-) -> Result<()> {
+fn record_change(conn: &WriteTx, actor: &Actor, row: &DosageOption, action: Action) -> Result<()> {
     change_feed::append(
         conn,
         Change {
@@ -210,7 +206,7 @@ fn record_change(
 /// in the caller's transaction, so a client following the feed drops them
 /// (and their stock) just as a fresh snapshot leaves them out.
 pub fn tombstone_all_of_medication(
-    conn: &Connection,
+    conn: &WriteTx,
     actor: &Actor,
     medication_id: i64,
 ) -> Result<()> {
@@ -232,7 +228,7 @@ pub fn tombstone_all_of_medication(
 
 /// Adds a dosage option to a live medication of the household.
 pub fn create(
-    conn: &Connection,
+    conn: &WriteTx,
     actor: &Actor,
     mut attrs: DosageOptionAttributes,
 ) -> Result<DosageOptionView> {
@@ -278,7 +274,7 @@ fn for_change(
     }
 }
 
-fn save(conn: &Connection, actor: &Actor, mut row: DosageOption) -> Result<DosageOptionView> {
+fn save(conn: &WriteTx, actor: &Actor, mut row: DosageOption) -> Result<DosageOptionView> {
     row.lock_version += 1;
     row.updated_at = crate::time::now();
     store::update(conn, &row)?;
@@ -288,7 +284,7 @@ fn save(conn: &Connection, actor: &Actor, mut row: DosageOption) -> Result<Dosag
 
 /// PATCH: the given attributes change; the rest stay.
 pub fn update(
-    conn: &Connection,
+    conn: &WriteTx,
     actor: &Actor,
     id: &ResourceId,
     if_match: &IfMatch,
@@ -304,7 +300,7 @@ pub fn update(
 /// current_supply, so an option stops tracking its own stock unless the
 /// body repeats it.
 pub fn replace(
-    conn: &Connection,
+    conn: &WriteTx,
     actor: &Actor,
     id: &ResourceId,
     if_match: &IfMatch,

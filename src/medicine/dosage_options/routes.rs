@@ -49,22 +49,22 @@ pub fn routes(api: Api) -> Api {
                     json!({"$ref": "#/components/schemas/ResourceIdentifier"}),
                     "Only the options of this medication (numeric or portable id)",
                 )
-                .ok("DosageOptionCollection"),
+                .ok_named("DosageOptionCollection"),
             get(list),
         )
         .route(
             Op::post(COLLECTION, "createDosageOption", TAG)
                 .summary("Add a dosage option to a medication")
                 .description("A non-null current_supply makes the option keep its own stock (a tracked dosage stock source). Needs the inventory management permission (owners and administrators hold it).")
-                .body("DosageOptionCreateRequest")
-                .created("DosageOptionResponse")
+                .body_named("DosageOptionCreateRequest")
+                .created_named("DosageOptionResponse")
                 .etag(),
             post(create),
         )
         .route(
             Op::get(MEMBER, "getDosageOption", TAG)
                 .summary("Get a dosage option")
-                .ok("DosageOptionResponse")
+                .ok_named("DosageOptionResponse")
                 .etag(),
             get(show),
         )
@@ -72,9 +72,9 @@ pub fn routes(api: Api) -> Api {
             Op::patch(MEMBER, "updateDosageOption", TAG)
                 .summary("Change some attributes of a dosage option")
                 .description(WRITERS)
-                .body("DosageOptionUpdateRequest")
+                .body_named("DosageOptionUpdateRequest")
                 .if_match()
-                .ok("DosageOptionResponse")
+                .ok_named("DosageOptionResponse")
                 .etag(),
             patch(update),
         )
@@ -82,9 +82,9 @@ pub fn routes(api: Api) -> Api {
             Op::put(MEMBER, "replaceDosageOption", TAG)
                 .summary("Replace a dosage option's attributes")
                 .description("The whole option: every attribute except medication_id is required (null clears an optional one), current_supply included; a missing one is a 422 naming it. medication_id cannot change. Needs the inventory management permission.")
-                .body("DosageOptionReplaceRequest")
+                .body_named("DosageOptionReplaceRequest")
                 .if_match()
-                .ok("DosageOptionResponse")
+                .ok_named("DosageOptionResponse")
                 .etag(),
             put(replace),
         )

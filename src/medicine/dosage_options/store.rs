@@ -1,6 +1,7 @@
 //! SQL for dosage options. Options are reachable only while their
 //! medication is live (not deleted).
 
+use crate::db::WriteTx;
 use rusqlite::{Connection, OptionalExtension, Row, named_params, params};
 
 use super::model::DosageOption;
@@ -80,7 +81,7 @@ pub fn list(
     page::read(conn, &query, params, page, from_row)
 }
 
-pub fn insert(conn: &Connection, household_id: i64, d: &DosageOption) -> Result<i64> {
+pub fn insert(conn: &WriteTx, household_id: i64, d: &DosageOption) -> Result<i64> {
     conn.prepare_cached(
         "INSERT INTO dosage_options (portable_id, household_id, medication_id, amount, unit,
              frequency, description, default_for_adults, default_for_children,
@@ -111,7 +112,7 @@ pub fn insert(conn: &Connection, household_id: i64, d: &DosageOption) -> Result<
 }
 
 /// Saves every stored field of the row; the medication never changes.
-pub fn update(conn: &Connection, d: &DosageOption) -> Result<()> {
+pub fn update(conn: &WriteTx, d: &DosageOption) -> Result<()> {
     conn.prepare_cached(
         "UPDATE dosage_options SET amount = ?2, unit = ?3, frequency = ?4, description = ?5,
              default_for_adults = ?6, default_for_children = ?7, default_max_daily_doses = ?8,
@@ -149,7 +150,7 @@ pub fn ids_of_medication(conn: &Connection, medication_id: i64) -> Result<Vec<(i
 }
 
 /// Sets a dosage option's own stock, moving its version on.
-pub fn set_supply(conn: &Connection, id: i64, supply: Dec, now: &str) -> Result<()> {
+pub fn set_supply(conn: &WriteTx, id: i64, supply: Dec, now: &str) -> Result<()> {
     conn.prepare_cached(
         "UPDATE dosage_options SET current_supply = ?2, lock_version = lock_version + 1, updated_at = ?3
          WHERE id = ?1",

@@ -1,8 +1,8 @@
 //! Stock operations on a medication: a counted adjustment, an order and a
 //! receipt. Each writes an audit event beside the change.
 
+use crate::db::WriteTx;
 use jiff::civil::Date;
-use rusqlite::Connection;
 use serde::Deserialize;
 use serde_json::json;
 
@@ -33,7 +33,7 @@ pub struct AdjustmentBody {
 
 /// Sets the stock to a counted quantity.
 pub fn adjust_inventory(
-    conn: &Connection,
+    conn: &WriteTx,
     actor: &Actor,
     id: &ResourceId,
     if_match: &IfMatch,
@@ -98,7 +98,7 @@ fn check_order_quantity(quantity: Option<Dec>) -> Result<()> {
 /// sent are kept, `reorder_ordered_at` included. Once the last order was
 /// received (or none was placed) an order starts afresh.
 pub fn mark_as_ordered(
-    conn: &Connection,
+    conn: &WriteTx,
     actor: &Actor,
     id: &ResourceId,
     if_match: &IfMatch,
@@ -153,7 +153,7 @@ pub fn mark_as_ordered(
 /// (`reorder_status` stays `ordered`, `reorder_quantity` becomes what is
 /// still expected); one that covers it closes the order.
 pub fn mark_as_received(
-    conn: &Connection,
+    conn: &WriteTx,
     actor: &Actor,
     id: &ResourceId,
     if_match: &IfMatch,

@@ -6,6 +6,7 @@ pub mod model;
 pub mod routes;
 pub mod store;
 
+use crate::db::WriteTx;
 use rusqlite::Connection;
 
 use crate::auth::Actor;
@@ -191,12 +192,7 @@ fn apply(
     problems.check("the medication's attributes are invalid")
 }
 
-fn record_change(
-    conn: &Connection,
-    actor: &Actor,
-    row: &MedicationRow,
-    action: Action,
-) -> Result<()> {
+fn record_change(conn: &WriteTx, actor: &Actor, row: &MedicationRow, action: Action) -> Result<()> {
     change_feed::append(
         conn,
         Change {
@@ -210,7 +206,7 @@ fn record_change(
     )
 }
 
-pub fn create(conn: &Connection, actor: &Actor, attrs: MedicationAttributes) -> Result<Medication> {
+pub fn create(conn: &WriteTx, actor: &Actor, attrs: MedicationAttributes) -> Result<Medication> {
     require_inventory(actor)?;
     if attrs.name.is_none() {
         return Err(ApiError::invalid("name", "is required"));
@@ -232,7 +228,7 @@ pub fn create(conn: &Connection, actor: &Actor, attrs: MedicationAttributes) -> 
 /// The location `location_id` is being deleted: every live medication kept
 /// there no longer has a location in any read, so each moves to a new
 /// version with a change-feed entry, in the caller's transaction.
-pub fn location_deleted(conn: &Connection, actor: &Actor, location_id: i64) -> Result<()> {
+pub fn location_deleted(conn: &WriteTx, actor: &Actor, location_id: i64) -> Result<()> {
     let now = crate::time::now();
     for (id, portable_id) in store::ids_at_location(conn, location_id)? {
         store::touch(conn, id, &now)?;
@@ -264,7 +260,7 @@ fn for_change(
     Ok(row)
 }
 
-fn save(conn: &Connection, actor: &Actor, mut row: MedicationRow) -> Result<Medication> {
+fn save(conn: &WriteTx, actor: &Actor, mut row: MedicationRow) -> Result<Medication> {
     row.lock_version += 1;
     row.updated_at = crate::time::now();
     store::update(conn, &row)?;
@@ -274,7 +270,7 @@ fn save(conn: &Connection, actor: &Actor, mut row: MedicationRow) -> Result<Medi
 
 /// PATCH: the given attributes change; the rest stay.
 pub fn update(
-    conn: &Connection,
+    conn: &WriteTx,
     actor: &Actor,
     id: &ResourceId,
     if_match: &IfMatch,
@@ -289,7 +285,7 @@ pub fn update(
 /// Stock and reorder state change only through their own operations, so an
 /// omitted current_supply keeps the count.
 pub fn replace(
-    conn: &Connection,
+    conn: &WriteTx,
     actor: &Actor,
     id: &ResourceId,
     if_match: &IfMatch,
@@ -318,7 +314,7 @@ pub fn replace(
 /// keep working. Refused with 409 `medication_in_use` while a live
 /// (unretired, paused or not) schedule or direct assignment still uses it:
 /// retire those first.
-pub fn delete(conn: &Connection, actor: &Actor, id: &ResourceId, if_match: &IfMatch) -> Result<()> {
+pub fn delete(conn: &WriteTx, actor: &Actor, id: &ResourceId, if_match: &IfMatch) -> Result<()> {
     let row = for_change(conn, actor, id, if_match)?;
     let schedules = crate::care::schedules::store::count_live_for_medication(conn, row.id)?;
     let assignments =

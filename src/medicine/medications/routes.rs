@@ -66,22 +66,22 @@ pub fn routes(api: Api) -> Api {
                 .summary("List the household's medications")
                 .paginated()
                 .updated_since()
-                .ok("MedicationCollection"),
+                .ok_named("MedicationCollection"),
             get(list),
         )
         .route(
             Op::post(COLLECTION, "createMedication", TAG)
                 .summary("Add a medication")
                 .description(WRITERS)
-                .body("MedicationCreateRequest")
-                .created("MedicationResponse")
+                .body_named("MedicationCreateRequest")
+                .created_named("MedicationResponse")
                 .etag(),
             post(create),
         )
         .route(
             Op::get(MEMBER, "getMedication", TAG)
                 .summary("Get a medication")
-                .ok("MedicationResponse")
+                .ok_named("MedicationResponse")
                 .etag(),
             get(show),
         )
@@ -89,9 +89,9 @@ pub fn routes(api: Api) -> Api {
             Op::patch(MEMBER, "updateMedication", TAG)
                 .summary("Change some attributes of a medication")
                 .description(WRITERS)
-                .body("MedicationUpdateRequest")
+                .body_named("MedicationUpdateRequest")
                 .if_match()
-                .ok("MedicationResponse")
+                .ok_named("MedicationResponse")
                 .etag(),
             patch(update),
         )
@@ -99,9 +99,9 @@ pub fn routes(api: Api) -> Api {
             Op::put(MEMBER, "replaceMedication", TAG)
                 .summary("Replace a medication's attributes")
                 .description("The whole medication: every attribute except current_supply is required (null clears an optional one); a missing one is a 422 naming it. An omitted current_supply keeps the stock count, which has its own operations. Needs the inventory management permission.")
-                .body("MedicationReplaceRequest")
+                .body_named("MedicationReplaceRequest")
                 .if_match()
-                .ok("MedicationResponse")
+                .ok_named("MedicationResponse")
                 .etag(),
             put(replace),
         )
@@ -117,9 +117,9 @@ pub fn routes(api: Api) -> Api {
             Op::patch("/households/{household_id}/medications/{id}/adjust_inventory", "adjustMedicationInventory", TAG)
                 .summary("Set the stock to a counted quantity")
                 .description(WRITERS)
-                .body("InventoryAdjustmentRequest")
+                .body_named("InventoryAdjustmentRequest")
                 .if_match()
-                .ok("MedicationResponse")
+                .ok_named("MedicationResponse")
                 .etag(),
             patch(adjust_inventory),
         )
@@ -129,7 +129,7 @@ pub fn routes(api: Api) -> Api {
                 .description("While an order is outstanding (reorder_status ordered) a repeated order amends it, never adds a second: each field sent replaces the recorded one (quantity is the whole amount still expected, so a retry never counts twice; null clears a field) and fields not sent are kept, reorder_ordered_at included. After a receipt closed the last order (or before any) an order starts afresh. Needs the inventory management permission.")
                 .optional_body("OrderDetailsRequest")
                 .if_match()
-                .ok("MedicationResponse")
+                .ok_named("MedicationResponse")
                 .etag(),
             patch(mark_as_ordered),
         )
@@ -139,7 +139,7 @@ pub fn routes(api: Api) -> Api {
                 .description("order_details.quantity is added to current_supply; without it, the quantity still outstanding on the open order is received. With neither (nothing on order, or an order without a quantity) it is a 409 no_order_quantity: a receipt never repeats an earlier one. A delivery short of the outstanding quantity leaves the rest on order (reorder_status stays ordered, reorder_quantity becomes what is still expected); one that covers it closes the order (reorder_status received, reorder_quantity the quantity of this delivery). A result above 999999999999.999999 is a 422 naming quantity and changes nothing. Needs the inventory management permission.")
                 .optional_body("ReceiptRequest")
                 .if_match()
-                .ok("MedicationResponse")
+                .ok_named("MedicationResponse")
                 .etag(),
             patch(mark_as_received),
         )

@@ -1,5 +1,6 @@
 //! SQL for medications.
 
+use crate::db::WriteTx;
 use rusqlite::{Connection, OptionalExtension, Row, named_params, params};
 
 use super::model::{MedicationRow, Reorder};
@@ -88,7 +89,7 @@ pub fn list(
     page::read(conn, &query, params, page, from_row)
 }
 
-pub fn insert(conn: &Connection, household_id: i64, m: &MedicationRow) -> Result<i64> {
+pub fn insert(conn: &WriteTx, household_id: i64, m: &MedicationRow) -> Result<i64> {
     conn.prepare_cached(
         "INSERT INTO medications (portable_id, household_id, location_id, name, friendly_name,
              category, description, dose_amount, dose_unit, default_schedule_type, current_supply,
@@ -119,7 +120,7 @@ pub fn insert(conn: &Connection, household_id: i64, m: &MedicationRow) -> Result
 }
 
 /// Saves every stored field of the row, including stock and reorder state.
-pub fn update(conn: &Connection, m: &MedicationRow) -> Result<()> {
+pub fn update(conn: &WriteTx, m: &MedicationRow) -> Result<()> {
     conn.prepare_cached(
         "UPDATE medications SET location_id = ?2, name = ?3, friendly_name = ?4, category = ?5,
              description = ?6, dose_amount = ?7, dose_unit = ?8, default_schedule_type = ?9,
@@ -158,7 +159,7 @@ pub fn update(conn: &Connection, m: &MedicationRow) -> Result<()> {
     Ok(())
 }
 
-pub fn soft_delete(conn: &Connection, id: i64, now: &str) -> Result<()> {
+pub fn soft_delete(conn: &WriteTx, id: i64, now: &str) -> Result<()> {
     conn.prepare_cached(
         "UPDATE medications SET deleted_at = ?2, updated_at = ?2, lock_version = lock_version + 1
          WHERE id = ?1",
@@ -179,7 +180,7 @@ pub fn ids_at_location(conn: &Connection, location_id: i64) -> Result<Vec<(i64, 
 }
 
 /// Moves a medication to a new version without changing its stored fields.
-pub fn touch(conn: &Connection, id: i64, now: &str) -> Result<()> {
+pub fn touch(conn: &WriteTx, id: i64, now: &str) -> Result<()> {
     conn.prepare_cached(
         "UPDATE medications SET lock_version = lock_version + 1, updated_at = ?2 WHERE id = ?1",
     )?
@@ -188,7 +189,7 @@ pub fn touch(conn: &Connection, id: i64, now: &str) -> Result<()> {
 }
 
 /// Sets a medication's stock, moving its version on.
-pub fn set_supply(conn: &Connection, id: i64, supply: Dec, now: &str) -> Result<()> {
+pub fn set_supply(conn: &WriteTx, id: i64, supply: Dec, now: &str) -> Result<()> {
     conn.prepare_cached(
         "UPDATE medications SET current_supply = ?2, lock_version = lock_version + 1, updated_at = ?3
          WHERE id = ?1",

@@ -7,6 +7,7 @@ pub mod model;
 pub mod routes;
 pub mod store;
 
+use crate::db::WriteTx;
 use rusqlite::Connection;
 use serde_json::json;
 
@@ -73,7 +74,7 @@ pub fn authorize(
 /// 409 `submission_id_reused`. The permission is checked before anything,
 /// a replay included.
 pub fn create(
-    conn: &Connection,
+    conn: &WriteTx,
     actor: &Actor,
     medication_id: &ResourceId,
     input: NewStockRemoval,

@@ -34,7 +34,7 @@ pub struct StockRemoval {
     pub supply_after: Dec,
     #[schemars(with = "Option<openapi::NumericId>")]
     pub actor_membership_id: Option<i64>,
-    #[schemars(with = "openapi::Timestamp")]
+    #[schemars(with = "crate::domain::Timestamp")]
     pub created_at: String,
 }
 

@@ -46,16 +46,16 @@ pub fn routes(api: Api) -> Api {
                 "Needs the inventory management permission (owners and administrators hold it).",
             )
             .paginated()
-            .page_of::<StockRemoval>(),
+            .page::<StockRemoval>(),
         get(list),
     )
     .route(
         Op::post(COLLECTION, "createStockRemoval", TAG)
             .summary("Remove stock that left other than as a dose")
             .description(CREATE_DESCRIPTION)
-            .body_of::<StockRemovalBody>()
+            .body::<StockRemovalBody>()
             .idempotency_key()
-            .created_of::<StockRemoval>()
+            .created::<StockRemoval>()
             .errors(&[409]),
         post(create),
     )

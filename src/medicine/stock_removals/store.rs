@@ -1,5 +1,6 @@
 //! SQL for stock removals and the stock they decrement.
 
+use crate::db::WriteTx;
 use rusqlite::{Connection, OptionalExtension, Row, params};
 
 use super::model::StockRemoval;
@@ -85,7 +86,7 @@ pub struct NewRow<'a> {
     pub created_at: &'a str,
 }
 
-pub fn insert(conn: &Connection, row: &NewRow<'_>) -> Result<i64> {
+pub fn insert(conn: &WriteTx, row: &NewRow<'_>) -> Result<i64> {
     conn.prepare_cached(
         "INSERT INTO stock_removals (portable_id, household_id, medication_id, dosage_option_id,
              quantity, reason, note, submission_id, supply_before, supply_after,

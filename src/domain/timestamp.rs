@@ -1,0 +1,124 @@
+//! A moment in time as the contract sends it and the database keeps it:
+//! RFC 3339 UTC text with a fixed six-digit fraction, so stored values sort
+//! correctly as plain strings. Any RFC 3339 offset is accepted on input and
+//! normalised to UTC.
+
+use std::borrow::Cow;
+use std::fmt;
+
+use schemars::{JsonSchema, Schema, SchemaGenerator, json_schema};
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Timestamp(String);
+
+impl Timestamp {
+    pub fn now() -> Timestamp {
+        Timestamp::from_jiff(jiff::Timestamp::now())
+    }
+
+    pub fn from_jiff(ts: jiff::Timestamp) -> Timestamp {
+        Timestamp(ts.strftime("%Y-%m-%dT%H:%M:%S%.6fZ").to_string())
+    }
+
+    /// Parses any RFC 3339 timestamp (with offset) into the stored form.
+    pub fn parse(text: &str) -> Option<Timestamp> {
+        text.parse::<jiff::Timestamp>()
+            .ok()
+            .map(Timestamp::from_jiff)
+    }
+
+    /// Text read back from a column this code wrote with the stored form.
+    pub fn from_stored(text: String) -> Timestamp {
+        Timestamp(text)
+    }
+
+    pub fn to_jiff(&self) -> jiff::Timestamp {
+        // Every constructor keeps the stored form, so the text parses.
+        self.0.parse().unwrap_or(jiff::Timestamp::UNIX_EPOCH)
+    }
+
+    /// This moment moved by a signed duration.
+    pub fn plus(&self, span: jiff::SignedDuration) -> Timestamp {
+        Timestamp::from_jiff(
+            self.to_jiff()
+                .saturating_add(span)
+                .unwrap_or(self.to_jiff()),
+        )
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+
+    pub fn into_string(self) -> String {
+        self.0
+    }
+}
+
+impl fmt::Display for Timestamp {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl From<Timestamp> for String {
+    fn from(ts: Timestamp) -> String {
+        ts.0
+    }
+}
+
+impl PartialEq<str> for Timestamp {
+    fn eq(&self, other: &str) -> bool {
+        self.0 == other
+    }
+}
+
+impl Serialize for Timestamp {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&self.0)
+    }
+}
+
+impl<'de> Deserialize<'de> for Timestamp {
+    fn deserialize<D: Deserializer<'de>>(de: D) -> Result<Self, D::Error> {
+        let text = Cow::<str>::deserialize(de)?;
+        Timestamp::parse(&text)
+            .ok_or_else(|| serde::de::Error::custom("must be an RFC 3339 timestamp"))
+    }
+}
+
+// One named component (`#/components/schemas/Timestamp`), referenced by
+// every timestamp field.
+impl JsonSchema for Timestamp {
+    fn schema_name() -> Cow<'static, str> {
+        "Timestamp".into()
+    }
+
+    fn json_schema(_: &mut SchemaGenerator) -> Schema {
+        json_schema!({"type": "string", "format": "date-time"})
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stored_form_sorts_as_text() {
+        let a = Timestamp::parse("2026-01-02T03:04:05Z").unwrap();
+        let b = Timestamp::parse("2026-01-02T03:04:05.5+00:00").unwrap();
+        assert_eq!(a.as_str(), "2026-01-02T03:04:05.000000Z");
+        assert!(a < b);
+        assert_eq!(Timestamp::parse("2026-01-02T05:04:05+02:00").unwrap(), a);
+        assert!(Timestamp::parse("yesterday").is_none());
+    }
+
+    #[test]
+    fn refuses_what_is_not_a_timestamp() {
+        let err = serde_json::from_str::<Timestamp>("\"2026-13-01T00:00:00Z\"").unwrap_err();
+        assert!(err.to_string().contains("RFC 3339"));
+        let ok: Timestamp = serde_json::from_str("\"2026-01-01T01:00:00+01:00\"").unwrap();
+        assert_eq!(ok.as_str(), "2026-01-01T00:00:00.000000Z");
+    }
+}
