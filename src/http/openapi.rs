@@ -359,6 +359,14 @@ impl Op {
         schema
     }
 
+    /// A JSON request body of type `T` that may be left out.
+    pub fn body_optional<T: JsonSchema>(mut self) -> Op {
+        let schema = self.generated::<T>(Contract::Deserialize);
+        self.body = Some((schema, "application/json", false));
+        self.errors.extend([413, 415]);
+        self
+    }
+
     /// A JSON request body that may be left out.
     pub fn optional_body(mut self, schema: &str) -> Op {
         self.body = Some((schema_ref(schema), "application/json", false));
