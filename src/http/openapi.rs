@@ -345,6 +345,27 @@ impl Op {
         self
     }
 
+    /// 200 with `T` as the whole body (not wrapped in `{data}`): a body
+    /// whose `meta` is its own, or a sync document.
+    pub fn ok_unwrapped<T: JsonSchema>(mut self) -> Op {
+        let schema = self.generated::<T>(Contract::Serialize);
+        self.success = (200, Some(schema), false);
+        self
+    }
+
+    /// 201 with `T` as the whole body.
+    pub fn created_unwrapped<T: JsonSchema>(mut self) -> Op {
+        let schema = self.generated::<T>(Contract::Serialize);
+        self.success = (201, Some(schema), false);
+        self
+    }
+
+    /// Beside a 201 success, a 200 with `T` as the whole body.
+    pub fn also_ok_unwrapped<T: JsonSchema>(mut self) -> Op {
+        self.also_ok = Some(self.generated::<T>(Contract::Serialize));
+        self
+    }
+
     fn single<T: JsonSchema>(&mut self) -> Value {
         let schema = self.generated::<T>(Contract::Serialize);
         let name = format!("{}Response", ref_name(&schema));
