@@ -2,6 +2,7 @@
 //! paged and versioned, and how submitted text is kept. Nothing here knows
 //! HTTP, SQL or any resource.
 
+pub mod body;
 pub mod bounded;
 pub mod id;
 pub mod page;

@@ -6,7 +6,8 @@ use axum::extract::{FromRequest, Request};
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
-use super::extract::{ApiJson, typed};
+use super::extract::ApiJson;
+use crate::domain::body::typed;
 use crate::error::{ApiError, Problems, Result};
 
 /// A request body that can replace a record whole.

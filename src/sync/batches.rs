@@ -32,8 +32,9 @@ use super::batches_ops::{self, OperationKind, Replayed};
 use super::batches_step::Step;
 use crate::auth::Actor;
 use crate::db::idempotency::{self, Replay, SavedResponse};
+use crate::domain::body::typed;
 use crate::error::{ApiError, FieldErrors, Result};
-use crate::http::extract::{ApiJson, IdempotencyKey, typed};
+use crate::http::extract::{ApiJson, IdempotencyKey};
 use crate::http::openapi::{Api, Op};
 use crate::state::AppState;
 

@@ -11,9 +11,9 @@ use serde_json::Value;
 use super::batches_model::{Operation, OperationResult};
 use crate::auth::Actor;
 use crate::domain::Versioned;
+use crate::domain::body::typed;
 use crate::domain::{IfMatch, ResourceId};
 use crate::error::{ApiError, Result};
-use crate::http::extract::typed;
 
 /// An operation of the batch, with what its rule needs.
 pub struct Step<'a> {

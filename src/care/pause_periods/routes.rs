@@ -12,10 +12,9 @@ use super::model::{EmptyBody, PausePeriod, PausePeriodBody, SourceType};
 use crate::auth::Actor;
 use crate::db::idempotency::{self, Replay, SavedResponse};
 use crate::domain::IfMatch;
+use crate::domain::body::typed;
 use crate::error::{ApiError, FieldErrors, Result};
-use crate::http::extract::{
-    ApiJson, IdempotencyKey, OptionalApiJson, QueryParams, path_param, typed,
-};
+use crate::http::extract::{ApiJson, IdempotencyKey, OptionalApiJson, QueryParams, path_param};
 use crate::http::openapi::{Api, Op};
 use crate::http::respond;
 use crate::state::AppState;

@@ -11,9 +11,10 @@ use super::memberships;
 use super::model::{LocationMembership, LocationMembershipBody};
 use crate::auth::Actor;
 use crate::db::idempotency::{self, Replay, SavedResponse};
+use crate::domain::body::typed;
 use crate::domain::{ResourceId, numeric_id};
 use crate::error::{ApiError, Result};
-use crate::http::extract::{ApiJson, IdempotencyKey, raw_param, typed};
+use crate::http::extract::{ApiJson, IdempotencyKey, raw_param};
 use crate::http::openapi::{Api, Op};
 use crate::state::AppState;
 
