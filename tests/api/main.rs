@@ -31,6 +31,7 @@ mod plan_history;
 mod profile;
 mod readme;
 mod schedules;
+mod sign_in;
 mod stock_removals;
 mod storage;
 mod store_ownership;
