@@ -32,6 +32,8 @@ mod profile;
 mod readme;
 mod schedules;
 mod sign_in;
+mod sign_in_lockout;
+mod sign_in_mfa;
 mod stock_removals;
 mod storage;
 mod store_ownership;
