@@ -7,6 +7,7 @@ mod admin;
 mod admin_escalation;
 mod basics;
 mod cli;
+mod cli_account;
 mod cli_admin;
 mod cli_errors;
 mod contract;

@@ -68,6 +68,11 @@ pub fn cookie(response: &TestResponse) -> String {
         .map(|v| v.to_str().unwrap().to_string())
         .find(|c| c.starts_with("pillbox_sign_in_csrf="))
         .expect("the page sets its CSRF cookie");
+    cookie_value(&set)
+}
+
+/// `name=value` of a Set-Cookie header, checking its attributes.
+pub fn cookie_value(set: &str) -> String {
     assert!(set.contains("HttpOnly"), "{set}");
     assert!(set.contains("SameSite=Lax"), "{set}");
     set.split(';').next().unwrap().to_string()

@@ -104,7 +104,7 @@ async fn revoke(
 
 /// The discovery document; the issuer is the server's public URL.
 pub fn metadata_document(base: &str) -> Metadata {
-    let api = format!("{base}{}", crate::http::API_PREFIX);
+    let api = format!("{base}{}", crate::identity::API_BASE);
     Metadata {
         issuer: base.to_string(),
         authorization_endpoint: format!("{api}{AUTHORIZE_PATH}"),

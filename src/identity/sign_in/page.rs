@@ -13,6 +13,20 @@ const SECOND_STEP: &str = include_str!("templates/second_step.html");
 
 /// Where the forms post: the authorize endpoint itself.
 pub const ACTION: &str = "/api/v1/oauth/authorize";
+
+#[cfg(test)]
+#[test]
+fn the_action_is_the_authorize_endpoint() {
+    assert_eq!(
+        ACTION,
+        format!(
+            "{}{}",
+            crate::identity::API_BASE,
+            crate::identity::oauth::routes::AUTHORIZE_PATH
+        )
+    );
+    assert_eq!(crate::identity::API_BASE, crate::http::API_PREFIX);
+}
 const ERROR_ID: &str = "form-error";
 
 /// HTML text and attribute escaping.
