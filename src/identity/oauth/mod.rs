@@ -37,6 +37,10 @@ pub fn issue_code(tx: &WriteTx, grant: &Grant) -> Result<String> {
     let code = token::generate(CODE_PREFIX);
     let now = jiff::Timestamp::now();
     let expires = now + jiff::SignedDuration::from_secs(CODE_LIFETIME_SECS);
+    store::delete_expired(
+        tx,
+        &crate::time::format(now - jiff::SignedDuration::from_hours(24)),
+    )?;
     store::insert_code(
         tx,
         &code,
@@ -226,13 +230,9 @@ fn refresh(tx: &WriteTx, context: &Context, client: &Client, form: &TokenForm) -
         return Ok(Err(OAuthError::invalid_grant(INVALID)));
     }
     sessions::store::mark_rotated(tx, stored.id, &now)?;
-    let scope: String = tx.query_row(
-        "SELECT scope FROM oauth_codes WHERE session_id = ?1",
-        [stored.session_id],
-        |r| r.get(0),
-    )?;
     let issued = sessions::issue(tx, stored.session_id, context.lifetimes)?;
-    Ok(respond(issued, scope))
+    // There is one scope, so a refresh keeps it.
+    Ok(respond(issued, crate::identity::clients::SCOPE.to_string()))
 }
 
 /// RFC 7009: revokes the session of an access or refresh token. A token

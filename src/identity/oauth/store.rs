@@ -17,6 +17,14 @@ pub struct Grant {
     pub device_label: String,
 }
 
+/// Forgets codes that expired before `before`: a code kept a while after
+/// its expiry still catches a late replay of a used one.
+pub fn delete_expired(tx: &WriteTx, before: &str) -> Result<()> {
+    tx.prepare_cached("DELETE FROM oauth_codes WHERE expires_at <= ?1")?
+        .execute([before])?;
+    Ok(())
+}
+
 pub fn insert_code(
     tx: &WriteTx,
     code: &NewToken,

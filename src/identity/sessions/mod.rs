@@ -68,6 +68,7 @@ pub fn issue(tx: &WriteTx, session_id: i64, lifetimes: Lifetimes) -> Result<Issu
     let access = token::generate(ACCESS_TOKEN_PREFIX);
     let refresh = token::generate(REFRESH_TOKEN_PREFIX);
     let refresh_ends = after(lifetimes.refresh_days * 86_400);
+    store::delete_expired(tx, session_id, &now)?;
     store::insert_token(
         tx,
         session_id,

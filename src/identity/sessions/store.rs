@@ -86,6 +86,14 @@ pub fn find_token(conn: &Connection, selector: &str) -> Result<Option<StoredToke
         .optional()?)
 }
 
+/// Forgets the session's expired tokens: nothing accepts them any more, and
+/// a refreshing device would otherwise leave two rows behind every hour.
+pub fn delete_expired(tx: &WriteTx, session_id: i64, now: &str) -> Result<()> {
+    tx.prepare_cached("DELETE FROM oauth_tokens WHERE session_id = ?1 AND expires_at <= ?2")?
+        .execute(params![session_id, now])?;
+    Ok(())
+}
+
 pub fn mark_rotated(tx: &WriteTx, token_id: i64, now: &str) -> Result<()> {
     tx.prepare_cached("UPDATE oauth_tokens SET rotated_at = ?2 WHERE id = ?1")?
         .execute(params![token_id, now])?;

@@ -305,14 +305,13 @@ async fn password_step(s: &Submission, form: &SignInForm) -> Result<Response> {
         .db
         .read(move |conn| super::find_account(conn, &lookup))
         .await?;
-    let hash = found
-        .as_ref()
-        .map(|(_, hash)| hash.clone())
-        .unwrap_or_else(|| decoy_hash().to_string());
-    let verified =
-        tokio::task::spawn_blocking(move || crate::auth::password::verify(&password, &hash))
-            .await
-            .map_err(|e| ApiError::internal(format!("password check failed: {e}")))?;
+    let hash = found.as_ref().map(|(_, hash)| hash.clone());
+    let verified = tokio::task::spawn_blocking(move || {
+        let hash = hash.as_deref().unwrap_or_else(|| decoy_hash());
+        crate::auth::password::verify(&password, hash)
+    })
+    .await
+    .map_err(|e| ApiError::internal(format!("password check failed: {e}")))?;
     let account_id = match found {
         Some((id, _)) if verified => id,
         other => {
