@@ -249,3 +249,66 @@ async fn totp_enrolment_second_step_recovery_codes_and_disabling() {
         assert!(types.contains(&expected), "{expected} not in {types:?}");
     }
 }
+
+/// The whole flow again for an account with TOTP: metadata, the form's two
+/// steps, the code, two households, a rotated refresh, the old refresh
+/// token reused (session gone), a new sign-in revoked.
+#[tokio::test]
+async fn the_whole_flow_with_totp() {
+    let app = TestApp::new().await;
+    let other = crate::sign_in::second_household(&app).await;
+    let (first_access, _) = tokens(&app).await;
+    let (secret, _) = enrol(&app, &first_access).await;
+    app.raw(
+        Method::GET,
+        "/.well-known/oauth-authorization-server",
+        None,
+        None,
+        &[],
+    )
+    .await
+    .assert_status(200);
+
+    let (verifier, challenge) = pkce();
+    let code = sign_in(
+        &app,
+        &challenge,
+        OWNER_EMAIL,
+        Some(("code", &totp::code_at(&secret, now() + 30))),
+    )
+    .await;
+    let issued = redeem(&app, &code, &verifier).await;
+    issued.assert_status(200);
+    let access = issued.body["access_token"].as_str().unwrap().to_string();
+    let refresh_token = issued.body["refresh_token"].as_str().unwrap().to_string();
+    for household in [app.household_id, other] {
+        app.get(&format!("/api/v1/households/{household}/people"), &access)
+            .await
+            .assert_status(200);
+    }
+
+    let rotated = crate::sign_in::refresh(&app, &refresh_token).await;
+    rotated.assert_status(200);
+    let access2 = rotated.body["access_token"].as_str().unwrap().to_string();
+    crate::sign_in::assert_oauth_error(
+        &crate::sign_in::refresh(&app, &refresh_token).await,
+        400,
+        "invalid_grant",
+    );
+    app.get(&app.hh("/people"), &access2)
+        .await
+        .assert_error(401, "unauthorized");
+    let sessions = app.get("/api/v1/auth/sessions", &first_access).await;
+    assert_eq!(
+        sessions.data().as_array().unwrap().len(),
+        1,
+        "only the first sign-in is left"
+    );
+
+    app.form("/api/v1/oauth/revoke", &[("token", &first_access)])
+        .await
+        .assert_status(200);
+    app.get(&app.hh("/people"), &first_access)
+        .await
+        .assert_error(401, "unauthorized");
+}

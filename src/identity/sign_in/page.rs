@@ -100,7 +100,7 @@ pub fn password_form(
         .replace("{{hidden}}", &hidden(params, csrf, None))
         .replace("{{email}}", &escape(email))
         .replace("{{describedby}}", &described_by(error));
-    page("Sign in to Pillbox", error, &body)
+    page("Sign in", error, &body)
 }
 
 /// The second step: a TOTP code or a recovery code.
