@@ -101,6 +101,15 @@ pub fn fail(tx: &WriteTx, key: &str, free: i64) -> Result<()> {
         }
         None => 1,
     };
+    // Counters quiet for an hour, whose wait is over, would start from
+    // nothing anyway; dropping them keeps a spray of emails from piling up.
+    let forget_before =
+        crate::time::format(now - jiff::SignedDuration::from_secs(FORGET_AFTER_SECS));
+    tx.prepare_cached(
+        "DELETE FROM sign_in_failures WHERE last_failure_at < ?1
+             AND (locked_until IS NULL OR locked_until < ?2)",
+    )?
+    .execute(params![forget_before, crate::time::format(now)])?;
     let locked_until = (failures > free).then(|| {
         let exponent = (failures - free - 1).min(20) as u32;
         let delay = 2i64.saturating_pow(exponent).min(MAX_DELAY_SECS);

@@ -254,6 +254,7 @@ fn complete(
     step: &str,
 ) -> Result<String> {
     events::clear(tx, &events::account_key(email))?;
+    tracing::info!(account_id, step, client_id = %request.client.id, "signed in");
     events::record(
         tx,
         Some(account_id),
