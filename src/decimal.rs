@@ -233,6 +233,46 @@ pub fn positive_schema() -> serde_json::Value {
     })
 }
 
+/// The schema of a decimal that must be greater than zero, for
+/// `#[schemars(with = "decimal::Positive")]` on a `Dec` the rule checks.
+pub struct Positive;
+
+/// The schema of a decimal that must be zero or more, for
+/// `#[schemars(with = "decimal::NonNegative")]` on a `Dec` the rule checks.
+pub struct NonNegative;
+
+impl schemars::JsonSchema for Positive {
+    fn inline_schema() -> bool {
+        true
+    }
+
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "PositiveDecimal".into()
+    }
+
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        positive_schema()
+            .try_into()
+            .expect("a decimal schema is an object")
+    }
+}
+
+impl schemars::JsonSchema for NonNegative {
+    fn inline_schema() -> bool {
+        true
+    }
+
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "NonNegativeDecimal".into()
+    }
+
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        non_negative_schema()
+            .try_into()
+            .expect("a decimal schema is an object")
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

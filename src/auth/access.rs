@@ -2,39 +2,23 @@
 //! household; members reach a person only through a live grant.
 
 use rusqlite::{Connection, OptionalExtension};
-use serde::{Deserialize, Serialize};
 
 use super::{Actor, Role, store};
 use crate::error::{ApiError, Result};
+use crate::medicine::vocab::vocabulary;
 
-/// Ordered: `view` < `record` < `manage`. `record` may record takes and
-/// outcomes but not change the care plan.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum AccessLevel {
-    View,
-    Record,
-    Manage,
-}
+vocabulary!(
+    /// Ordered: `view` < `record` < `manage`. `record` may record takes and
+    /// outcomes but not change the care plan.
+    #[derive(PartialOrd, Ord)]
+    AccessLevel {
+        View => "view",
+        Record => "record",
+        Manage => "manage",
+    }
+);
 
 impl AccessLevel {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            AccessLevel::View => "view",
-            AccessLevel::Record => "record",
-            AccessLevel::Manage => "manage",
-        }
-    }
-
-    pub fn parse(s: &str) -> Option<AccessLevel> {
-        match s {
-            "view" => Some(AccessLevel::View),
-            "record" => Some(AccessLevel::Record),
-            "manage" => Some(AccessLevel::Manage),
-            _ => None,
-        }
-    }
-
     fn verb(self) -> &'static str {
         match self {
             AccessLevel::View => "view",

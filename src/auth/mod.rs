@@ -11,43 +11,28 @@ pub mod token;
 
 use axum::extract::FromRequestParts;
 use axum::http::request::Parts;
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use crate::domain::numeric_id;
 use crate::error::{ApiError, Result};
 use crate::http::extract::raw_param;
+use crate::medicine::vocab::vocabulary;
 use crate::state::AppState;
 
 pub use access::AccessLevel;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Role {
-    Owner,
-    Administrator,
-    Member,
-}
-
-impl Role {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Role::Owner => "owner",
-            Role::Administrator => "administrator",
-            Role::Member => "member",
-        }
+vocabulary!(
+    /// A member's role in a household.
+    Role {
+        Owner => "owner",
+        Administrator => "administrator",
+        Member => "member",
     }
+);
 
-    pub fn parse(s: &str) -> Option<Role> {
-        match s {
-            "owner" => Some(Role::Owner),
-            "administrator" => Some(Role::Administrator),
-            "member" => Some(Role::Member),
-            _ => None,
-        }
-    }
-}
-
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[schemars(rename = "MembershipPermissions", deny_unknown_fields)]
 pub struct Permissions {
     pub inventory_management: bool,
     pub location_management: bool,

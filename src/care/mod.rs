@@ -8,9 +8,11 @@ pub mod notification_preferences;
 pub mod occurrence_key;
 pub mod pause_periods;
 pub mod person_medications;
+pub mod plan;
 pub mod schedule_config;
 pub mod schedules;
 pub mod source_routes;
+pub mod source_row;
 pub mod sources;
 
 use crate::http::openapi::Api;

@@ -344,8 +344,27 @@ fn require_what_the_type_needs(
     }
 }
 
+// The wire form is read by `parse` against the schedule's type (which keys
+// a type needs cannot be said by the schema alone), so its schema is
+// written here, beside that reader, once.
+impl schemars::JsonSchema for ScheduleConfig {
+    fn inline_schema() -> bool {
+        true
+    }
+
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "ScheduleConfig".into()
+    }
+
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        schema()
+            .try_into()
+            .expect("the schedule_config schema is an object")
+    }
+}
+
 /// The JSON schema of a stored (normalised) or submitted schedule_config.
-pub fn schema() -> Value {
+fn schema() -> Value {
     let time = json!({"type": "string", "pattern": "^([01][0-9]|2[0-3]):[0-5][0-9]$"});
     let times = json!({"type": "array", "items": time, "uniqueItems": true,
         "description": "Clock times in the household's time zone, HH:MM"});

@@ -7,10 +7,11 @@ use serde::Serialize;
 
 use crate::auth::Actor;
 use crate::care::pause_periods::model::EmptyBody;
-use crate::care::sources::{self, SourceRow};
+use crate::care::source_row::{Filter, SourceRow};
+use crate::care::sources;
 use crate::domain::IfMatch;
 use crate::error::Result;
-use crate::http::extract::{OptionalApiJson, PathId};
+use crate::http::extract::{OptionalApiJson, PathId, QueryParams};
 use crate::http::respond;
 use crate::state::AppState;
 
@@ -65,4 +66,14 @@ pub async fn resume<R: SourceRow + Serialize + Send + 'static>(
         .write(move |conn| sources::resume::<R>(conn, &actor, &id, &if_match))
         .await?;
     Ok(respond::ok_tagged(source))
+}
+
+/// A list's `person_id`, `medication_id` and `updated_since` from the query
+/// string.
+pub fn filter(query: &QueryParams) -> Result<Filter> {
+    Ok(Filter {
+        person_id: query.reference("person_id")?,
+        medication_id: query.reference("medication_id")?,
+        updated_since: query.updated_since()?,
+    })
 }

@@ -1,111 +1,26 @@
 //! What schedules and direct assignments (the two kinds of dose source)
 //! share: access (view to read, manage to change the plan), the person a
 //! source belongs to for life, reading, saving, retiring and the deprecated
-//! pause and resume, the list filter and the paged list query. Each kind
-//! keeps its own attributes and rules (`apply`, create, replace).
+//! pause and resume (`source_row` has the stored-row trait, the shape and
+//! the paged list query). Each kind keeps its own attributes and rules
+//! (`apply`, create, replace).
 
 use crate::db::WriteTx;
 use std::collections::HashMap;
 
-use rusqlite::{Connection, Row, named_params};
-use serde::Serialize;
+use rusqlite::Connection;
 
-use crate::auth::access::Named;
-use crate::auth::store::{VISIBLE_PERSON, Visibility};
 use crate::auth::{AccessLevel, Actor, access};
-use crate::care::dose_occurrences::history::{self, Planned};
-use crate::care::pause_periods::{
-    self,
-    model::{PausePeriod, SourceType},
-};
+use crate::care::dose_occurrences::history;
+use crate::care::pause_periods::{self, model::PausePeriod};
+use crate::care::source_row::{SourceRow, Sourced};
 use crate::db::change_feed::{self, Action, Change};
-use crate::db::page::{self, PageQuery};
-use crate::domain::{IfMatch, Page, ResourceId, Versioned, etag};
+use crate::domain::{IfMatch, ResourceId, Timestamp, etag};
 use crate::error::{ApiError, Problems, Result};
 use crate::household::people;
-use crate::http::extract::QueryParams;
 
 /// The access to the person that changing the plan needs.
 pub const WRITE_LEVEL: AccessLevel = AccessLevel::Manage;
-
-/// A stored schedule or direct assignment.
-pub trait SourceRow: Sized + Planned {
-    const KIND: SourceType;
-    const RECORD_TYPE: &'static str;
-    /// How a missing one is named in a 404.
-    const NOUN: &'static str;
-
-    fn id(&self) -> i64;
-    fn portable_id(&self) -> &str;
-    fn person_id(&self) -> i64;
-    fn lock_version(&self) -> i64;
-    /// A new version written at `now`.
-    fn touch(&mut self, now: String);
-
-    /// The live (not retired) row `id` of the household.
-    fn find(conn: &Connection, household_id: i64, id: &ResourceId) -> Result<Option<Self>>;
-    fn update(conn: &WriteTx, row: &Self) -> Result<()>;
-    fn retire(conn: &WriteTx, id: i64, now: &str) -> Result<()>;
-}
-
-/// Implements `SourceRow` for a row with `id`, `portable_id`, `person_id`,
-/// `lock_version` and `updated_at` fields, stored through the calling
-/// module's `store` (`find`, `update`, `retire`).
-macro_rules! source_row {
-    ($row:ty, $kind:expr, $record_type:expr, $noun:literal) => {
-        impl $crate::care::sources::SourceRow for $row {
-            const KIND: $crate::care::pause_periods::model::SourceType = $kind;
-            const RECORD_TYPE: &'static str = $record_type;
-            const NOUN: &'static str = $noun;
-
-            fn id(&self) -> i64 {
-                self.id
-            }
-            fn portable_id(&self) -> &str {
-                &self.portable_id
-            }
-            fn person_id(&self) -> i64 {
-                self.person_id
-            }
-            fn lock_version(&self) -> i64 {
-                self.lock_version
-            }
-            fn touch(&mut self, now: String) {
-                self.lock_version += 1;
-                self.updated_at = now;
-            }
-            fn find(
-                conn: &rusqlite::Connection,
-                household_id: i64,
-                id: &$crate::domain::ResourceId,
-            ) -> $crate::error::Result<Option<Self>> {
-                store::find(conn, household_id, id)
-            }
-            fn update(conn: &$crate::db::WriteTx, row: &Self) -> $crate::error::Result<()> {
-                store::update(conn, row)
-            }
-            fn retire(conn: &$crate::db::WriteTx, id: i64, now: &str) -> $crate::error::Result<()> {
-                store::retire(conn, id, now)
-            }
-        }
-    };
-}
-pub(crate) use source_row;
-
-/// A source as sent: the stored row and its open pause period (null when
-/// none is open).
-#[derive(Debug, Clone, Serialize)]
-pub struct Sourced<R> {
-    #[serde(flatten)]
-    pub record: R,
-    pub current_pause_period: Option<PausePeriod>,
-}
-
-impl<R: SourceRow> Versioned for Sourced<R> {
-    fn etag(&self) -> String {
-        etag(self.record.portable_id(), self.record.lock_version())
-    }
-}
 
 /// The API shape of stored sources, each with its open pause period (one
 /// query for the whole page).
@@ -235,10 +150,17 @@ pub fn find_for_change<R: SourceRow>(
 /// Writes a changed source as a new version. A change of its plan is kept
 /// in the plan history, effective now, so doses before it stay as they were.
 pub fn save<R: SourceRow>(conn: &WriteTx, actor: &Actor, mut row: R) -> Result<Sourced<R>> {
-    let now = crate::time::now();
+    let now = Timestamp::now();
     let before = R::find(conn, actor.household_id, &ResourceId::Numeric(row.id()))?
         .ok_or_else(|| ApiError::not_found(R::NOUN))?;
-    history::record_source(conn, actor.household_id, row.id(), &before, &row, &now)?;
+    history::record_source(
+        conn,
+        actor.household_id,
+        row.id(),
+        &before,
+        &row,
+        now.as_str(),
+    )?;
     row.touch(now);
     R::update(conn, &row)?;
     record(conn, actor, &row, Action::Update)?;
@@ -255,7 +177,7 @@ pub fn delete<R: SourceRow>(
     if_match: &IfMatch,
 ) -> Result<()> {
     let row: R = find_for_change(conn, actor, id, if_match)?;
-    R::retire(conn, row.id(), &crate::time::now())?;
+    R::retire(conn, row.id(), &Timestamp::now())?;
     record(conn, actor, &row, Action::Update)?;
     record(conn, actor, &row, Action::Delete)
 }
@@ -286,77 +208,4 @@ pub fn resume<R: SourceRow>(
     let row: R = find_for_change(conn, actor, id, if_match)?;
     pause_periods::resume_source(conn, actor, R::KIND, row.id())?;
     get(conn, actor, &ResourceId::Numeric(row.id()))
-}
-
-/// Which sources to list.
-#[derive(Debug, Default, Clone)]
-pub struct Filter {
-    pub person_id: Option<ResourceId>,
-    pub medication_id: Option<ResourceId>,
-    pub updated_since: Option<String>,
-}
-
-impl Filter {
-    /// `person_id`, `medication_id` and `updated_since` from the query string.
-    pub fn from_query(query: &QueryParams) -> Result<Filter> {
-        Ok(Filter {
-            person_id: query.reference("person_id")?,
-            medication_id: query.reference("medication_id")?,
-            updated_since: query.updated_since()?,
-        })
-    }
-}
-
-/// How one kind of source is read: its row alias (people join as `p`,
-/// medications as `m`), selected columns, joins and list order.
-pub struct ListSql {
-    pub alias: &'static str,
-    pub columns: &'static str,
-    pub from: &'static str,
-    pub order_by: &'static str,
-}
-
-/// One page of the live sources of people the actor may view, and the
-/// total: two queries whatever the page holds.
-pub fn list_visible<T>(
-    conn: &Connection,
-    actor: &Actor,
-    filter: &Filter,
-    page: Page,
-    sql: &ListSql,
-    from_row: fn(&Row<'_>) -> rusqlite::Result<T>,
-) -> Result<(Vec<T>, i64)> {
-    let person_id = access::filter_id(conn, actor, Named::Person, filter.person_id.as_ref())?;
-    let medication_id = access::filter_id(
-        conn,
-        actor,
-        Named::Medication,
-        filter.medication_id.as_ref(),
-    )?;
-    let ListSql {
-        alias: x,
-        columns,
-        from,
-        order_by,
-    } = sql;
-    let condition = format!(
-        "{x}.household_id = :household_id AND {x}.retired_at IS NULL AND {VISIBLE_PERSON}
-         AND (:updated_since IS NULL OR {x}.updated_at >= :updated_since)
-         AND (:person_id IS NULL OR {x}.person_id = :person_id)
-         AND (:medication_id IS NULL OR {x}.medication_id = :medication_id)"
-    );
-    let visibility = Visibility::of(actor);
-    let params = visibility.with(named_params! {
-        ":updated_since": filter.updated_since,
-        ":person_id": person_id,
-        ":medication_id": medication_id,
-    });
-    let query = PageQuery {
-        columns,
-        from,
-        count_from: from,
-        condition: &condition,
-        order_by,
-    };
-    page::read(conn, &query, &params, page, from_row)
 }

@@ -142,9 +142,9 @@ async fn list(args: ListArgs) -> CliResult {
                         .cloned()
                         .unwrap_or_else(|| format!("membership {}", t.membership_id)),
                     t.token_prefix,
-                    t.created_at,
-                    t.expires_at,
-                    t.last_used_at.unwrap_or_else(|| "never".into()),
+                    t.created_at.into(),
+                    t.expires_at.into(),
+                    t.last_used_at.map_or_else(|| "never".into(), String::from),
                 ]
             })
             .collect(),

@@ -106,3 +106,56 @@ impl<const MAX: usize> JsonSchema for Text<MAX> {
         json_schema!({"type": "string", "maxLength": MAX})
     }
 }
+
+/// A code of `MIN` to `MAX` ASCII digits (a barcode, a dm+d code), kept
+/// exactly as sent.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(transparent)]
+pub struct Digits<const MIN: usize, const MAX: usize>(String);
+
+impl<const MIN: usize, const MAX: usize> Digits<MIN, MAX> {
+    pub fn into_inner(self) -> String {
+        self.0
+    }
+}
+
+impl<'de, const MIN: usize, const MAX: usize> Deserialize<'de> for Digits<MIN, MAX> {
+    fn deserialize<D: Deserializer<'de>>(de: D) -> Result<Self, D::Error> {
+        let text = String::deserialize(de)?;
+        if !((MIN..=MAX).contains(&text.len()) && text.bytes().all(|b| b.is_ascii_digit())) {
+            return Err(serde::de::Error::custom(format!(
+                "must be {MIN} to {MAX} digits"
+            )));
+        }
+        Ok(Digits(text))
+    }
+}
+
+impl<const MIN: usize, const MAX: usize> JsonSchema for Digits<MIN, MAX> {
+    fn inline_schema() -> bool {
+        true
+    }
+
+    fn schema_name() -> Cow<'static, str> {
+        format!("Digits{MIN}to{MAX}").into()
+    }
+
+    fn json_schema(_: &mut SchemaGenerator) -> Schema {
+        json_schema!({"type": "string", "pattern": format!("^[0-9]{{{MIN},{MAX}}}$")})
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn digits_are_counted_and_kept_as_sent() {
+        let code = |s: &str| serde_json::from_value::<Digits<6, 8>>(serde_json::json!(s));
+        assert_eq!(code("012345").unwrap().into_inner(), "012345");
+        for bad in ["12345", "123456789", "12345a", " 123456", "١٢٣٤٥٦"] {
+            let err = code(bad).unwrap_err().to_string();
+            assert_eq!(err, "must be 6 to 8 digits", "{bad}");
+        }
+    }
+}

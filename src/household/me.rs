@@ -4,40 +4,50 @@ use axum::extract::State;
 use axum::response::Response;
 use axum::routing::get;
 use rusqlite::Connection;
+use schemars::JsonSchema;
 use serde::Serialize;
-use serde_json::{Value, json};
 
 use crate::auth::{Actor, Permissions, Role};
 use crate::domain::ResourceId;
 use crate::error::Result;
-use crate::household::memberships;
+use crate::household::memberships::{self, model::MembershipStatus};
 use crate::household::people::{self, model::Person};
-use crate::http::openapi::{Api, Op};
+use crate::http::openapi::{self, Api, Op};
 use crate::http::respond;
 use crate::state::AppState;
 
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, JsonSchema)]
+#[schemars(deny_unknown_fields)]
 pub struct CurrentProfile {
     pub account: CurrentAccount,
     pub membership: CurrentMembership,
-    /// The person linked to the membership, if any.
+    // The person linked to the membership, if any.
     pub person: Option<Person>,
 }
 
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, JsonSchema)]
+#[schemars(inline, deny_unknown_fields)]
 pub struct CurrentAccount {
+    #[schemars(with = "openapi::NumericId")]
     pub id: i64,
+    #[schemars(extend("format" = "email"))]
     pub email: String,
     pub display_name: Option<String>,
 }
 
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, JsonSchema)]
+#[schemars(inline, deny_unknown_fields)]
 pub struct CurrentMembership {
+    #[schemars(with = "openapi::NumericId")]
     pub id: i64,
+    #[schemars(with = "openapi::NumericId")]
     pub household_id: i64,
     pub role: Role,
+    #[schemars(with = "MembershipStatus")]
     pub status: String,
+    /// What the member may do now: owners and administrators hold inventory and location management through their role
     pub permissions: Permissions,
+    #[schemars(range(min = 1, max = i64::MAX))]
     pub permissions_version: i64,
 }
 
@@ -71,63 +81,17 @@ pub fn current_profile(conn: &Connection, actor: &Actor) -> Result<CurrentProfil
     })
 }
 
-fn schema() -> Value {
-    json!({
-        "type": "object", "additionalProperties": false,
-        "required": ["account", "membership", "person"],
-        "properties": {
-            "account": {
-                "type": "object", "additionalProperties": false,
-                "required": ["id", "email", "display_name"],
-                "properties": {
-                    "id": {"$ref": "#/components/schemas/NumericId"},
-                    "email": {"type": "string", "format": "email"},
-                    "display_name": {"type": ["string", "null"]},
-                },
-            },
-            "membership": {
-                "type": "object", "additionalProperties": false,
-                "required": ["id", "household_id", "role", "status", "permissions", "permissions_version"],
-                "properties": {
-                    "id": {"$ref": "#/components/schemas/NumericId"},
-                    "household_id": {"$ref": "#/components/schemas/NumericId"},
-                    "role": {"type": "string", "enum": ["owner", "administrator", "member"]},
-                    "status": {"type": "string", "enum": ["active", "suspended", "revoked"]},
-                    "permissions": {"$ref": "#/components/schemas/MembershipPermissions",
-                        "description": "What the member may do now: owners and administrators hold inventory and location management through their role"},
-                    "permissions_version": {"type": "integer", "minimum": 1, "maximum": i64::MAX},
-                },
-            },
-            "person": {"anyOf": [{"$ref": "#/components/schemas/Person"}, {"type": "null"}]},
-        },
-    })
-}
-
-pub fn permissions_schema() -> Value {
-    json!({
-        "type": "object", "additionalProperties": false,
-        "required": ["inventory_management", "location_management", "adult_review"],
-        "properties": {
-            "inventory_management": {"type": "boolean"},
-            "location_management": {"type": "boolean"},
-            "adult_review": {"type": "boolean"},
-        },
-    })
-}
-
 pub fn routes(api: Api) -> Api {
-    api.schema("MembershipPermissions", permissions_schema())
-        .single_schema("CurrentProfile", schema())
-        .route(
-            Op::get(
-                "/households/{household_id}/me",
-                "getCurrentProfile",
-                "Profile",
-            )
-            .summary("The signed-in account, its membership and linked person in this household")
-            .ok_named("CurrentProfileResponse"),
-            get(show),
+    api.route(
+        Op::get(
+            "/households/{household_id}/me",
+            "getCurrentProfile",
+            "Profile",
         )
+        .summary("The signed-in account, its membership and linked person in this household")
+        .ok::<CurrentProfile>(),
+        get(show),
+    )
 }
 
 async fn show(State(state): State<AppState>, actor: Actor) -> Result<Response> {

@@ -364,6 +364,27 @@ impl Op {
         self
     }
 
+    /// 200 with `T` as the whole body (not wrapped in `{data}`): a body
+    /// whose `meta` is its own, or a sync document.
+    pub fn ok_unwrapped<T: JsonSchema>(mut self) -> Op {
+        let schema = self.generated::<T>(Contract::Serialize);
+        self.success = (200, Some(schema), false);
+        self
+    }
+
+    /// 201 with `T` as the whole body.
+    pub fn created_unwrapped<T: JsonSchema>(mut self) -> Op {
+        let schema = self.generated::<T>(Contract::Serialize);
+        self.success = (201, Some(schema), false);
+        self
+    }
+
+    /// Beside a 201 success, a 200 with `T` as the whole body.
+    pub fn also_ok_unwrapped<T: JsonSchema>(mut self) -> Op {
+        self.also_ok = Some(self.generated::<T>(Contract::Serialize));
+        self
+    }
+
     fn single<T: JsonSchema>(&mut self) -> Value {
         let schema = self.generated::<T>(Contract::Serialize);
         let name = format!("{}Response", ref_name(&schema));
@@ -378,20 +399,20 @@ impl Op {
         schema
     }
 
+    /// A JSON request body of type `T` that may be left out.
+    pub fn body_optional<T: JsonSchema>(mut self) -> Op {
+        let schema = self.generated::<T>(Contract::Deserialize);
+        self.body = Some((schema, "application/json", false));
+        self.errors.extend([413, 415]);
+        self
+    }
+
     /// An `application/x-www-form-urlencoded` request body of type `T` (the
     /// OAuth endpoints, as RFC 6749 has them).
     pub fn form_body<T: JsonSchema>(mut self) -> Op {
         let schema = self.generated::<T>(Contract::Deserialize);
         self.body = Some((schema, "application/x-www-form-urlencoded", true));
         self.errors.insert(413);
-        self
-    }
-
-    /// 200 with a JSON body of type `T` as it is, without the `{"data"}`
-    /// envelope (the OAuth token response and metadata, whose shapes RFCs fix).
-    pub fn plain_ok<T: JsonSchema>(mut self) -> Op {
-        let schema = self.generated::<T>(Contract::Serialize);
-        self.success = (200, Some(schema), false);
         self
     }
 

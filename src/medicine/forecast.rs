@@ -27,8 +27,8 @@ use std::collections::HashMap;
 use jiff::civil::Date;
 use rusqlite::Connection;
 use rust_decimal::Decimal;
+use schemars::JsonSchema;
 use serde::Serialize;
-use serde_json::{Value, json};
 
 use super::forecast_store::{self, DrawingSource};
 use crate::care::dose_occurrences::{self, cycle_window};
@@ -47,14 +47,29 @@ pub enum Holder {
     DosageOption(i64),
 }
 
-/// The derived stock fields of a medication or of a dosage option that
-/// keeps its own stock.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+// The derived stock fields of a medication or of a dosage option that
+// keeps its own stock (flattened into either).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, JsonSchema)]
 pub struct StockStatus {
+    /// current_supply is at or below reorder_threshold
     pub low_stock: bool,
+    /// current_supply is zero
     pub out_of_stock: bool,
+    #[schemars(range(min = 0, max = HORIZON_DAYS), description = days_description("reorder_threshold (null without one)"))]
     pub days_until_low_stock: Option<i64>,
+    #[schemars(range(min = 0, max = HORIZON_DAYS), description = days_description("zero"))]
     pub days_until_out_of_stock: Option<i64>,
+}
+
+fn days_description(level: &str) -> String {
+    format!(
+        "Whole days current_supply stays at or above {level} at the planned use, stepping \
+         through the next {HORIZON_DAYS} days (today counted in full) with each live, \
+         running routine schedule's dates, type, taper steps and times and each routine \
+         person medication's doses per dose-cycle window; paused sources plan nothing. \
+         0 when already at or below it; {HORIZON_DAYS} when it lasts at least that long; \
+         null only when nothing is planned to be used within the {HORIZON_DAYS} days"
+    )
 }
 
 /// The planned use per day over the horizon of every stock holder drawn on
@@ -202,35 +217,13 @@ fn days(today: Date) -> impl Iterator<Item = Date> {
     std::iter::successors(Some(today), |d| d.tomorrow().ok()).take(HORIZON_DAYS)
 }
 
-/// The run-out fields' schemas, shared by medications and dosage options.
-pub fn schema_properties(subject: &str) -> Value {
-    let days = |level: &str| {
-        json!({
-            "anyOf": [{"type": "integer", "minimum": 0, "maximum": HORIZON_DAYS}, {"type": "null"}],
-            "description": format!(
-                "Whole days {subject} stays at or above {level} at the planned use, stepping \
-                 through the next {HORIZON_DAYS} days (today counted in full) with each live, \
-                 running routine schedule's dates, type, taper steps and times and each routine \
-                 person medication's doses per dose-cycle window; paused sources plan nothing. \
-                 0 when already at or below it; {HORIZON_DAYS} when it lasts at least that long; \
-                 null only when nothing is planned to be used within the {HORIZON_DAYS} days"
-            ),
-        })
-    };
-    json!({
-        "low_stock": {"type": "boolean", "description": format!("{subject} is at or below reorder_threshold")},
-        "out_of_stock": {"type": "boolean", "description": format!("{subject} is zero")},
-        "days_until_low_stock": days("reorder_threshold (null without one)"),
-        "days_until_out_of_stock": days("zero"),
-    })
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::care::notification_preferences::slots::SlotTimes;
     use crate::medicine::forecast_store::SchedulePlan;
     use crate::medicine::vocab::DoseCycle;
+    use serde_json::{Value, json};
 
     fn d(s: &str) -> Dec {
         s.parse().unwrap()

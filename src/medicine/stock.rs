@@ -7,7 +7,7 @@ use rusqlite::Connection;
 
 use crate::db::change_feed::{self, Action, Change};
 use crate::decimal::Dec;
-use crate::domain::ResourceId;
+use crate::domain::{ResourceId, Timestamp};
 use crate::error::{ApiError, Result};
 use crate::medicine::dosage_options::{self, model::DosageOption};
 use crate::medicine::medications::{self, model::MedicationRow};
@@ -47,7 +47,7 @@ pub fn set_supply(
     household_id: i64,
     holder: Holder<'_>,
     supply: Dec,
-    now: &str,
+    now: &Timestamp,
 ) -> Result<()> {
     let (record_type, record_id, record_portable_id) = match holder {
         Holder::Medication { id, portable_id } => {
@@ -144,6 +144,8 @@ pub fn deduct_take(
             ));
         }
     };
-    set_supply(conn, household_id, holder, after, now)?;
+    // `now` is the take's own stored timestamp.
+    let now = Timestamp::from_stored(now.to_owned());
+    set_supply(conn, household_id, holder, after, &now)?;
     Ok(warnings)
 }

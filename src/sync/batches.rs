@@ -27,9 +27,8 @@ use axum::routing::post;
 use rusqlite::Connection;
 use serde_json::{Value, json};
 
-use super::batches_model::{BatchBody, MAX_OPERATIONS, Operation, OperationResult};
+use super::batches_model::{BatchBody, BatchResult, MAX_OPERATIONS, Operation, OperationResult};
 use super::batches_ops::{self, OperationKind, Replayed};
-use super::batches_schema::{batch_request_schema, batch_result_schema, operation_schema};
 use super::batches_step::Step;
 use crate::auth::Actor;
 use crate::db::idempotency::{self, Replay, SavedResponse};
@@ -47,16 +46,13 @@ pub const UNSUPPORTED: &str = "sync_operation_unsupported";
 pub const SYNC_CONFLICT: &str = "sync_conflict";
 
 pub fn routes(api: Api) -> Api {
-    api.schema("SyncOperation", operation_schema())
-        .schema("SyncBatchRequest", batch_request_schema())
-        .single_schema("SyncBatchResult", batch_result_schema())
-        .route(
+    api.route(
             Op::post(PATH, "createSyncBatch", TAG)
                 .summary("Apply a batch of queued offline writes in one transaction")
                 .description("Applies batch.operations (1 to 200) in submitted order inside one transaction, each through the same rule as its REST endpoint (same permissions, validation, audit and change-feed entries). Supported pairs are listed in the capability document's sync.operations. Behavioural rules that take precedence over the formal schema: create operations carry no id and no if_match; update, delete, adjust_inventory, mark_as_ordered, mark_as_received, pause, resume and close need id and the record's latest ETag in if_match (missing: 428 precondition_required; stale: 409 sync_conflict); close, pause, resume and delete carry empty (or no) attributes; remove_stock carries the medication's id, attributes quantity (decimal string), reason, submission_id and optional note and dosage_id (the dosage option's portable or numeric id), and no if_match, and its result (record_type StockRemoval, naming the removal) carries the medication's new ETag as etag; medication_pause_period close takes the period's portable id. attributes are the resource's fields as in its REST request body, without the wrapping key; decimals are strings and references are portable ids or string database ids. References to results of earlier operations of the same batch are not supported. An unsupported pair is refused with 422 sync_operation_unsupported before anything is written. Any failing operation rolls back the whole batch; the error message names the failing operation's index and never repeats submitted values. Results hold index, action, record_type, record_id (string), record_portable_id and, except for deletes, the record's new etag; pause-period results also hold replayed. medication_dose_occurrence create records outcome not_taken for an expected dose of a routine schedule or assignment (attributes source_type, source_id, occurrence_key from listDoseOccurrences, outcome not_taken, optional reason and note; never changes stock; the same decision again returns the saved outcome; a dose already taken or otherwise resolved is a 409 dose_outcome_conflict); its update takes the outcome's portable id, if_match and attributes {outcome: open} only, and needs manage access.")
-                .body_named("SyncBatchRequest")
+                .body::<BatchBody>()
                 .idempotency_key()
-                .created_named("SyncBatchResultResponse")
+                .created::<BatchResult>()
                 .errors(&[403, 404, 409, 422, 428]),
             post(create),
         )
@@ -128,7 +124,7 @@ fn apply_all(conn: &WriteTx, actor: &Actor, queued: &[Queued]) -> Result<SavedRe
         };
         results.push((kind.apply)(&step).map_err(|e| at_operation(index, e))?);
     }
-    let body = serde_json::to_string(&json!({"data": {"applied": true, "results": results}}))
+    let body = serde_json::to_string(&json!({"data": BatchResult { applied: true, results }}))
         .map_err(ApiError::internal)?;
     Ok(SavedResponse {
         status: StatusCode::CREATED.as_u16(),

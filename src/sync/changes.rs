@@ -14,10 +14,7 @@ use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use rusqlite::Connection;
 use serde_json::json;
 
-use super::changes_model::{
-    ChangeEntry, ChangeMetadata, SyncChanges, Tombstone, change_schema, sync_changes_schema,
-    tombstone_schema,
-};
+use super::changes_model::{ChangeEntry, ChangeMetadata, SyncChanges, Tombstone};
 use super::changes_store;
 use super::snapshot_store::Reader;
 use crate::auth::Actor;
@@ -150,14 +147,11 @@ pub fn changes(
 }
 
 pub fn routes(api: Api) -> Api {
-    api.schema("SyncChange", change_schema())
-        .schema("SyncTombstone", tombstone_schema())
-        .single_schema("SyncChanges", sync_changes_schema())
-        .route(
-            Op::get(PATH, "getSyncChanges", TAG)
-                .summary("Read changes and tombstones after a cursor")
-                .description(
-                    "Entries after the cursor in the order they were written: creations and \
+    api.route(
+        Op::get(PATH, "getSyncChanges", TAG)
+            .summary("Read changes and tombstones after a cursor")
+            .description(
+                "Entries after the cursor in the order they were written: creations and \
                      updates under `changes`, deletion markers (deleted records, retired \
                      schedules and assignments) under `tombstones`. Without a cursor the feed \
                      is read from its beginning. Entries about a person appear only while the \
@@ -168,21 +162,21 @@ pub fn routes(api: Api) -> Api {
                      never carries clinical reasons or notes. A cursor that cannot be read, \
                      belongs to another household or points past the feed is refused with 422 \
                      naming `cursor`.",
-                )
-                .query(
-                    "cursor",
-                    json!({"type": "string", "minLength": 1, "pattern": "^[A-Za-z0-9_-]+$"}),
-                    "Opaque cursor from a snapshot or an earlier next_cursor",
-                )
-                .query(
-                    "limit",
-                    json!({"type": "integer", "minimum": 1, "maximum": MAX_LIMIT,
+            )
+            .query(
+                "cursor",
+                json!({"type": "string", "minLength": 1, "pattern": "^[A-Za-z0-9_-]+$"}),
+                "Opaque cursor from a snapshot or an earlier next_cursor",
+            )
+            .query(
+                "limit",
+                json!({"type": "integer", "minimum": 1, "maximum": MAX_LIMIT,
                            "default": DEFAULT_LIMIT}),
-                    "Most entries (changes and tombstones together) in one page, 1 to 1000",
-                )
-                .ok_named("SyncChangesResponse"),
-            get(handler),
-        )
+                "Most entries (changes and tombstones together) in one page, 1 to 1000",
+            )
+            .ok::<SyncChanges>(),
+        get(handler),
+    )
 }
 
 async fn handler(

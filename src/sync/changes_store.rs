@@ -14,7 +14,7 @@ pub struct FeedRow {
     pub record_id: i64,
     pub record_portable_id: String,
     pub action: String,
-    pub occurred_at: String,
+    pub occurred_at: crate::domain::Timestamp,
     pub person_portable_id: Option<String>,
 }
 

@@ -12,6 +12,7 @@ pub mod changes;
 pub mod changes_model;
 pub mod changes_store;
 pub mod snapshot;
+pub mod snapshot_model;
 pub mod snapshot_store;
 
 /// Every sync operation, documented as it is routed.

@@ -371,7 +371,7 @@ fn project_schedule(
     )?;
     for planned in listed {
         let mut dose = blank(SCHEDULE, source, (date, date), planned.position);
-        dose.scheduled_at = Some(crate::time::format(planned.scheduled_at));
+        dose.scheduled_at = Some(crate::domain::Timestamp::from_jiff(planned.scheduled_at));
         dose.dose_amount = planned.dose_amount;
         dose.dose_unit = planned.dose_unit;
         projected.expected.push(Expected { dose, limit });
@@ -524,7 +524,9 @@ impl Settled<'_> {
 
 /// Person, then time (untimed doses last), schedules before assignments,
 /// source and position.
-fn order_key(dose: &DoseOccurrence) -> (i64, bool, &Option<String>, bool, i64, u32) {
+fn order_key(
+    dose: &DoseOccurrence,
+) -> (i64, bool, &Option<crate::domain::Timestamp>, bool, i64, u32) {
     (
         dose.person_id,
         dose.scheduled_at.is_none(),

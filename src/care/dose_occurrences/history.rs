@@ -19,98 +19,17 @@ use crate::db::WriteTx;
 use std::collections::HashMap;
 
 use jiff::Timestamp;
-use jiff::civil::Date;
 use jiff::tz::TimeZone;
 use rusqlite::{Connection, params};
-use serde::{Deserialize, Serialize, de::DeserializeOwned};
+use serde::de::DeserializeOwned;
 use serde_json::Value;
 
 use crate::care::notification_preferences::slots::{self, SlotTimes};
-use crate::care::person_medications::model::{AdministrationKind, PersonMedicationRow};
-use crate::care::schedules::model::ScheduleRow;
-use crate::decimal::Dec;
+use crate::care::plan::{AssignmentPlan, PERSON_MEDICATION, Planned, SCHEDULE, SchedulePlan};
 use crate::error::Result;
-use crate::medicine::vocab::{DoseCycle, DoseUnit, ScheduleType};
 
-pub const SCHEDULE: &str = "schedule";
-pub const PERSON_MEDICATION: &str = "person_medication";
 pub const SLOT_TIMES: &str = "slot_times";
 pub const TIME_ZONE: &str = "time_zone";
-
-/// What of a schedule the projection depends on.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct SchedulePlan {
-    pub schedule_type: ScheduleType,
-    pub schedule_config: Value,
-    pub start_date: Date,
-    pub end_date: Option<Date>,
-    pub dose_amount: Dec,
-    pub dose_unit: DoseUnit,
-    pub dose_cycle: Option<DoseCycle>,
-    pub max_daily_doses: Option<i64>,
-    pub min_hours_between_doses: Option<Dec>,
-}
-
-/// What of a direct assignment the projection depends on.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct AssignmentPlan {
-    pub administration_kind: AdministrationKind,
-    pub dose_amount: Dec,
-    pub dose_unit: DoseUnit,
-    pub dose_cycle: Option<DoseCycle>,
-    pub max_daily_doses: Option<i64>,
-    pub min_hours_between_doses: Option<Dec>,
-}
-
-/// A dose source whose plan has a history.
-pub trait Planned {
-    /// The `plan_revisions.subject_type` of its revisions.
-    const SUBJECT: &'static str;
-    fn plan(&self) -> Value;
-}
-
-impl From<&ScheduleRow> for SchedulePlan {
-    fn from(row: &ScheduleRow) -> SchedulePlan {
-        SchedulePlan {
-            schedule_type: row.schedule_type,
-            schedule_config: row.schedule_config.clone(),
-            start_date: row.start_date,
-            end_date: row.end_date,
-            dose_amount: row.dose.dose_amount,
-            dose_unit: row.dose.dose_unit,
-            dose_cycle: row.dose.dose_cycle,
-            max_daily_doses: row.dose.max_daily_doses,
-            min_hours_between_doses: row.dose.min_hours_between_doses,
-        }
-    }
-}
-
-impl Planned for ScheduleRow {
-    const SUBJECT: &'static str = SCHEDULE;
-    fn plan(&self) -> Value {
-        serde_json::to_value(SchedulePlan::from(self)).unwrap_or(Value::Null)
-    }
-}
-
-impl From<&PersonMedicationRow> for AssignmentPlan {
-    fn from(row: &PersonMedicationRow) -> AssignmentPlan {
-        AssignmentPlan {
-            administration_kind: row.administration_kind,
-            dose_amount: row.dose.dose_amount,
-            dose_unit: row.dose.dose_unit,
-            dose_cycle: row.dose.dose_cycle,
-            max_daily_doses: row.dose.max_daily_doses,
-            min_hours_between_doses: row.dose.min_hours_between_doses,
-        }
-    }
-}
-
-impl Planned for PersonMedicationRow {
-    const SUBJECT: &'static str = PERSON_MEDICATION;
-    fn plan(&self) -> Value {
-        serde_json::to_value(AssignmentPlan::from(self)).unwrap_or(Value::Null)
-    }
-}
 
 /// Slot times as kept in a revision: `HH:MM:SS` or null per slot.
 pub fn slot_times_state(times: &SlotTimes) -> Value {

@@ -1,12 +1,12 @@
 //! Dose occurrence (expected dose) API shapes.
 
 use jiff::civil::Date;
+use schemars::JsonSchema;
 use serde::Serialize;
-use serde_json::{Value, json};
 
 use crate::decimal::{self, Dec};
-use crate::domain::{Versioned, etag};
-use crate::http::openapi::nullable;
+use crate::domain::{Timestamp, Versioned, etag};
+use crate::http::openapi;
 use crate::medicine::vocab::DoseUnit;
 
 /// Outcome values of an expected dose (DESIGN.md: `taken` only through a
@@ -21,95 +21,68 @@ pub const OTHER_SOURCE_TOO_SOON: &str =
     "taken within min_hours_between_doses of a dose of the same medication under another source";
 
 /// One expected dose as sent.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+#[schemars(deny_unknown_fields)]
 pub struct DoseOccurrence {
-    /// Signed by this server: names source, window and position.
+    /// Opaque key signed by this server naming the source, window and position; send it with a medication take to link the take to this dose. Not portable between installations.
+    #[schemars(length(min = 1))]
     pub occurrence_key: String,
+    #[schemars(extend("enum" = SOURCE_TYPES))]
     pub source_type: &'static str,
+    #[schemars(with = "openapi::NumericId")]
     pub source_id: i64,
+    #[schemars(with = "openapi::PortableId")]
     pub source_portable_id: String,
+    #[schemars(with = "openapi::NumericId")]
     pub person_id: i64,
+    #[schemars(with = "openapi::PortableId")]
     pub person_portable_id: String,
+    #[schemars(with = "openapi::NumericId")]
     pub medication_id: i64,
+    #[schemars(with = "openapi::PortableId")]
     pub medication_portable_id: String,
     pub medication_display_name: String,
+    #[schemars(with = "decimal::Positive")]
     pub dose_amount: Dec,
     pub dose_unit: DoseUnit,
+    #[schemars(with = "openapi::Date")]
     pub window_starts_on: Date,
+    #[schemars(with = "openapi::Date")]
     pub window_ends_on: Date,
-    /// 1-based, in time order within the window.
+    /// 1-based position of the dose in its window, in time order
+    #[schemars(range(min = 1))]
     pub position: u32,
-    /// UTC; null for routine assignments (they have no set time).
-    pub scheduled_at: Option<String>,
+    /// When the dose is due (UTC), from the schedule's local time in the household time zone; null for routine person medications, which have no set time
+    pub scheduled_at: Option<Timestamp>,
+    /// taken when a medication take names this occurrence, else the saved outcome (not_taken), else open
+    #[schemars(extend("enum" = OUTCOMES))]
     pub outcome: String,
     pub reason: Option<String>,
     pub note: Option<String>,
+    #[schemars(with = "Option<openapi::NumericId>")]
     pub medication_take_id: Option<i64>,
+    #[schemars(with = "Option<openapi::PortableId>")]
     pub medication_take_portable_id: Option<String>,
+    /// Safety notes about the takes of this dose's source in its dose-cycle window (doses of the same medication for the person under other sources count too): "max_daily_doses exceeded", "taken earlier than min_hours_between_doses", "taken within min_hours_between_doses of a dose of the same medication under another source"
     pub warnings: Vec<String>,
 }
 
 /// `listDoseOccurrences`'s `meta`.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+#[schemars(deny_unknown_fields, inline)]
 pub struct DayMeta {
+    #[schemars(with = "openapi::Date")]
     pub date: Date,
+    /// The household's IANA time zone the day is taken in
     pub time_zone: String,
 }
 
-pub fn dose_occurrence_schema() -> Value {
-    let props = json!({
-        "occurrence_key": {"type": "string", "minLength": 1,
-            "description": "Opaque key signed by this server naming the source, window and position; send it with a medication take to link the take to this dose. Not portable between installations."},
-        "source_type": {"type": "string", "enum": SOURCE_TYPES},
-        "source_id": {"$ref": "#/components/schemas/NumericId"},
-        "source_portable_id": {"$ref": "#/components/schemas/PortableId"},
-        "person_id": {"$ref": "#/components/schemas/NumericId"},
-        "person_portable_id": {"$ref": "#/components/schemas/PortableId"},
-        "medication_id": {"$ref": "#/components/schemas/NumericId"},
-        "medication_portable_id": {"$ref": "#/components/schemas/PortableId"},
-        "medication_display_name": {"type": "string"},
-        "dose_amount": decimal::positive_schema(),
-        "dose_unit": DoseUnit::schema(),
-        "window_starts_on": {"$ref": "#/components/schemas/Date"},
-        "window_ends_on": {"$ref": "#/components/schemas/Date"},
-        "position": {"type": "integer", "minimum": 1,
-            "description": "1-based position of the dose in its window, in time order"},
-        "scheduled_at": {
-            "anyOf": [{"$ref": "#/components/schemas/Timestamp"}, {"type": "null"}],
-            "description": "When the dose is due (UTC), from the schedule's local time in the household time zone; null for routine person medications, which have no set time",
-        },
-        "outcome": {"type": "string", "enum": OUTCOMES,
-            "description": "taken when a medication take names this occurrence, else the saved outcome (not_taken), else open"},
-        "reason": nullable(json!({"type": "string"})),
-        "note": nullable(json!({"type": "string"})),
-        "medication_take_id": nullable(json!({"$ref": "#/components/schemas/NumericId"})),
-        "medication_take_portable_id": nullable(json!({"$ref": "#/components/schemas/PortableId"})),
-        "warnings": {"type": "array", "items": {"type": "string"},
-            "description": "Safety notes about the takes of this dose's source in its dose-cycle window (doses of the same medication for the person under other sources count too): \"max_daily_doses exceeded\", \"taken earlier than min_hours_between_doses\", \"taken within min_hours_between_doses of a dose of the same medication under another source\""},
-    });
-    let required: Vec<&String> = props
-        .as_object()
-        .map(|o| o.keys().collect())
-        .unwrap_or_default();
-    json!({"type": "object", "additionalProperties": false, "required": required,
-        "properties": props})
-}
-
-pub fn collection_schema() -> Value {
-    json!({
-        "type": "object", "additionalProperties": false, "required": ["data", "meta"],
-        "properties": {
-            "data": {"type": "array", "items": {"$ref": "#/components/schemas/DoseOccurrence"}},
-            "meta": {
-                "type": "object", "additionalProperties": false,
-                "required": ["date", "time_zone"],
-                "properties": {
-                    "date": {"$ref": "#/components/schemas/Date"},
-                    "time_zone": {"type": "string", "description": "The household's IANA time zone the day is taken in"},
-                },
-            },
-        },
-    })
+/// `listDoseOccurrences`'s body: one day's expected doses (not paged).
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+#[schemars(deny_unknown_fields, rename = "DoseOccurrenceCollection")]
+pub struct DoseOccurrenceDay {
+    pub data: Vec<DoseOccurrence>,
+    pub meta: DayMeta,
 }
 
 /// A saved outcome row.

@@ -7,11 +7,12 @@ use jiff::civil::Date;
 use jiff::tz::TimeZone;
 use rusqlite::Connection;
 
-use super::history::{AssignmentPlan, Revisions, SchedulePlan, Timeline};
+use super::history::{Revisions, Timeline};
 use super::store::{self, Pause, PersonRef, ScheduleSource};
 use super::{SCHEDULE, cycle_window, instant, schedule_times_on, start_of};
 use crate::care::notification_preferences::slots::{self, SlotTimes};
 use crate::care::person_medications::model::AdministrationKind;
+use crate::care::plan::{AssignmentPlan, SchedulePlan};
 use crate::care::schedule_config::{self, TaperStep};
 use crate::decimal::Dec;
 use crate::error::Result;

@@ -11,10 +11,10 @@ use jiff::civil::Date;
 use rusqlite::types::Type;
 use rusqlite::{Connection, OptionalExtension, Row, named_params, params};
 
-use super::history::{AssignmentPlan, SchedulePlan};
 use super::model::DoseOutcome;
 use crate::auth::Actor;
 use crate::auth::store::VISIBLE_PERSON;
+use crate::care::plan::{AssignmentPlan, SchedulePlan};
 use crate::decimal::Dec;
 use crate::domain::ResourceId;
 use crate::error::Result;

@@ -24,19 +24,16 @@ use rusqlite::Connection;
 
 use crate::auth::{AccessLevel, Actor, access};
 use crate::db::change_feed::{self, Action, Change};
-use crate::domain::{IfMatch, Page, ResourceId, etag, trimmed};
+use crate::domain::{IfMatch, Page, ResourceId, Timestamp, etag, trimmed};
 use crate::error::{ApiError, Problems, Result};
 use crate::household::people;
 
-use model::{HealthEvent, HealthEventAttributes, HealthEventRow};
+use model::{HealthEvent, HealthEventAttributes, HealthEventRow, MAX_MEDICATIONS};
 pub use store::Filter;
 
 pub const RECORD_TYPE: &str = crate::domain::record_type::HEALTH_EVENT;
 /// The access to the event's person that recording, changing and deleting need.
 pub const WRITE_LEVEL: AccessLevel = AccessLevel::Record;
-const MAX_TITLE: usize = 200;
-const MAX_NOTES: usize = 4000;
-const MAX_MEDICATIONS: usize = 100;
 const EARLIEST_YEAR: i16 = 1880;
 
 /// A linked medication: (numeric id, portable id).
@@ -223,23 +220,11 @@ fn apply(
     match attrs.title {
         None if whole => problems.add("title", "is required"),
         Some(None) => problems.add("title", "must not be null"),
-        Some(Some(title)) => match trimmed(Some(title)) {
-            Some(title) if title.chars().count() <= MAX_TITLE => row.title = title,
-            Some(_) => problems.add("title", "must be at most 200 characters"),
-            None => problems.add("title", "must not be blank"),
-        },
+        Some(Some(title)) => row.title = title.trim().to_string(),
         None => {}
     }
     if let Some(notes) = attrs.notes {
-        let notes = trimmed(notes);
-        if notes
-            .as_ref()
-            .is_some_and(|n| n.chars().count() > MAX_NOTES)
-        {
-            problems.add("notes", "must be at most 4000 characters");
-        } else {
-            row.notes = notes;
-        }
+        row.notes = trimmed(notes.map(|n| n.into_inner()));
     }
     let mut dates_ok = true;
     match attrs.started_on {
@@ -315,7 +300,7 @@ pub fn create(conn: &WriteTx, actor: &Actor, attrs: HealthEventAttributes) -> Re
         }
         _ => None,
     };
-    let now = crate::time::now();
+    let now = Timestamp::now();
     let mut row = HealthEventRow {
         id: 0,
         portable_id: crate::db::new_portable_id(),
@@ -362,7 +347,7 @@ fn save(
     links_changed: bool,
 ) -> Result<HealthEvent> {
     row.lock_version += 1;
-    row.updated_at = crate::time::now();
+    row.updated_at = Timestamp::now();
     store::update(conn, &row)?;
     if links_changed {
         let ids: Vec<i64> = links.iter().map(|(id, _)| *id).collect();
@@ -417,7 +402,7 @@ pub fn replace(
 pub fn delete(conn: &WriteTx, actor: &Actor, id: &ResourceId, if_match: &IfMatch) -> Result<()> {
     let mut row = find_for_change(conn, actor, id, if_match)?;
     row.lock_version += 1;
-    row.updated_at = crate::time::now();
+    row.updated_at = Timestamp::now();
     store::soft_delete(conn, &row)?;
     record(conn, actor, &row, Action::Delete)
 }
@@ -439,8 +424,8 @@ mod tests {
             started_on: "2026-03-01".into(),
             ended_on: None,
             lock_version: 1,
-            created_at: String::new(),
-            updated_at: String::new(),
+            created_at: Timestamp::now(),
+            updated_at: Timestamp::now(),
         }
     }
 

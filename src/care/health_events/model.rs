@@ -1,98 +1,37 @@
 //! Health event API shapes.
 
 use jiff::civil::Date;
-use rusqlite::types::{FromSql, FromSqlError, FromSqlResult, ToSql, ToSqlOutput, ValueRef};
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
-use serde_json::{Value, json};
 
-use crate::domain::{ResourceId, Versioned, etag, present, resource_ref_schema};
-use crate::http::openapi::nullable;
+use crate::domain::{Name, ResourceId, Text, Timestamp, Versioned, etag, present};
+use crate::http::openapi;
 use crate::http::replace::Whole;
+use crate::medicine::vocab::vocabulary;
 
-/// What kind of health event this is (DESIGN.md decision).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum EventKind {
-    Illness,
-    SuspectedSideEffect,
-}
-
-impl EventKind {
-    pub const ALL: &'static [&'static str] = &["illness", "suspected_side_effect"];
-
-    pub fn as_str(self) -> &'static str {
-        match self {
-            EventKind::Illness => "illness",
-            EventKind::SuspectedSideEffect => "suspected_side_effect",
-        }
+vocabulary!(
+    /// What kind of health event this is (DESIGN.md decision).
+    EventKind {
+        Illness => "illness",
+        SuspectedSideEffect => "suspected_side_effect",
     }
+);
 
-    pub fn parse(text: &str) -> Option<EventKind> {
-        match text {
-            "illness" => Some(EventKind::Illness),
-            "suspected_side_effect" => Some(EventKind::SuspectedSideEffect),
-            _ => None,
-        }
+vocabulary!(
+    /// How bad it was; null when not recorded.
+    Severity {
+        Mild => "mild",
+        Moderate => "moderate",
+        Severe => "severe",
     }
-}
+);
 
-/// How bad it was; null when not recorded.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Severity {
-    Mild,
-    Moderate,
-    Severe,
-}
-
-impl Severity {
-    pub const ALL: &'static [&'static str] = &["mild", "moderate", "severe"];
-
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Severity::Mild => "mild",
-            Severity::Moderate => "moderate",
-            Severity::Severe => "severe",
-        }
-    }
-
-    pub fn parse(text: &str) -> Option<Severity> {
-        match text {
-            "mild" => Some(Severity::Mild),
-            "moderate" => Some(Severity::Moderate),
-            "severe" => Some(Severity::Severe),
-            _ => None,
-        }
-    }
-}
-
-impl ToSql for EventKind {
-    fn to_sql(&self) -> rusqlite::Result<ToSqlOutput<'_>> {
-        Ok(self.as_str().into())
-    }
-}
-
-impl FromSql for EventKind {
-    fn column_result(value: ValueRef<'_>) -> FromSqlResult<Self> {
-        let text = value.as_str()?;
-        EventKind::parse(text)
-            .ok_or_else(|| FromSqlError::Other(format!("unknown event_kind {text}").into()))
-    }
-}
-
-impl ToSql for Severity {
-    fn to_sql(&self) -> rusqlite::Result<ToSqlOutput<'_>> {
-        Ok(self.as_str().into())
-    }
-}
-
-impl FromSql for Severity {
-    fn column_result(value: ValueRef<'_>) -> FromSqlResult<Self> {
-        let text = value.as_str()?;
-        Severity::parse(text)
-            .ok_or_else(|| FromSqlError::Other(format!("unknown severity {text}").into()))
-    }
-}
+/// A health event's title: not blank, at most 200 characters.
+pub type Title = Name<200>;
+/// A health event's notes: at most 4000 characters.
+pub type Notes = Text<4000>;
+/// How many medications one event may name.
+pub const MAX_MEDICATIONS: usize = 100;
 
 /// A health event as stored, before its medication links are added.
 #[derive(Debug, Clone)]
@@ -109,27 +48,38 @@ pub struct HealthEventRow {
     pub started_on: String,
     pub ended_on: Option<String>,
     pub lock_version: i64,
-    pub created_at: String,
-    pub updated_at: String,
+    pub created_at: Timestamp,
+    pub updated_at: Timestamp,
 }
 
-/// The API shape: every key always present, nothing else.
-#[derive(Debug, Clone, Serialize)]
+// The API shape: every key always present, nothing else.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+#[schemars(deny_unknown_fields)]
 pub struct HealthEvent {
+    #[schemars(with = "openapi::NumericId")]
     pub id: i64,
+    #[schemars(with = "openapi::PortableId")]
     pub portable_id: String,
+    #[schemars(with = "openapi::NumericId")]
     pub person_id: i64,
+    #[schemars(with = "openapi::PortableId")]
     pub person_portable_id: String,
     pub event_kind: EventKind,
     pub severity: Option<Severity>,
+    #[schemars(with = "Title")]
     pub title: String,
+    #[schemars(with = "Option<Notes>")]
     pub notes: Option<String>,
+    #[schemars(with = "openapi::Date")]
     pub started_on: String,
+    #[schemars(with = "Option<openapi::Date>")]
     pub ended_on: Option<String>,
+    #[schemars(with = "Vec<openapi::NumericId>")]
     pub medication_ids: Vec<i64>,
+    #[schemars(with = "Vec<openapi::PortableId>")]
     pub medication_portable_ids: Vec<String>,
-    pub created_at: String,
-    pub updated_at: String,
+    pub created_at: Timestamp,
+    pub updated_at: Timestamp,
     #[serde(skip)]
     pub lock_version: i64,
 }
@@ -142,29 +92,41 @@ impl Versioned for HealthEvent {
 
 /// HealthEventAttributes: absent fields stay as they are (PATCH) or take
 /// their defaults (create, PUT); nullable fields may be set to null.
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Default, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct HealthEventAttributes {
+    /// The person the event happened to (numeric or portable id); it cannot change after creation
     #[serde(default, deserialize_with = "present")]
+    #[schemars(with = "ResourceId")]
     pub person_id: Option<Option<ResourceId>>,
     #[serde(default, deserialize_with = "present")]
+    #[schemars(with = "EventKind")]
     pub event_kind: Option<Option<EventKind>>,
     #[serde(default, deserialize_with = "present")]
+    #[schemars(with = "Option<Severity>")]
     pub severity: Option<Option<Severity>>,
     #[serde(default, deserialize_with = "present")]
-    pub title: Option<Option<String>>,
+    #[schemars(with = "Title")]
+    pub title: Option<Option<Title>>,
     #[serde(default, deserialize_with = "present")]
-    pub notes: Option<Option<String>>,
+    #[schemars(with = "Option<Notes>")]
+    pub notes: Option<Option<Notes>>,
     #[serde(default, deserialize_with = "present")]
+    #[schemars(with = "openapi::Date")]
     pub started_on: Option<Option<Date>>,
+    /// On or after started_on; null while the event is ongoing
     #[serde(default, deserialize_with = "present")]
+    #[schemars(with = "Option<openapi::Date>")]
     pub ended_on: Option<Option<Date>>,
+    /// Medications of this household the event names (numeric or portable ids); duplicates are ignored
     #[serde(default, deserialize_with = "present")]
+    #[schemars(with = "Vec<ResourceId>", extend("maxItems" = MAX_MEDICATIONS))]
     pub medication_ids: Option<Option<Vec<ResourceId>>>,
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
+#[schemars(rename = "HealthEventUpdateRequest")]
 pub struct HealthEventBody {
     pub health_event: HealthEventAttributes,
 }
@@ -182,70 +144,4 @@ impl Whole for HealthEventBody {
         "ended_on",
         "medication_ids",
     ];
-}
-
-fn event_kind_schema() -> Value {
-    json!({"type": "string", "enum": EventKind::ALL})
-}
-
-fn severity_schema() -> Value {
-    json!({"type": "string", "enum": Severity::ALL})
-}
-
-pub fn health_event_schema() -> Value {
-    json!({
-        "type": "object",
-        "additionalProperties": false,
-        "required": [
-            "id", "portable_id", "person_id", "person_portable_id", "event_kind", "severity",
-            "title", "notes", "started_on", "ended_on", "medication_ids",
-            "medication_portable_ids", "created_at", "updated_at",
-        ],
-        "properties": {
-            "id": {"$ref": "#/components/schemas/NumericId"},
-            "portable_id": {"$ref": "#/components/schemas/PortableId"},
-            "person_id": {"$ref": "#/components/schemas/NumericId"},
-            "person_portable_id": {"$ref": "#/components/schemas/PortableId"},
-            "event_kind": event_kind_schema(),
-            "severity": nullable(severity_schema()),
-            "title": {"type": "string", "minLength": 1, "maxLength": 200},
-            "notes": {"type": ["string", "null"], "maxLength": 4000},
-            "started_on": {"$ref": "#/components/schemas/Date"},
-            "ended_on": nullable(json!({"$ref": "#/components/schemas/Date"})),
-            "medication_ids": {"type": "array", "items": {"$ref": "#/components/schemas/NumericId"}},
-            "medication_portable_ids": {"type": "array", "items": {"$ref": "#/components/schemas/PortableId"}},
-            "created_at": {"$ref": "#/components/schemas/Timestamp"},
-            "updated_at": {"$ref": "#/components/schemas/Timestamp"},
-        },
-    })
-}
-
-/// HealthEventAttributes; `required` lists what the request needs.
-pub fn health_event_attributes_schema(required: &[&str]) -> Value {
-    json!({
-        "type": "object",
-        "additionalProperties": false,
-        "required": required,
-        "properties": {
-            "person_id": {
-                "description": "The person the event happened to (numeric or portable id); it cannot change after creation",
-                "anyOf": resource_ref_schema()["anyOf"].clone(),
-            },
-            "event_kind": event_kind_schema(),
-            "severity": nullable(severity_schema()),
-            "title": {"type": "string", "minLength": 1, "maxLength": 200},
-            "notes": {"type": ["string", "null"], "maxLength": 4000},
-            "started_on": {"$ref": "#/components/schemas/Date"},
-            "ended_on": {
-                "description": "On or after started_on; null while the event is ongoing",
-                "anyOf": [{"$ref": "#/components/schemas/Date"}, {"type": "null"}],
-            },
-            "medication_ids": {
-                "description": "Medications of this household the event names (numeric or portable ids); duplicates are ignored",
-                "type": "array",
-                "maxItems": 100,
-                "items": resource_ref_schema(),
-            },
-        },
-    })
 }

@@ -6,7 +6,7 @@ use axum::routing::{delete, get, patch, post, put};
 use serde_json::json;
 
 use super::Filter;
-use super::model::{HealthEventBody, health_event_attributes_schema, health_event_schema};
+use super::model::{HealthEvent, HealthEventBody};
 use crate::auth::Actor;
 use crate::domain::IfMatch;
 use crate::error::Result;
@@ -23,23 +23,7 @@ const MEMBER: &str = "/households/{household_id}/health_events/{id}";
 const REQUIRED: &[&str] = &["person_id", "event_kind", "title", "started_on"];
 
 pub fn routes(api: Api) -> Api {
-    api.resource_schema("HealthEvent", health_event_schema())
-        .request_schema(
-            "HealthEventCreateRequest",
-            "health_event",
-            health_event_attributes_schema(REQUIRED),
-        )
-        .request_schema(
-            "HealthEventUpdateRequest",
-            "health_event",
-            health_event_attributes_schema(&[]),
-        )
-        .request_schema(
-            "HealthEventReplaceRequest",
-            "health_event",
-            health_event_attributes_schema(HealthEventBody::FIELDS),
-        )
-        .route(
+    api.route(
             Op::get(COLLECTION, "listHealthEvents", TAG)
                 .summary("List health events of the people you may view")
                 .description("Newest first (by started_on). Only events of people the caller has view access to are listed; deleted events are not listed.")
@@ -50,15 +34,15 @@ pub fn routes(api: Api) -> Api {
                     json!({"$ref": "#/components/schemas/ResourceIdentifier"}),
                     "Only events of this person (numeric or portable id)",
                 )
-                .ok_named("HealthEventCollection"),
+                .page::<HealthEvent>(),
             get(list),
         )
         .route(
             Op::post(COLLECTION, "createHealthEvent", TAG)
                 .summary("Record a health event")
                 .description("Records an illness or a suspected side effect of a person. Needs record or manage access to the person (a carer who gives medicines may log an illness); a view-only grant gets 403, a person outside the caller's scope 404. medication_ids must name medications of this household; duplicates are ignored.")
-                .body_named("HealthEventCreateRequest")
-                .created_named("HealthEventResponse")
+                .create_body::<HealthEventBody>("HealthEventCreateRequest", REQUIRED)
+                .created::<HealthEvent>()
                 .etag(),
             post(create),
         )
@@ -66,7 +50,7 @@ pub fn routes(api: Api) -> Api {
             Op::get(MEMBER, "getHealthEvent", TAG)
                 .summary("Get a health event")
                 .description("Needs view access to the event's person (404 otherwise). `{id}` is its numeric or portable id.")
-                .ok_named("HealthEventResponse")
+                .ok::<HealthEvent>()
                 .etag(),
             get(show),
         )
@@ -74,9 +58,9 @@ pub fn routes(api: Api) -> Api {
             Op::patch(MEMBER, "updateHealthEvent", TAG)
                 .summary("Update a health event")
                 .description("Changes any subset of the attributes; person_id, when sent, must name the event's person (an event cannot move to another person). Needs record or manage access to the person. If-Match is optional; a stale one returns 409.")
-                .body_named("HealthEventUpdateRequest")
+                .body::<HealthEventBody>()
                 .if_match()
-                .ok_named("HealthEventResponse")
+                .ok::<HealthEvent>()
                 .etag(),
             patch(update),
         )
@@ -84,9 +68,9 @@ pub fn routes(api: Api) -> Api {
             Op::put(MEMBER, "replaceHealthEvent", TAG)
                 .summary("Replace a health event")
                 .description("Replaces the attributes: every attribute is required (person_id unchanged; severity, notes and ended_on may be null; an empty medication_ids links none); a missing one is a 422 naming it. Needs record or manage access to the person. If-Match is optional; a stale one returns 409.")
-                .body_named("HealthEventReplaceRequest")
+                .create_body::<HealthEventBody>("HealthEventReplaceRequest", HealthEventBody::FIELDS)
                 .if_match()
-                .ok_named("HealthEventResponse")
+                .ok::<HealthEvent>()
                 .etag(),
             put(replace),
         )

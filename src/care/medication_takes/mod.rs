@@ -58,7 +58,7 @@ const EARLIEST_TAKEN_ON: Date = jiff::civil::date(1900, 1, 1);
 pub struct Recorded {
     pub take: MedicationTake,
     pub warnings: Vec<Warning>,
-    pub next_dose_allowed_at: Option<String>,
+    pub next_dose_allowed_at: Option<crate::domain::Timestamp>,
     /// True when a retry (same client_uuid) returned an earlier take.
     pub replayed: bool,
 }
@@ -122,7 +122,7 @@ fn same_facts(saved: &MedicationTake, input: &NewMedicationTake, taken_at: &str)
             Some(saved.source_id),
             Some(&saved.source_portable_id),
         )
-        && saved.taken_at == taken_at
+        && saved.taken_at.as_str() == taken_at
         && input.dose_amount.is_none_or(|a| a == saved.dose_amount)
         && input.dose_unit.is_none_or(|u| u == saved.dose_unit)
         && optional(

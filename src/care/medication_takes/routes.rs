@@ -9,8 +9,7 @@ use serde_json::json;
 
 use super::Filter;
 use super::model::{
-    MedicationTakeBody, SourceType, created_schema, medication_take_schema,
-    new_medication_take_schema, warning_schema,
+    MedicationTake, MedicationTakeBody, MedicationTakeCreated, SourceType, TakeMeta,
 };
 use crate::auth::Actor;
 use crate::domain::{ResourceId, Versioned};
@@ -60,14 +59,7 @@ taken. Needs record access to the source's person (view access gets 403, a perso
 caller's scope 404).";
 
 pub fn routes(api: Api) -> Api {
-    api.resource_schema("MedicationTake", medication_take_schema())
-        .schema("MedicationTakeWarning", warning_schema())
-        .schema("MedicationTakeCreated", created_schema())
-        .request_schema(
-            "MedicationTakeCreateRequest",
-            "medication_take",
-            new_medication_take_schema(),
-        )
+    api
         .route(
             Op::get(COLLECTION, "listMedicationTakes", TAG)
                 .summary("List recorded doses, newest first")
@@ -99,16 +91,16 @@ pub fn routes(api: Api) -> Api {
                     json!({"type": "string", "format": "date-time"}),
                     "Only takes taken at or before this time",
                 )
-                .ok_named("MedicationTakeCollection"),
+                .page::<MedicationTake>(),
             get(list),
         )
         .route(
             Op::post(COLLECTION, "createMedicationTake", TAG)
                 .summary("Record a dose that was given")
                 .description(CREATE_DESCRIPTION)
-                .body_named("MedicationTakeCreateRequest")
-                .created_named("MedicationTakeCreated")
-                .also_ok_named("MedicationTakeCreated")
+                .body::<MedicationTakeBody>()
+                .created_unwrapped::<MedicationTakeCreated>()
+                .also_ok_unwrapped::<MedicationTakeCreated>()
                 .etag()
                 .errors(&[409]),
             post(create),
@@ -170,13 +162,13 @@ async fn create(
         StatusCode::CREATED
     };
     let etag = recorded.take.etag();
-    let body = json!({
-        "data": recorded.take,
-        "meta": {
-            "warnings": recorded.warnings,
-            "next_dose_allowed_at": recorded.next_dose_allowed_at,
+    let body = MedicationTakeCreated {
+        data: recorded.take,
+        meta: TakeMeta {
+            warnings: recorded.warnings,
+            next_dose_allowed_at: recorded.next_dose_allowed_at,
         },
-    });
+    };
     let mut response = (status, Json(body)).into_response();
     if let Ok(value) = HeaderValue::from_str(&etag) {
         response.headers_mut().insert(header::ETAG, value);

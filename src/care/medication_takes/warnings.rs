@@ -73,8 +73,8 @@ pub(super) fn warnings(
     household_id: i64,
     source: &Source,
     take: &MedicationTake,
-) -> Result<(Vec<Warning>, Option<String>)> {
-    let taken_at = timestamp(&take.taken_at)?;
+) -> Result<(Vec<Warning>, Option<crate::domain::Timestamp>)> {
+    let taken_at = take.taken_at.to_jiff();
     let planned = planned_for(conn, household_id, source, taken_at, None)?;
     let judged = Judged {
         conn,
@@ -94,7 +94,7 @@ pub(super) fn warnings(
             source_type: source.source_type,
             source_id: source.id,
             take_id: take.id,
-            taken_at: &take.taken_at,
+            taken_at: take.taken_at.as_str(),
         },
     };
     let mut warnings = Vec::new();
@@ -103,7 +103,7 @@ pub(super) fn warnings(
     warnings.extend(judged.too_soon_after_other_sources()?);
     warnings.extend(judged.outside_plan()?);
     let next = judged.next_dose_allowed()?;
-    Ok((warnings, next.map(crate::time::format)))
+    Ok((warnings, next.map(crate::domain::Timestamp::from_jiff)))
 }
 
 /// A take and the limits it is judged against.
@@ -172,7 +172,7 @@ impl Judged<'_> {
             self.conn,
             self.source.source_type,
             self.source.id,
-            &self.take.taken_at,
+            self.take.taken_at.as_str(),
             self.take.id,
         )?;
         let mut closest: Option<SignedDuration> = None;
@@ -227,7 +227,7 @@ impl Judged<'_> {
             self.conn,
             self.source.source_type,
             self.source.id,
-            &self.take.taken_at,
+            self.take.taken_at.as_str(),
         )? {
             warnings.push(Warning {
                 code: "source_paused",

@@ -25,7 +25,7 @@ use crate::care::schedule_config::{self, Slot};
 use crate::care::schedules;
 use crate::db::change_feed::{self, Action, Change};
 use crate::domain::record_type;
-use crate::domain::{IfMatch, ResourceId, etag};
+use crate::domain::{IfMatch, ResourceId, Timestamp, etag};
 use crate::error::{ApiError, Problems, Result};
 use crate::household::people::{self, store::PersonRow};
 use crate::household::store as household_store;
@@ -108,8 +108,8 @@ fn defaults(person_id: i64) -> PreferenceRow {
         evening_time: time(SlotTimes::DEFAULT.evening),
         night_time: time(SlotTimes::DEFAULT.night),
         lock_version: 0,
-        created_at: String::new(),
-        updated_at: String::new(),
+        created_at: Timestamp::now(),
+        updated_at: Timestamp::now(),
     }
 }
 
@@ -239,7 +239,7 @@ fn record(conn: &WriteTx, actor: &Actor, row: &PreferenceRow, action: Action) ->
 /// a new version of the person and a Person change-feed entry.
 fn touch_person(conn: &WriteTx, actor: &Actor, person: &mut PersonRow) -> Result<()> {
     person.lock_version += 1;
-    person.updated_at = crate::domain::Timestamp::now();
+    person.updated_at = Timestamp::now();
     people::store::update(conn, person)?;
     change_feed::append(
         conn,
@@ -282,7 +282,7 @@ fn write(
     let before = existing.as_ref().map_or(SlotTimes::DEFAULT, slot_times_of);
     let after = slot_times_of(&row);
     refuse_clearing_used_slots(conn, actor, person.id, &before, &after)?;
-    let now = crate::time::now();
+    let now = Timestamp::now();
     // Slot doses before the change keep their times.
     history::record(
         conn,
@@ -291,7 +291,7 @@ fn write(
         person.id,
         &history::slot_times_state(&before),
         &history::slot_times_state(&after),
-        &now,
+        now.as_str(),
     )?;
     if existing.is_some() {
         row.lock_version += 1;

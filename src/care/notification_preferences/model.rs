@@ -1,30 +1,93 @@
 //! Notification preference API shapes.
 
-use serde::{Deserialize, Serialize};
-use serde_json::{Value, json};
+use std::borrow::Cow;
 
-use crate::domain::{Versioned, etag, present};
+use schemars::{JsonSchema, Schema, SchemaGenerator, json_schema};
+use serde::{Deserialize, Serialize};
+
+use crate::domain::{Timestamp, Versioned, etag, present};
+use crate::http::openapi;
 use crate::http::replace::Whole;
+
+/// A slot's time of day as answered: `HH:MM:SS`.
+pub struct SlotTime;
+
+impl JsonSchema for SlotTime {
+    fn inline_schema() -> bool {
+        true
+    }
+
+    fn schema_name() -> Cow<'static, str> {
+        "SlotTime".into()
+    }
+
+    fn json_schema(_: &mut SchemaGenerator) -> Schema {
+        json_schema!({
+            "description": "Time of day of this slot (HH:MM:SS, household time zone); null when the slot is unused",
+            "type": "string",
+            "pattern": "^([01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9]$",
+        })
+    }
+}
+
+/// A slot's time of day as sent: `HH:MM` or `HH:MM:SS` (read by
+/// `slots::parse_time`).
+pub struct SlotTimeInput;
+
+impl JsonSchema for SlotTimeInput {
+    fn inline_schema() -> bool {
+        true
+    }
+
+    fn schema_name() -> Cow<'static, str> {
+        "SlotTimeInput".into()
+    }
+
+    fn json_schema(_: &mut SchemaGenerator) -> Schema {
+        json_schema!({
+            "description": "HH:MM or HH:MM:SS (answered as HH:MM:SS); null clears the slot",
+            "type": "string",
+            "pattern": "^([01][0-9]|2[0-3]):[0-5][0-9](:[0-5][0-9])?$",
+        })
+    }
+}
 
 /// A person's notification preferences: every key always present, nothing
 /// else. Before the first write the defaults are answered with `id`,
 /// `portable_id` and `updated_at` null (and no ETag).
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+#[schemars(deny_unknown_fields)]
 pub struct NotificationPreference {
+    /// null until the preferences are first saved
+    #[schemars(with = "Option<openapi::NumericId>")]
     pub id: Option<i64>,
+    /// null until the preferences are first saved
+    #[schemars(with = "Option<openapi::PortableId>")]
     pub portable_id: Option<String>,
+    #[schemars(with = "openapi::NumericId")]
     pub person_id: i64,
+    #[schemars(with = "openapi::PortableId")]
     pub person_portable_id: String,
+    /// Master switch: no notifications at all when false
     pub enabled: bool,
+    /// Remind when a dose is due
     pub dose_due_enabled: bool,
+    /// Tell when a dose was not recorded in time
     pub missed_dose_enabled: bool,
+    /// Tell when a medicine runs low
     pub low_stock_enabled: bool,
+    /// Name medicines in notification text (false keeps the text generic)
     pub private_text_enabled: bool,
+    #[schemars(with = "Option<SlotTime>")]
     pub morning_time: Option<String>,
+    #[schemars(with = "Option<SlotTime>")]
     pub afternoon_time: Option<String>,
+    #[schemars(with = "Option<SlotTime>")]
     pub evening_time: Option<String>,
+    #[schemars(with = "Option<SlotTime>")]
     pub night_time: Option<String>,
-    pub updated_at: Option<String>,
+    /// null until the preferences are first saved
+    pub updated_at: Option<Timestamp>,
     #[serde(skip)]
     pub lock_version: i64,
 }
@@ -44,31 +107,46 @@ impl Versioned for NotificationPreference {
 
 /// NotificationPreferenceAttributes: absent fields stay as they are (PATCH)
 /// or, for times, become null (PUT); a time may be set to null.
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Default, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct NotificationPreferenceAttributes {
+    /// Master switch: no notifications at all when false
     #[serde(default, deserialize_with = "present")]
+    #[schemars(with = "bool")]
     pub enabled: Option<Option<bool>>,
+    /// Remind when a dose is due
     #[serde(default, deserialize_with = "present")]
+    #[schemars(with = "bool")]
     pub dose_due_enabled: Option<Option<bool>>,
+    /// Tell when a dose was not recorded in time
     #[serde(default, deserialize_with = "present")]
+    #[schemars(with = "bool")]
     pub missed_dose_enabled: Option<Option<bool>>,
+    /// Tell when a medicine runs low
     #[serde(default, deserialize_with = "present")]
+    #[schemars(with = "bool")]
     pub low_stock_enabled: Option<Option<bool>>,
+    /// Name medicines in notification text (false keeps the text generic)
     #[serde(default, deserialize_with = "present")]
+    #[schemars(with = "bool")]
     pub private_text_enabled: Option<Option<bool>>,
     #[serde(default, deserialize_with = "present")]
+    #[schemars(with = "Option<SlotTimeInput>")]
     pub morning_time: Option<Option<String>>,
     #[serde(default, deserialize_with = "present")]
+    #[schemars(with = "Option<SlotTimeInput>")]
     pub afternoon_time: Option<Option<String>>,
     #[serde(default, deserialize_with = "present")]
+    #[schemars(with = "Option<SlotTimeInput>")]
     pub evening_time: Option<Option<String>>,
     #[serde(default, deserialize_with = "present")]
+    #[schemars(with = "Option<SlotTimeInput>")]
     pub night_time: Option<Option<String>>,
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
+#[schemars(rename = "NotificationPreferenceUpdateRequest")]
 pub struct NotificationPreferenceBody {
     pub notification_preference: NotificationPreferenceAttributes,
 }
@@ -103,100 +181,3 @@ pub const TIMES: [&str; 4] = [
     "evening_time",
     "night_time",
 ];
-
-fn flag_descriptions() -> [(&'static str, &'static str); 5] {
-    [
-        (
-            "enabled",
-            "Master switch: no notifications at all when false",
-        ),
-        ("dose_due_enabled", "Remind when a dose is due"),
-        (
-            "missed_dose_enabled",
-            "Tell when a dose was not recorded in time",
-        ),
-        ("low_stock_enabled", "Tell when a medicine runs low"),
-        (
-            "private_text_enabled",
-            "Name medicines in notification text (false keeps the text generic)",
-        ),
-    ]
-}
-
-pub fn notification_preference_schema() -> Value {
-    let mut props = serde_json::Map::new();
-    let nullable_id = |name: &str, description: &str| {
-        json!({"description": description,
-            "anyOf": [{"$ref": format!("#/components/schemas/{name}")}, {"type": "null"}]})
-    };
-    props.insert(
-        "id".into(),
-        nullable_id("NumericId", "null until the preferences are first saved"),
-    );
-    props.insert(
-        "portable_id".into(),
-        nullable_id("PortableId", "null until the preferences are first saved"),
-    );
-    props.insert(
-        "person_id".into(),
-        json!({"$ref": "#/components/schemas/NumericId"}),
-    );
-    props.insert(
-        "person_portable_id".into(),
-        json!({"$ref": "#/components/schemas/PortableId"}),
-    );
-    for (flag, description) in flag_descriptions() {
-        props.insert(
-            flag.into(),
-            json!({"type": "boolean", "description": description}),
-        );
-    }
-    for time in TIMES {
-        props.insert(
-            time.into(),
-            json!({
-                "description": "Time of day of this slot (HH:MM:SS, household time zone); null when the slot is unused",
-                "type": ["string", "null"],
-                "pattern": "^([01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9]$",
-            }),
-        );
-    }
-    props.insert(
-        "updated_at".into(),
-        nullable_id("Timestamp", "null until the preferences are first saved"),
-    );
-    let required: Vec<String> = props.keys().cloned().collect();
-    json!({
-        "type": "object",
-        "additionalProperties": false,
-        "required": required,
-        "properties": props,
-    })
-}
-
-/// NotificationPreferenceAttributes; `required` lists what the request needs.
-pub fn notification_preference_attributes_schema(required: &[&str]) -> Value {
-    let mut props = serde_json::Map::new();
-    for (flag, description) in flag_descriptions() {
-        props.insert(
-            flag.into(),
-            json!({"type": "boolean", "description": description}),
-        );
-    }
-    for time in TIMES {
-        props.insert(
-            time.into(),
-            json!({
-                "description": "HH:MM or HH:MM:SS (answered as HH:MM:SS); null clears the slot",
-                "type": ["string", "null"],
-                "pattern": "^([01][0-9]|2[0-3]):[0-5][0-9](:[0-5][0-9])?$",
-            }),
-        );
-    }
-    json!({
-        "type": "object",
-        "additionalProperties": false,
-        "required": required,
-        "properties": props,
-    })
-}

@@ -3,6 +3,7 @@
 use crate::db::WriteTx;
 use rusqlite::{Connection, OptionalExtension, Row, params};
 
+use crate::domain::Timestamp;
 use crate::error::Result;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -21,8 +22,8 @@ pub struct PreferenceRow {
     pub evening_time: Option<String>,
     pub night_time: Option<String>,
     pub lock_version: i64,
-    pub created_at: String,
-    pub updated_at: String,
+    pub created_at: Timestamp,
+    pub updated_at: Timestamp,
 }
 
 const COLUMNS: &str = "n.id, n.portable_id, n.person_id, n.enabled, n.dose_due_enabled,

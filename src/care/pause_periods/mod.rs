@@ -26,15 +26,14 @@ use crate::care::person_medications::store as person_medications_store;
 use crate::care::schedules::store as schedules_store;
 use crate::db::change_feed::{self, Action, Change};
 use crate::domain::record_type;
-use crate::domain::{IfMatch, Page, ResourceId, Versioned, bounded_text};
-use crate::error::{ApiError, Problems, Result};
+use crate::domain::{IfMatch, Page, ResourceId, Timestamp, Versioned, trimmed};
+use crate::error::{ApiError, Result};
 use model::{PausePeriod, PausePeriodAttributes, PauseReason, SourceType};
 pub use store::SourceFilter;
 
 pub const RECORD_TYPE: &str = crate::domain::record_type::PAUSE_PERIOD;
 /// The access to the person that pausing and resuming need.
 pub const WRITE_LEVEL: AccessLevel = AccessLevel::Manage;
-pub const MAX_NOTE: usize = 1000;
 /// A source that already has an open period cannot be paused again.
 pub const PERIOD_OPEN: &str = "pause_period_open";
 /// The addressed period is already closed.
@@ -141,7 +140,7 @@ fn record(
 /// The change of a source's `active` flag: saved, and recorded in the
 /// change feed as an update of the source.
 fn set_active(conn: &WriteTx, actor: &Actor, source: &Source, active: bool) -> Result<()> {
-    let now = crate::time::now();
+    let now = Timestamp::now();
     match source.source_type {
         SourceType::Schedule => {
             crate::care::schedules::store::set_active(conn, source.id, active, &now)?
@@ -174,10 +173,7 @@ fn reload(conn: &Connection, id: i64) -> Result<PausePeriod> {
 /// access to the source's person; a source with an open period is a 409.
 pub fn create(conn: &WriteTx, actor: &Actor, attrs: &PausePeriodAttributes) -> Result<PausePeriod> {
     let source = authorize_create(conn, actor, attrs)?;
-    let mut problems = Problems::default();
-    let note = bounded_text("note", attrs.note.clone(), MAX_NOTE, &mut problems);
-    problems.check("the pause period's attributes are invalid")?;
-    let note = note.flatten();
+    let note = trimmed(attrs.note.clone().map(|n| n.into_inner()));
     if !store::open_for(conn, source.source_type, &[source.id])?.is_empty() {
         return Err(ApiError::conflict(
             PERIOD_OPEN,
@@ -187,7 +183,7 @@ pub fn create(conn: &WriteTx, actor: &Actor, attrs: &PausePeriodAttributes) -> R
             ),
         ));
     }
-    let now = crate::time::now();
+    let now = Timestamp::now();
     let portable_id = crate::db::new_portable_id();
     let id = store::insert(
         conn,
@@ -257,12 +253,7 @@ pub fn resume(
         &ResourceId::Numeric(period.source_numeric_id),
     )?
     .ok_or_else(|| ApiError::not_found(period.source_type.noun()))?;
-    if !store::close(
-        conn,
-        period.row_id,
-        actor.membership_id,
-        &crate::time::now(),
-    )? {
+    if !store::close(conn, period.row_id, actor.membership_id, &Timestamp::now())? {
         return Err(ApiError::conflict(
             PERIOD_CLOSED,
             "this pause period has already ended; nothing was changed",

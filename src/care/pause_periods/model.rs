@@ -1,38 +1,21 @@
 //! Pause period API shapes.
 
-use rusqlite::types::{FromSql, FromSqlError, FromSqlResult, ToSql, ToSqlOutput, ValueRef};
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
-use serde_json::{Value, json};
 
-use crate::domain::{Versioned, etag};
-use crate::http::openapi::nullable;
+use crate::domain::{Text, Timestamp, Versioned, etag};
+use crate::http::openapi;
+use crate::medicine::vocab::vocabulary;
 
-/// What a period pauses: a schedule or a direct assignment.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum SourceType {
-    Schedule,
-    PersonMedication,
-}
+vocabulary!(
+    /// What a period pauses: a schedule or a direct assignment.
+    SourceType {
+        Schedule => "schedule",
+        PersonMedication => "person_medication",
+    }
+);
 
 impl SourceType {
-    pub const ALL: &'static [&'static str] = &["schedule", "person_medication"];
-
-    pub fn as_str(self) -> &'static str {
-        match self {
-            SourceType::Schedule => "schedule",
-            SourceType::PersonMedication => "person_medication",
-        }
-    }
-
-    pub fn parse(text: &str) -> Option<SourceType> {
-        match text {
-            "schedule" => Some(SourceType::Schedule),
-            "person_medication" => Some(SourceType::PersonMedication),
-            _ => None,
-        }
-    }
-
     /// How the source is named in messages.
     pub fn noun(self) -> &'static str {
         match self {
@@ -40,104 +23,60 @@ impl SourceType {
             SourceType::PersonMedication => "person medication",
         }
     }
-
-    pub fn schema() -> Value {
-        json!({"type": "string", "enum": Self::ALL})
-    }
 }
 
-/// Why a medicine was paused: the five public reasons of the capability
-/// document (`medication_pause_periods.supported`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum PauseReason {
-    ClinicianAdvice,
-    SideEffects,
-    OutOfSupply,
-    Other,
-    /// Legacy pauses and the deprecated pause operations.
-    ReasonNotRecorded,
-}
-
-impl PauseReason {
-    pub const ALL: &'static [&'static str] = &[
-        "clinician_advice",
-        "side_effects",
-        "out_of_supply",
-        "other",
-        "reason_not_recorded",
-    ];
-
-    pub fn as_str(self) -> &'static str {
-        match self {
-            PauseReason::ClinicianAdvice => "clinician_advice",
-            PauseReason::SideEffects => "side_effects",
-            PauseReason::OutOfSupply => "out_of_supply",
-            PauseReason::Other => "other",
-            PauseReason::ReasonNotRecorded => "reason_not_recorded",
-        }
+vocabulary!(
+    /// Why a medicine was paused: the five public reasons of the capability
+    /// document (`medication_pause_periods.supported`);
+    /// `reason_not_recorded` marks legacy pauses and the deprecated pause
+    /// operations.
+    PauseReason {
+        ClinicianAdvice => "clinician_advice",
+        SideEffects => "side_effects",
+        OutOfSupply => "out_of_supply",
+        Other => "other",
+        ReasonNotRecorded => "reason_not_recorded",
     }
+);
 
-    pub fn parse(text: &str) -> Option<PauseReason> {
-        match text {
-            "clinician_advice" => Some(PauseReason::ClinicianAdvice),
-            "side_effects" => Some(PauseReason::SideEffects),
-            "out_of_supply" => Some(PauseReason::OutOfSupply),
-            "other" => Some(PauseReason::Other),
-            "reason_not_recorded" => Some(PauseReason::ReasonNotRecorded),
-            _ => None,
-        }
-    }
-
-    pub fn schema() -> Value {
-        json!({"type": "string", "enum": Self::ALL})
-    }
-}
-
-macro_rules! text_enum_sql {
-    ($t:ty, $what:literal) => {
-        impl ToSql for $t {
-            fn to_sql(&self) -> rusqlite::Result<ToSqlOutput<'_>> {
-                Ok(self.as_str().into())
-            }
-        }
-
-        impl FromSql for $t {
-            fn column_result(value: ValueRef<'_>) -> FromSqlResult<Self> {
-                let text = value.as_str()?;
-                <$t>::parse(text)
-                    .ok_or_else(|| FromSqlError::Other(format!("unknown {} {text}", $what).into()))
-            }
-        }
-    };
-}
-
-text_enum_sql!(SourceType, "pause source type");
-text_enum_sql!(PauseReason, "pause reason");
+/// A pause period's note: at most 1000 characters.
+pub type PauseNote = Text<1000>;
 
 /// A pause period as sent. `id` is the portable id (the path names periods
 /// by it); `source_id` is the source's portable id.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+#[schemars(deny_unknown_fields, rename = "MedicationPausePeriod")]
 pub struct PausePeriod {
+    /// The period's portable id (periods are addressed by it)
+    #[schemars(with = "openapi::PortableId")]
     pub id: String,
+    #[schemars(with = "openapi::PortableId")]
     pub portable_id: String,
     pub source_type: SourceType,
+    /// Portable id of the paused schedule or direct assignment
+    #[schemars(with = "openapi::PortableId")]
     pub source_id: String,
+    #[schemars(with = "openapi::NumericId")]
     pub source_numeric_id: i64,
+    #[schemars(with = "openapi::NumericId")]
     pub person_id: i64,
+    #[schemars(with = "openapi::PortableId")]
     pub person_portable_id: String,
     pub reason: PauseReason,
+    #[schemars(with = "Option<PauseNote>")]
     pub note: Option<String>,
-    /// Null for a legacy period whose start is unknown.
-    pub started_at: Option<String>,
-    /// Null while the period is open.
-    pub ended_at: Option<String>,
-    pub created_at: String,
-    pub updated_at: String,
+    /// Set by the server; null only for a legacy period with an unknown start
+    pub started_at: Option<Timestamp>,
+    /// Null while the period is open
+    pub ended_at: Option<Timestamp>,
+    pub created_at: Timestamp,
+    pub updated_at: Timestamp,
     pub legacy_context: bool,
     pub imported_context: bool,
+    #[schemars(with = "Option<openapi::NumericId>")]
     pub recorded_by_membership_id: Option<i64>,
     pub recorded_by_display_name: Option<String>,
+    #[schemars(with = "Option<openapi::NumericId>")]
     pub resumed_by_membership_id: Option<i64>,
     pub resumed_by_display_name: Option<String>,
     #[serde(skip)]
@@ -160,82 +99,28 @@ impl Versioned for PausePeriod {
 
 /// What a client sends to open a period. The server sets the start and the
 /// actor: there is no way to backdate.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct PausePeriodAttributes {
     pub source_type: SourceType,
-    /// The source's portable id (UUID).
+    /// Portable id of the schedule or direct assignment to pause
+    #[schemars(with = "openapi::PortableId")]
     pub source_id: String,
+    /// One of the capability document's medication_pause_periods.supported
     pub reason: PauseReason,
     #[serde(default)]
-    pub note: Option<String>,
+    pub note: Option<PauseNote>,
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
+#[schemars(rename = "MedicationPausePeriodCreateRequest")]
 pub struct PausePeriodBody {
     pub medication_pause_period: PausePeriodAttributes,
 }
 
-/// A body with no attributes: `{}` (or no body at all).
-#[derive(Debug, Deserialize)]
+/// No attributes: send {} or no body
+#[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
+#[schemars(rename = "EmptyRequest", extend("maxProperties" = 0))]
 pub struct EmptyBody {}
-
-pub const EMPTY_REQUEST: &str = "EmptyRequest";
-
-pub fn empty_request_schema() -> Value {
-    json!({"type": "object", "additionalProperties": false, "maxProperties": 0,
-        "description": "No attributes: send {} or no body"})
-}
-
-pub fn pause_period_schema() -> Value {
-    let membership = || nullable(json!({"$ref": "#/components/schemas/NumericId"}));
-    let name = || nullable(json!({"type": "string"}));
-    let props = json!({
-        "id": {"allOf": [{"$ref": "#/components/schemas/PortableId"}],
-            "description": "The period's portable id (periods are addressed by it)"},
-        "portable_id": {"$ref": "#/components/schemas/PortableId"},
-        "source_type": SourceType::schema(),
-        "source_id": {"allOf": [{"$ref": "#/components/schemas/PortableId"}],
-            "description": "Portable id of the paused schedule or direct assignment"},
-        "source_numeric_id": {"$ref": "#/components/schemas/NumericId"},
-        "person_id": {"$ref": "#/components/schemas/NumericId"},
-        "person_portable_id": {"$ref": "#/components/schemas/PortableId"},
-        "reason": PauseReason::schema(),
-        "note": nullable(json!({"type": "string"})),
-        "started_at": {"anyOf": [{"$ref": "#/components/schemas/Timestamp"}, {"type": "null"}],
-            "description": "Set by the server; null only for a legacy period with an unknown start"},
-        "ended_at": {"anyOf": [{"$ref": "#/components/schemas/Timestamp"}, {"type": "null"}],
-            "description": "Null while the period is open"},
-        "created_at": {"$ref": "#/components/schemas/Timestamp"},
-        "updated_at": {"$ref": "#/components/schemas/Timestamp"},
-        "legacy_context": {"type": "boolean"},
-        "imported_context": {"type": "boolean"},
-        "recorded_by_membership_id": membership(),
-        "recorded_by_display_name": name(),
-        "resumed_by_membership_id": membership(),
-        "resumed_by_display_name": name(),
-    });
-    let required: Vec<&String> = props
-        .as_object()
-        .map(|o| o.keys().collect())
-        .unwrap_or_default();
-    json!({"type": "object", "additionalProperties": false, "required": required, "properties": props})
-}
-
-pub fn pause_period_attributes_schema() -> Value {
-    json!({
-        "type": "object",
-        "additionalProperties": false,
-        "required": ["source_type", "source_id", "reason"],
-        "properties": {
-            "source_type": SourceType::schema(),
-            "source_id": {"allOf": [{"$ref": "#/components/schemas/PortableId"}],
-                "description": "Portable id of the schedule or direct assignment to pause"},
-            "reason": {"allOf": [PauseReason::schema()],
-                "description": "One of the capability document's medication_pause_periods.supported"},
-            "note": nullable(json!({"type": "string", "maxLength": 1000})),
-        },
-    })
-}

@@ -8,10 +8,7 @@ use axum::routing::{get, post};
 use serde_json::{Value, json};
 
 use super::SourceFilter;
-use super::model::{
-    EMPTY_REQUEST, EmptyBody, PausePeriodBody, SourceType, empty_request_schema,
-    pause_period_attributes_schema, pause_period_schema,
-};
+use super::model::{EmptyBody, PausePeriod, PausePeriodBody, SourceType};
 use crate::auth::Actor;
 use crate::db::idempotency::{self, Replay, SavedResponse};
 use crate::domain::IfMatch;
@@ -28,14 +25,7 @@ const COLLECTION: &str = "/households/{household_id}/medication_pause_periods";
 const RESUME: &str = "/households/{household_id}/medication_pause_periods/{portable_id}/resume";
 
 pub fn routes(api: Api) -> Api {
-    api.resource_schema("MedicationPausePeriod", pause_period_schema())
-        .request_schema(
-            "MedicationPausePeriodCreateRequest",
-            "medication_pause_period",
-            pause_period_attributes_schema(),
-        )
-        .schema(EMPTY_REQUEST, empty_request_schema())
-        .route(
+    api.route(
             Op::get(COLLECTION, "listMedicationPausePeriods", TAG)
                 .summary("List pause periods of the people you may view")
                 .description("Current and completed periods, newest first (by start, then creation). source_type and source_id (the source's portable id) must be given together to get one source's history; the history of deleted (retired) sources stays visible to those with view access to the person.")
@@ -46,16 +36,16 @@ pub fn routes(api: Api) -> Api {
                     json!({"$ref": "#/components/schemas/PortableId"}),
                     "Only periods of this source (portable id); needs source_type",
                 )
-                .ok_named("MedicationPausePeriodCollection"),
+                .page::<PausePeriod>(),
             get(list),
         )
         .route(
             Op::post(COLLECTION, "createMedicationPausePeriod", TAG)
                 .summary("Pause a schedule or direct assignment")
                 .description("Opens a pause period on a live schedule or direct assignment with a required reason (one of the capability document's medication_pause_periods.supported) and an optional note. The server sets the start time and the actor; periods cannot be backdated. The source stops (active false) until the period is resumed. Needs manage access to the source's person (view and record access get 403, a source outside the caller's scope or deleted 404). A source that already has an open period gets 409 pause_period_open.")
-                .body_named("MedicationPausePeriodCreateRequest")
+                .body::<PausePeriodBody>()
                 .idempotency_key()
-                .created_named("MedicationPausePeriodResponse")
+                .created::<PausePeriod>()
                 .etag(),
             post(create),
         )
@@ -63,10 +53,10 @@ pub fn routes(api: Api) -> Api {
             Op::post(RESUME, "resumeMedicationPausePeriod", TAG)
                 .summary("Resume: close a pause period")
                 .description("Closes the addressed period (the server sets the end time and the actor) and makes its source active again. Only the addressed period closes: if it has already ended the answer is 409 pause_period_closed and nothing changes, so a retry aimed at an older, completed period never closes a newer pause. No attributes (send {} or no body). Needs manage access to the source's person; a deleted source cannot be resumed (404). If-Match is optional; a stale one returns 409.")
-                .optional_body(EMPTY_REQUEST)
+                .body_optional::<EmptyBody>()
                 .if_match()
                 .idempotency_key()
-                .ok_named("MedicationPausePeriodResponse")
+                .ok::<PausePeriod>()
                 .etag(),
             post(resume),
         )

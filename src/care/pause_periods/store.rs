@@ -11,7 +11,7 @@ use super::model::{PausePeriod, PauseReason, SourceType};
 use crate::auth::Actor;
 use crate::auth::store::{VISIBLE_PERSON, Visibility};
 use crate::db::page::{self, PageQuery};
-use crate::domain::Page;
+use crate::domain::{Page, Timestamp};
 use crate::error::Result;
 
 const COLUMNS: &str = "pp.id, pp.portable_id, pp.source_type, pp.source_id,
@@ -165,7 +165,7 @@ pub struct NewPeriod<'a> {
     pub reason: PauseReason,
     pub note: Option<&'a str>,
     pub recorded_by_membership_id: i64,
-    pub now: &'a str,
+    pub now: &'a Timestamp,
 }
 
 pub fn insert(conn: &WriteTx, p: &NewPeriod<'_>) -> Result<i64> {
@@ -190,7 +190,12 @@ pub fn insert(conn: &WriteTx, p: &NewPeriod<'_>) -> Result<i64> {
 }
 
 /// Closes an open period; false when it was already closed.
-pub fn close(conn: &WriteTx, id: i64, resumed_by_membership_id: i64, now: &str) -> Result<bool> {
+pub fn close(
+    conn: &WriteTx,
+    id: i64,
+    resumed_by_membership_id: i64,
+    now: &Timestamp,
+) -> Result<bool> {
     let changed = conn
         .prepare_cached(
             "UPDATE medication_pause_periods

@@ -22,10 +22,10 @@ use rusqlite::Connection;
 use crate::auth::Actor;
 use crate::care::pause_periods::model::SourceType;
 use crate::care::schedules::dose::{self, Dose};
-pub use crate::care::sources::Filter;
+pub use crate::care::source_row::Filter;
 use crate::care::sources::{self, check_same_person, person_for_plan};
 use crate::db::change_feed::Action;
-use crate::domain::{IfMatch, Page, ResourceId, bounded_text};
+use crate::domain::{IfMatch, Page, ResourceId, Text, Timestamp, trimmed};
 use crate::error::{Problems, Result};
 use model::{
     AdministrationKind, Direction, PersonMedication, PersonMedicationAttributes,
@@ -33,9 +33,8 @@ use model::{
 };
 
 pub const RECORD_TYPE: &str = crate::domain::record_type::PERSON_MEDICATION;
-const MAX_NOTES: usize = 2000;
 
-sources::source_row!(
+crate::care::source_row::source_row!(
     PersonMedicationRow,
     SourceType::PersonMedication,
     RECORD_TYPE,
@@ -98,11 +97,7 @@ fn apply(
         None => {}
     }
     match attrs.notes {
-        Some(value) => {
-            if let Some(value) = bounded_text("notes", value, MAX_NOTES, &mut problems) {
-                row.notes = value;
-            }
-        }
+        Some(value) => row.notes = trimmed(value.map(Text::into_inner)),
         None if whole => row.notes = None,
         None => {}
     }
@@ -112,7 +107,7 @@ fn apply(
 /// An assignment with no attributes applied yet (placeholders for the
 /// required ones, which `apply` insists on).
 fn blank(person_id: i64, person_portable_id: String) -> PersonMedicationRow {
-    let now = crate::time::now();
+    let now = Timestamp::now();
     PersonMedicationRow {
         id: 0,
         portable_id: crate::db::new_portable_id(),
@@ -202,7 +197,7 @@ pub fn reorder(
     let Some(mut other) = store::neighbour(conn, row.person_id, row.position, direction)? else {
         return sources::to_api(conn, row);
     };
-    let now = crate::time::now();
+    let now = Timestamp::now();
     std::mem::swap(&mut row.position, &mut other.position);
     for moved in [&mut row, &mut other] {
         moved.lock_version += 1;

@@ -1,83 +1,42 @@
 //! Person medication (direct assignment) API shapes.
 
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
-use serde_json::{Value, json};
+use serde_json::Value;
 
-use crate::care::schedules::dose::{Dose, DoseAttributes};
-use crate::care::sources::Sourced;
+pub use crate::care::plan::AdministrationKind;
+use crate::care::plan::{AssignmentPlan, PERSON_MEDICATION, Planned};
+use crate::care::schedules::model::{Dose, DoseAttributes, SourceNotes};
+use crate::care::source_row::Sourced;
 use crate::decimal::{self, Dec};
-use crate::domain::{ResourceId, present, resource_ref_schema};
-use crate::http::openapi::nullable;
+use crate::domain::{ResourceId, Timestamp, present};
+use crate::http::openapi;
 use crate::http::replace::Whole;
-use crate::medicine::vocab::{DoseCycle, DoseUnit};
-
-/// Whether an assignment is taken on a routine or only when needed. As-needed
-/// assignments have no expected doses and never count in routine totals.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum AdministrationKind {
-    Routine,
-    AsNeeded,
-}
-
-impl AdministrationKind {
-    pub const ALL: &'static [&'static str] = &["routine", "as_needed"];
-
-    pub fn as_str(self) -> &'static str {
-        match self {
-            AdministrationKind::Routine => "routine",
-            AdministrationKind::AsNeeded => "as_needed",
-        }
-    }
-
-    pub fn parse(text: &str) -> Option<AdministrationKind> {
-        match text {
-            "routine" => Some(AdministrationKind::Routine),
-            "as_needed" => Some(AdministrationKind::AsNeeded),
-            _ => None,
-        }
-    }
-
-    pub fn schema() -> Value {
-        json!({"type": "string", "enum": Self::ALL})
-    }
-}
-
-impl rusqlite::types::ToSql for AdministrationKind {
-    fn to_sql(&self) -> rusqlite::Result<rusqlite::types::ToSqlOutput<'_>> {
-        Ok(self.as_str().into())
-    }
-}
-
-impl rusqlite::types::FromSql for AdministrationKind {
-    fn column_result(value: rusqlite::types::ValueRef<'_>) -> rusqlite::types::FromSqlResult<Self> {
-        let text = value.as_str()?;
-        AdministrationKind::parse(text).ok_or_else(|| {
-            rusqlite::types::FromSqlError::Other(
-                format!("unknown administration kind {text}").into(),
-            )
-        })
-    }
-}
+use crate::medicine::vocab::{DoseCycle, DoseUnit, vocabulary};
 
 /// A direct assignment as stored.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+#[schemars(rename = "PersonMedication")]
 pub struct PersonMedicationRow {
+    #[schemars(with = "openapi::NumericId")]
     pub id: i64,
+    #[schemars(with = "openapi::PortableId")]
     pub portable_id: String,
+    #[schemars(with = "openapi::NumericId")]
     pub person_id: i64,
+    #[schemars(with = "openapi::PortableId")]
     pub person_portable_id: String,
     #[serde(flatten)]
     pub dose: Dose,
     pub administration_kind: AdministrationKind,
-    /// False while paused.
+    /// False while the assignment is paused
     pub active: bool,
     pub notes: Option<String>,
-    /// Order among the person's assignments; unique per person, stable.
+    /// Order among the person's assignments; unique per person
     pub position: i64,
-    pub retired_at: Option<String>,
-    pub created_at: String,
-    pub updated_at: String,
+    pub retired_at: Option<Timestamp>,
+    pub created_at: Timestamp,
+    pub updated_at: Timestamp,
     #[serde(skip)]
     pub lock_version: i64,
 }
@@ -87,29 +46,44 @@ pub type PersonMedication = Sourced<PersonMedicationRow>;
 
 /// Assignment attributes; absent fields are left alone (PATCH) or take
 /// their defaults (POST, PUT); null clears where null is allowed.
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Default, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct PersonMedicationAttributes {
+    /// The person, numeric or portable id; cannot change after creation
     #[serde(default, deserialize_with = "present")]
+    #[schemars(with = "ResourceId")]
     pub person_id: Option<Option<ResourceId>>,
+    /// A medication of the household, numeric or portable id
     #[serde(default, deserialize_with = "present")]
+    #[schemars(with = "ResourceId")]
     pub medication_id: Option<Option<ResourceId>>,
+    /// A dosage option of the medication; its defaults fill the dose attributes the body leaves out
     #[serde(default, deserialize_with = "present")]
+    #[schemars(with = "Option<ResourceId>")]
     pub source_dosage_option_id: Option<Option<ResourceId>>,
+    /// Defaults to the dosage option's amount, else the medication's dose_amount
     #[serde(default, deserialize_with = "present")]
+    #[schemars(with = "decimal::Positive")]
     pub dose_amount: Option<Option<Dec>>,
+    /// Defaults to the dosage option's unit, else the medication's dose_unit
     #[serde(default, deserialize_with = "present")]
+    #[schemars(with = "DoseUnit")]
     pub dose_unit: Option<Option<DoseUnit>>,
     #[serde(default, deserialize_with = "present")]
+    #[schemars(with = "DoseCycle", extend("default" = "daily"))]
     pub dose_cycle: Option<Option<DoseCycle>>,
     #[serde(default, deserialize_with = "present")]
+    #[schemars(with = "Option<i64>", range(min = 1))]
     pub max_daily_doses: Option<Option<i64>>,
     #[serde(default, deserialize_with = "present")]
+    #[schemars(with = "Option<decimal::NonNegative>")]
     pub min_hours_between_doses: Option<Option<Dec>>,
     #[serde(default, deserialize_with = "present")]
+    #[schemars(with = "AdministrationKind", extend("default" = "routine"))]
     pub administration_kind: Option<Option<AdministrationKind>>,
     #[serde(default, deserialize_with = "present")]
-    pub notes: Option<Option<String>>,
+    #[schemars(with = "Option<SourceNotes>")]
+    pub notes: Option<Option<SourceNotes>>,
 }
 
 impl PersonMedicationAttributes {
@@ -127,8 +101,9 @@ impl PersonMedicationAttributes {
     }
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
+#[schemars(rename = "PersonMedicationUpdateRequest")]
 pub struct PersonMedicationBody {
     pub person_medication: PersonMedicationAttributes,
 }
@@ -149,91 +124,39 @@ impl Whole for PersonMedicationBody {
     ];
 }
 
-/// Which way an assignment moves among its person's assignments.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Direction {
-    /// Towards the start (a lower position).
-    Up,
-    /// Towards the end (a higher position).
-    Down,
-}
+vocabulary!(
+    /// Which way an assignment moves among its person's assignments: up
+    /// towards the start (a lower position), down towards the end.
+    Direction {
+        Up => "up",
+        Down => "down",
+    }
+);
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
+#[schemars(rename = "PersonMedicationReorderRequest")]
 pub struct ReorderBody {
+    /// up: swap with the assignment before it; down: with the one after it
     pub direction: Direction,
 }
 
-pub fn reorder_request_schema() -> Value {
-    json!({
-        "type": "object", "additionalProperties": false, "required": ["direction"],
-        "properties": {"direction": {"type": "string", "enum": ["up", "down"],
-            "description": "up: swap with the assignment before it; down: with the one after it"}},
-    })
+impl From<&PersonMedicationRow> for AssignmentPlan {
+    fn from(row: &PersonMedicationRow) -> AssignmentPlan {
+        AssignmentPlan {
+            administration_kind: row.administration_kind,
+            dose_amount: row.dose.dose_amount,
+            dose_unit: row.dose.dose_unit,
+            dose_cycle: row.dose.dose_cycle,
+            max_daily_doses: row.dose.max_daily_doses,
+            min_hours_between_doses: row.dose.min_hours_between_doses,
+        }
+    }
 }
 
-pub fn person_medication_schema() -> Value {
-    let props = json!({
-        "id": {"$ref": "#/components/schemas/NumericId"},
-        "portable_id": {"$ref": "#/components/schemas/PortableId"},
-        "person_id": {"$ref": "#/components/schemas/NumericId"},
-        "person_portable_id": {"$ref": "#/components/schemas/PortableId"},
-        "medication_id": {"$ref": "#/components/schemas/NumericId"},
-        "medication_portable_id": {"$ref": "#/components/schemas/PortableId"},
-        "source_dosage_option_id": nullable(json!({"$ref": "#/components/schemas/NumericId"})),
-        "source_dosage_option_portable_id": nullable(json!({"$ref": "#/components/schemas/PortableId"})),
-        "dose_amount": decimal::positive_schema(),
-        "dose_unit": DoseUnit::schema(),
-        "dose_cycle": nullable(DoseCycle::schema()),
-        "max_daily_doses": nullable(json!({"type": "integer", "minimum": 1, "maximum": i64::MAX})),
-        "min_hours_between_doses": nullable(decimal::non_negative_schema()),
-        "administration_kind": AdministrationKind::schema(),
-        "active": {"type": "boolean", "description": "False while the assignment is paused"},
-        "notes": nullable(json!({"type": "string"})),
-        "position": {"type": "integer", "description": "Order among the person's assignments; unique per person"},
-        "retired_at": nullable(json!({"$ref": "#/components/schemas/Timestamp"})),
-        "current_pause_period": {
-            "anyOf": [{"$ref": "#/components/schemas/MedicationPausePeriod"}, {"type": "null"}],
-            "description": "The assignment's open pause period, or null when none is open",
-        },
-        "created_at": {"$ref": "#/components/schemas/Timestamp"},
-        "updated_at": {"$ref": "#/components/schemas/Timestamp"},
-    });
-    let required: Vec<&String> = props
-        .as_object()
-        .map(|o| o.keys().collect())
-        .unwrap_or_default();
-    json!({"type": "object", "additionalProperties": false, "required": required, "properties": props})
-}
-
-pub fn person_medication_attributes_schema(required: &[&str]) -> Value {
-    json!({
-        "type": "object",
-        "additionalProperties": false,
-        "required": required,
-        "properties": {
-            "person_id": {
-                "allOf": [resource_ref_schema()],
-                "description": "The person, numeric or portable id; cannot change after creation",
-            },
-            "medication_id": {
-                "allOf": [resource_ref_schema()],
-                "description": "A medication of the household, numeric or portable id",
-            },
-            "source_dosage_option_id": {
-                "anyOf": [resource_ref_schema(), {"type": "null"}],
-                "description": "A dosage option of the medication; its defaults fill the dose attributes the body leaves out",
-            },
-            "dose_amount": {"allOf": [decimal::positive_schema()],
-                "description": "Defaults to the dosage option's amount, else the medication's dose_amount"},
-            "dose_unit": {"allOf": [DoseUnit::schema()],
-                "description": "Defaults to the dosage option's unit, else the medication's dose_unit"},
-            "dose_cycle": {"allOf": [DoseCycle::schema()], "default": "daily"},
-            "max_daily_doses": nullable(json!({"type": "integer", "minimum": 1, "maximum": i64::MAX})),
-            "min_hours_between_doses": nullable(decimal::non_negative_schema()),
-            "administration_kind": {"allOf": [AdministrationKind::schema()], "default": "routine"},
-            "notes": nullable(json!({"type": "string", "maxLength": 2000})),
-        },
-    })
+impl Planned for PersonMedicationRow {
+    const SUBJECT: &'static str = PERSON_MEDICATION;
+    fn plan(&self) -> Value {
+        serde_json::to_value(AssignmentPlan::from(self)).unwrap_or(Value::Null)
+    }
 }

@@ -5,13 +5,9 @@ use axum::response::Response;
 use axum::routing::{delete, get, patch, post, put};
 use serde_json::json;
 
-use super::Filter;
-use super::model::{
-    PersonMedicationBody, PersonMedicationRow, ReorderBody, person_medication_attributes_schema,
-    person_medication_schema, reorder_request_schema,
-};
+use super::model::{PersonMedication, PersonMedicationBody, PersonMedicationRow, ReorderBody};
 use crate::auth::Actor;
-use crate::care::pause_periods::model::EMPTY_REQUEST;
+use crate::care::pause_periods::model::EmptyBody;
 use crate::care::source_routes;
 use crate::domain::IfMatch;
 use crate::error::Result;
@@ -26,23 +22,7 @@ const COLLECTION: &str = "/households/{household_id}/person_medications";
 const MEMBER: &str = "/households/{household_id}/person_medications/{id}";
 
 pub fn routes(api: Api) -> Api {
-    api.resource_schema("PersonMedication", person_medication_schema())
-        .request_schema(
-            "PersonMedicationCreateRequest",
-            "person_medication",
-            person_medication_attributes_schema(&["person_id", "medication_id"]),
-        )
-        .request_schema(
-            "PersonMedicationUpdateRequest",
-            "person_medication",
-            person_medication_attributes_schema(&[]),
-        )
-        .request_schema(
-            "PersonMedicationReplaceRequest",
-            "person_medication",
-            person_medication_attributes_schema(PersonMedicationBody::FIELDS),
-        )
-        .schema("PersonMedicationReorderRequest", reorder_request_schema())
+    api
         .route(
             Op::get(COLLECTION, "listPersonMedications", TAG)
                 .summary("List direct assignments of the people you may view")
@@ -59,15 +39,15 @@ pub fn routes(api: Api) -> Api {
                     json!({"$ref": "#/components/schemas/ResourceIdentifier"}),
                     "Only assignments of this medication (numeric or portable id)",
                 )
-                .ok_named("PersonMedicationCollection"),
+                .page::<PersonMedication>(),
             get(list),
         )
         .route(
             Op::post(COLLECTION, "createPersonMedication", TAG)
                 .summary("Assign a medication to a person")
                 .description("person_id and medication_id are required. A source_dosage_option_id (an option of the medication) fills dose_amount, dose_unit, dose_cycle, max_daily_doses and min_hours_between_doses from its defaults unless the body gives them; otherwise dose_amount and dose_unit default to the medication's. dose_cycle defaults to daily and administration_kind to routine. The assignment goes last among the person's. Needs manage access to the person (view and record access get 403, a person outside the caller's scope 404).")
-                .body_named("PersonMedicationCreateRequest")
-                .created_named("PersonMedicationResponse")
+                .create_body::<PersonMedicationBody>("PersonMedicationCreateRequest", &["person_id", "medication_id"])
+                .created::<PersonMedication>()
                 .etag(),
             post(create),
         )
@@ -75,7 +55,7 @@ pub fn routes(api: Api) -> Api {
             Op::get(MEMBER, "getPersonMedication", TAG)
                 .summary("Get a direct assignment")
                 .description("Needs view access to the assignment's person (404 otherwise). `{id}` is its numeric or portable id; a deleted assignment is not found.")
-                .ok_named("PersonMedicationResponse")
+                .ok::<PersonMedication>()
                 .etag(),
             get(source_routes::show::<PersonMedicationRow>),
         )
@@ -83,9 +63,9 @@ pub fn routes(api: Api) -> Api {
             Op::patch(MEMBER, "updatePersonMedication", TAG)
                 .summary("Change some attributes of a direct assignment")
                 .description("Changes any subset of the attributes; person_id, when sent, must name the assignment's person. Naming a different dosage option fills the dose attributes the body leaves out from its defaults. A changed dose applies from now on: recorded takes keep theirs. Changes never rewrite the past: past windows keep their doses, positions, outcomes and linked takes; the current dose-cycle window and later ones follow the plan in force now. Needs manage access to the assignment's person. If-Match is optional; a stale one returns 409.")
-                .body_named("PersonMedicationUpdateRequest")
+                .body::<PersonMedicationBody>()
                 .if_match()
-                .ok_named("PersonMedicationResponse")
+                .ok::<PersonMedication>()
                 .etag(),
             patch(update),
         )
@@ -93,9 +73,9 @@ pub fn routes(api: Api) -> Api {
             Op::put(MEMBER, "replacePersonMedication", TAG)
                 .summary("Replace a direct assignment's attributes")
                 .description("The whole assignment: every attribute except person_id (which cannot change) is required; a missing one is a 422 naming it. dose_amount, dose_unit and dose_cycle are never null; a null optional attribute is cleared. The position stays. Needs manage access to the assignment's person. If-Match is optional; a stale one returns 409.")
-                .body_named("PersonMedicationReplaceRequest")
+                .create_body::<PersonMedicationBody>("PersonMedicationReplaceRequest", PersonMedicationBody::FIELDS)
                 .if_match()
-                .ok_named("PersonMedicationResponse")
+                .ok::<PersonMedication>()
                 .etag(),
             put(replace),
         )
@@ -115,9 +95,9 @@ pub fn routes(api: Api) -> Api {
             )
             .summary("Move a direct assignment up or down its person's list")
             .description("Swaps position with the person's live assignment before it (up) or after it (down); both get a new ETag. At the top or the bottom nothing changes. Needs manage access to the assignment's person. If-Match is optional; a stale one returns 409.")
-            .body_named("PersonMedicationReorderRequest")
+            .body::<ReorderBody>()
             .if_match()
-            .ok_named("PersonMedicationResponse")
+            .ok::<PersonMedication>()
             .etag(),
             patch(reorder),
         )
@@ -130,9 +110,9 @@ pub fn routes(api: Api) -> Api {
             .summary("Pause a person medication (deprecated)")
             .description("Deprecated: use createMedicationPausePeriod (POST /households/{household_id}/medication_pause_periods), which records why. Accepts an empty body (or {}) and opens a pause period with the reason reason_not_recorded; 409 pause_period_open when the assignment is already paused. Returns the assignment with its current_pause_period. Needs manage access to its person; a deleted assignment is not found (404). If-Match is optional; a stale one returns 409.")
             .deprecated()
-            .optional_body(EMPTY_REQUEST)
+            .body_optional::<EmptyBody>()
             .if_match()
-            .ok_named("PersonMedicationResponse")
+            .ok::<PersonMedication>()
             .etag(),
             patch(source_routes::pause::<PersonMedicationRow>),
         )
@@ -145,9 +125,9 @@ pub fn routes(api: Api) -> Api {
             .summary("Resume a paused person medication (deprecated)")
             .description("Deprecated: use resumeMedicationPausePeriod (POST /households/{household_id}/medication_pause_periods/{portable_id}/resume). Accepts an empty body (or {}) and closes the assignment's open pause period; 409 pause_period_not_open when it is not paused. Returns the assignment. Needs manage access to its person; a deleted assignment is not found (404). If-Match is optional; a stale one returns 409.")
             .deprecated()
-            .optional_body(EMPTY_REQUEST)
+            .body_optional::<EmptyBody>()
             .if_match()
-            .ok_named("PersonMedicationResponse")
+            .ok::<PersonMedication>()
             .etag(),
             patch(source_routes::resume::<PersonMedicationRow>),
         )
@@ -155,7 +135,7 @@ pub fn routes(api: Api) -> Api {
 
 async fn list(State(state): State<AppState>, actor: Actor, query: QueryParams) -> Result<Response> {
     let page = query.page()?;
-    let filter = Filter::from_query(&query)?;
+    let filter = crate::care::source_routes::filter(&query)?;
     let (items, total) = state
         .db
         .read(move |conn| super::list(conn, &actor, &filter, page))

@@ -8,8 +8,8 @@ use rusqlite::{Connection, OptionalExtension, Row, params};
 use super::model::{Direction, PersonMedicationRow};
 use crate::auth::Actor;
 use crate::care::schedules::dose::Dose;
-use crate::care::sources::{self, Filter, ListSql};
-use crate::domain::{Page, ResourceId};
+use crate::care::source_row::{self, Filter, ListSql};
+use crate::domain::{Page, ResourceId, Timestamp};
 use crate::error::Result;
 
 const COLUMNS: &str = "a.id, a.portable_id, a.person_id, p.portable_id, a.medication_id,
@@ -83,7 +83,7 @@ pub fn list_visible(
     filter: &Filter,
     page: Page,
 ) -> Result<(Vec<PersonMedicationRow>, i64)> {
-    sources::list_visible(conn, actor, filter, page, &LIST, from_row)
+    source_row::list_visible(conn, actor, filter, page, &LIST, from_row)
 }
 
 /// The position after every assignment the person has had (retired ones
@@ -156,7 +156,7 @@ pub fn update(conn: &WriteTx, a: &PersonMedicationRow) -> Result<()> {
 
 /// Retires an assignment: it leaves every list and read, and stops (active
 /// false); the row stays for the history that points at it.
-pub fn retire(conn: &WriteTx, id: i64, now: &str) -> Result<()> {
+pub fn retire(conn: &WriteTx, id: i64, now: &Timestamp) -> Result<()> {
     conn.prepare_cached(
         "UPDATE person_medications SET retired_at = ?2, active = 0, updated_at = ?2,
              lock_version = lock_version + 1
@@ -232,7 +232,7 @@ pub fn count_live_for_medication(conn: &Connection, medication_id: i64) -> Resul
 
 /// Sets the person medication's `active` flag (false while paused), as a change to
 /// it: its version moves on.
-pub fn set_active(conn: &WriteTx, id: i64, active: bool, now: &str) -> Result<()> {
+pub fn set_active(conn: &WriteTx, id: i64, active: bool, now: &Timestamp) -> Result<()> {
     conn.prepare_cached(
         "UPDATE person_medications SET active = ?2, updated_at = ?3, lock_version = lock_version + 1
          WHERE id = ?1",

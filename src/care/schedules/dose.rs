@@ -15,8 +15,8 @@
 //! saved outcomes, which keep the dose they were recorded with.
 
 use rusqlite::Connection;
-use serde::Serialize;
 
+pub use super::model::{Dose, DoseAttributes};
 use crate::decimal::Dec;
 use crate::domain::ResourceId;
 use crate::error::{ApiError, Problems, Result};
@@ -24,50 +24,6 @@ use crate::medicine::dosage_options::model::DosageOption;
 use crate::medicine::dosage_options::store as dosage_options_store;
 use crate::medicine::medications::model::MedicationRow;
 use crate::medicine::vocab::{DoseCycle, DoseUnit};
-
-/// The dose fields as stored and sent.
-#[derive(Debug, Clone, Serialize)]
-pub struct Dose {
-    pub medication_id: i64,
-    pub medication_portable_id: String,
-    pub source_dosage_option_id: Option<i64>,
-    pub source_dosage_option_portable_id: Option<String>,
-    pub dose_amount: Dec,
-    pub dose_unit: DoseUnit,
-    pub dose_cycle: Option<DoseCycle>,
-    pub max_daily_doses: Option<i64>,
-    pub min_hours_between_doses: Option<Dec>,
-}
-
-impl Dose {
-    /// A dose before any attributes are applied; `settle` requires the
-    /// medication, amount and unit, so these values never reach storage.
-    pub fn placeholder() -> Dose {
-        Dose {
-            medication_id: 0,
-            medication_portable_id: String::new(),
-            source_dosage_option_id: None,
-            source_dosage_option_portable_id: None,
-            dose_amount: Dec::ZERO,
-            dose_unit: DoseUnit::Tablet,
-            dose_cycle: None,
-            max_daily_doses: None,
-            min_hours_between_doses: None,
-        }
-    }
-}
-
-/// The submitted dose attributes: absent (`None`), null (`Some(None)`) or a value.
-#[derive(Debug, Default)]
-pub struct DoseAttributes {
-    pub medication_id: Option<Option<ResourceId>>,
-    pub source_dosage_option_id: Option<Option<ResourceId>>,
-    pub dose_amount: Option<Option<Dec>>,
-    pub dose_unit: Option<Option<DoseUnit>>,
-    pub dose_cycle: Option<Option<DoseCycle>>,
-    pub max_daily_doses: Option<Option<i64>>,
-    pub min_hours_between_doses: Option<Option<Dec>>,
-}
 
 /// The settled dose, with what the owner's own rules may need.
 pub struct Settled {

@@ -31,10 +31,10 @@ use crate::auth::Actor;
 use crate::care::notification_preferences::slots;
 use crate::care::pause_periods::model::SourceType;
 use crate::care::schedule_config::{self, ScheduleConfig};
-pub use crate::care::sources::Filter;
+pub use crate::care::source_row::Filter;
 use crate::care::sources::{self, check_same_person, person_for_plan};
 use crate::db::change_feed::Action;
-use crate::domain::{IfMatch, Page, ResourceId, bounded_text};
+use crate::domain::{IfMatch, Page, ResourceId, Text, Timestamp, trimmed};
 use crate::error::{Problems, Result};
 use crate::medicine::medications::model::MedicationRow;
 use crate::medicine::vocab::ScheduleType;
@@ -43,10 +43,8 @@ use model::{Schedule, ScheduleAttributes, ScheduleRow};
 use plan::PlanContext;
 
 pub const RECORD_TYPE: &str = crate::domain::record_type::SCHEDULE;
-const MAX_FREQUENCY: usize = 200;
-const MAX_NOTES: usize = 2000;
 
-sources::source_row!(ScheduleRow, SourceType::Schedule, RECORD_TYPE, "schedule");
+crate::care::source_row::source_row!(ScheduleRow, SourceType::Schedule, RECORD_TYPE, "schedule");
 
 /// `getSchedule`: view access to the person.
 pub fn get(conn: &Connection, actor: &Actor, id: &ResourceId) -> Result<Schedule> {
@@ -101,11 +99,7 @@ fn apply(
         None => (None, None),
     };
     match attrs.frequency {
-        Some(value) => {
-            if let Some(value) = bounded_text("frequency", value, MAX_FREQUENCY, &mut problems) {
-                row.frequency = value;
-            }
-        }
+        Some(value) => row.frequency = trimmed(value.map(Text::into_inner)),
         None => match &option {
             Some(option) => row.frequency = option.frequency.clone(),
             None if whole => row.frequency = None,
@@ -122,11 +116,7 @@ fn apply(
     );
     apply_dates(row, attrs.start_date, attrs.end_date, whole, &mut problems);
     match attrs.notes {
-        Some(value) => {
-            if let Some(value) = bounded_text("notes", value, MAX_NOTES, &mut problems) {
-                row.notes = value;
-            }
-        }
+        Some(value) => row.notes = trimmed(value.map(Text::into_inner)),
         None if whole => row.notes = None,
         None => {}
     }
@@ -229,7 +219,7 @@ fn apply_dates(
 /// A schedule with no attributes applied yet (placeholders for the
 /// required ones, which `apply` insists on).
 fn blank(person_id: i64, person_portable_id: String) -> ScheduleRow {
-    let now = crate::time::now();
+    let now = Timestamp::now();
     ScheduleRow {
         id: 0,
         portable_id: crate::db::new_portable_id(),

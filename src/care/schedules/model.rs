@@ -1,40 +1,105 @@
 //! Schedule API shapes.
 
 use jiff::civil::Date;
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
-use serde_json::{Value, json};
+use serde_json::Value;
 
-use super::dose::{Dose, DoseAttributes};
-use crate::care::schedule_config;
-use crate::care::sources::Sourced;
+use crate::care::plan::{Planned, SCHEDULE, SchedulePlan};
+use crate::care::schedule_config::ScheduleConfig;
+use crate::care::source_row::Sourced;
 use crate::decimal::{self, Dec};
-use crate::domain::{ResourceId, present, resource_ref_schema};
-use crate::http::openapi::nullable;
+use crate::domain::{ResourceId, Text, Timestamp, present};
+use crate::http::openapi;
 use crate::http::replace::Whole;
 use crate::medicine::vocab::{DoseCycle, DoseUnit, ScheduleType};
+
+/// The dose fields as stored and sent.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct Dose {
+    #[schemars(with = "openapi::NumericId")]
+    pub medication_id: i64,
+    #[schemars(with = "openapi::PortableId")]
+    pub medication_portable_id: String,
+    #[schemars(with = "Option<openapi::NumericId>")]
+    pub source_dosage_option_id: Option<i64>,
+    #[schemars(with = "Option<openapi::PortableId>")]
+    pub source_dosage_option_portable_id: Option<String>,
+    #[schemars(with = "decimal::Positive")]
+    pub dose_amount: Dec,
+    pub dose_unit: DoseUnit,
+    pub dose_cycle: Option<DoseCycle>,
+    #[schemars(range(min = 1))]
+    pub max_daily_doses: Option<i64>,
+    #[schemars(with = "Option<decimal::NonNegative>")]
+    pub min_hours_between_doses: Option<Dec>,
+}
+
+impl Dose {
+    /// A dose before any attributes are applied; `settle` requires the
+    /// medication, amount and unit, so these values never reach storage.
+    pub fn placeholder() -> Dose {
+        Dose {
+            medication_id: 0,
+            medication_portable_id: String::new(),
+            source_dosage_option_id: None,
+            source_dosage_option_portable_id: None,
+            dose_amount: Dec::ZERO,
+            dose_unit: DoseUnit::Tablet,
+            dose_cycle: None,
+            max_daily_doses: None,
+            min_hours_between_doses: None,
+        }
+    }
+}
+
+/// The submitted dose attributes: absent (`None`), null (`Some(None)`) or a value.
+#[derive(Debug, Default)]
+pub struct DoseAttributes {
+    pub medication_id: Option<Option<ResourceId>>,
+    pub source_dosage_option_id: Option<Option<ResourceId>>,
+    pub dose_amount: Option<Option<Dec>>,
+    pub dose_unit: Option<Option<DoseUnit>>,
+    pub dose_cycle: Option<Option<DoseCycle>>,
+    pub max_daily_doses: Option<Option<i64>>,
+    pub min_hours_between_doses: Option<Option<Dec>>,
+}
+
+/// A schedule's frequency note: at most 200 characters.
+pub type Frequency = Text<200>;
+/// A schedule's or direct assignment's notes: at most 2000 characters.
+pub type SourceNotes = Text<2000>;
 
 /// A schedule as stored. `schedule_config` is the normalised JSON of a
 /// config checked against `schedule_type`: `schedule_config::parse` turns it
 /// back into the typed `ScheduleConfig`.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+#[schemars(rename = "Schedule", extend("description" = CONFIG_RULES))]
 pub struct ScheduleRow {
+    #[schemars(with = "openapi::NumericId")]
     pub id: i64,
+    #[schemars(with = "openapi::PortableId")]
     pub portable_id: String,
+    #[schemars(with = "openapi::NumericId")]
     pub person_id: i64,
+    #[schemars(with = "openapi::PortableId")]
     pub person_portable_id: String,
     #[serde(flatten)]
     pub dose: Dose,
     pub frequency: Option<String>,
     pub schedule_type: ScheduleType,
+    #[schemars(with = "ScheduleConfig")]
     pub schedule_config: Value,
+    #[schemars(with = "openapi::Date")]
     pub start_date: Date,
+    #[schemars(with = "Option<openapi::Date>")]
     pub end_date: Option<Date>,
-    /// False while paused.
+    /// False while the schedule is paused
     pub active: bool,
     pub notes: Option<String>,
-    pub retired_at: Option<String>,
-    pub created_at: String,
-    pub updated_at: String,
+    pub retired_at: Option<Timestamp>,
+    pub created_at: Timestamp,
+    pub updated_at: Timestamp,
     #[serde(skip)]
     pub lock_version: i64,
 }
@@ -44,37 +109,57 @@ pub type Schedule = Sourced<ScheduleRow>;
 
 /// Schedule attributes; absent fields are left alone (PATCH) or take their
 /// defaults (POST, PUT); null clears where null is allowed.
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Default, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ScheduleAttributes {
+    /// The person, numeric or portable id; cannot change after creation
     #[serde(default, deserialize_with = "present")]
+    #[schemars(with = "ResourceId")]
     pub person_id: Option<Option<ResourceId>>,
+    /// A medication of the household, numeric or portable id
     #[serde(default, deserialize_with = "present")]
+    #[schemars(with = "ResourceId")]
     pub medication_id: Option<Option<ResourceId>>,
+    /// A dosage option of the medication; its defaults fill the dose attributes the body leaves out
     #[serde(default, deserialize_with = "present")]
+    #[schemars(with = "Option<ResourceId>")]
     pub source_dosage_option_id: Option<Option<ResourceId>>,
+    /// Defaults to the dosage option's amount, else the medication's dose_amount
     #[serde(default, deserialize_with = "present")]
+    #[schemars(with = "decimal::Positive")]
     pub dose_amount: Option<Option<Dec>>,
+    /// Defaults to the dosage option's unit, else the medication's dose_unit
     #[serde(default, deserialize_with = "present")]
+    #[schemars(with = "DoseUnit")]
     pub dose_unit: Option<Option<DoseUnit>>,
     #[serde(default, deserialize_with = "present")]
-    pub frequency: Option<Option<String>>,
+    #[schemars(with = "Option<Frequency>")]
+    pub frequency: Option<Option<Frequency>>,
     #[serde(default, deserialize_with = "present")]
+    #[schemars(with = "DoseCycle", extend("default" = "daily"))]
     pub dose_cycle: Option<Option<DoseCycle>>,
     #[serde(default, deserialize_with = "present")]
+    #[schemars(with = "Option<i64>", range(min = 1))]
     pub max_daily_doses: Option<Option<i64>>,
     #[serde(default, deserialize_with = "present")]
+    #[schemars(with = "Option<decimal::NonNegative>")]
     pub min_hours_between_doses: Option<Option<Dec>>,
+    /// Defaults to the medication's default_schedule_type
     #[serde(default, deserialize_with = "present")]
+    #[schemars(with = "ScheduleType")]
     pub schedule_type: Option<Option<ScheduleType>>,
     #[serde(default, deserialize_with = "present")]
+    #[schemars(with = "ScheduleConfig")]
     pub schedule_config: Option<Option<Value>>,
     #[serde(default, deserialize_with = "present")]
+    #[schemars(with = "openapi::Date")]
     pub start_date: Option<Option<Date>>,
     #[serde(default, deserialize_with = "present")]
+    #[schemars(with = "Option<openapi::Date>")]
     pub end_date: Option<Option<Date>>,
     #[serde(default, deserialize_with = "present")]
-    pub notes: Option<Option<String>>,
+    #[schemars(with = "Option<SourceNotes>")]
+    pub notes: Option<Option<SourceNotes>>,
 }
 
 impl ScheduleAttributes {
@@ -92,8 +177,9 @@ impl ScheduleAttributes {
     }
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
+#[schemars(rename = "ScheduleUpdateRequest")]
 pub struct ScheduleBody {
     pub schedule: ScheduleAttributes,
 }
@@ -131,76 +217,25 @@ when given, is the schedule's; max_daily_doses (and a step's own) is not below t
 itself gives in every dose cycle (daily: its times per day; weekly and monthly cycles count the \
 days the pattern is sure to have in any week, or in 28 days).";
 
-pub fn schedule_schema() -> Value {
-    let props = json!({
-        "id": {"$ref": "#/components/schemas/NumericId"},
-        "portable_id": {"$ref": "#/components/schemas/PortableId"},
-        "person_id": {"$ref": "#/components/schemas/NumericId"},
-        "person_portable_id": {"$ref": "#/components/schemas/PortableId"},
-        "medication_id": {"$ref": "#/components/schemas/NumericId"},
-        "medication_portable_id": {"$ref": "#/components/schemas/PortableId"},
-        "source_dosage_option_id": nullable(json!({"$ref": "#/components/schemas/NumericId"})),
-        "source_dosage_option_portable_id": nullable(json!({"$ref": "#/components/schemas/PortableId"})),
-        "dose_amount": decimal::positive_schema(),
-        "dose_unit": DoseUnit::schema(),
-        "frequency": nullable(json!({"type": "string"})),
-        "dose_cycle": nullable(DoseCycle::schema()),
-        "max_daily_doses": nullable(json!({"type": "integer", "minimum": 1, "maximum": i64::MAX})),
-        "min_hours_between_doses": nullable(decimal::non_negative_schema()),
-        "schedule_type": ScheduleType::schema(),
-        "schedule_config": schedule_config::schema(),
-        "start_date": {"$ref": "#/components/schemas/Date"},
-        "end_date": nullable(json!({"$ref": "#/components/schemas/Date"})),
-        "active": {"type": "boolean", "description": "False while the schedule is paused"},
-        "notes": nullable(json!({"type": "string"})),
-        "retired_at": nullable(json!({"$ref": "#/components/schemas/Timestamp"})),
-        "current_pause_period": {
-            "anyOf": [{"$ref": "#/components/schemas/MedicationPausePeriod"}, {"type": "null"}],
-            "description": "The schedule's open pause period, or null when none is open",
-        },
-        "created_at": {"$ref": "#/components/schemas/Timestamp"},
-        "updated_at": {"$ref": "#/components/schemas/Timestamp"},
-    });
-    let required: Vec<&String> = props
-        .as_object()
-        .map(|o| o.keys().collect())
-        .unwrap_or_default();
-    json!({"type": "object", "additionalProperties": false, "required": required,
-        "description": CONFIG_RULES, "properties": props})
+impl From<&ScheduleRow> for SchedulePlan {
+    fn from(row: &ScheduleRow) -> SchedulePlan {
+        SchedulePlan {
+            schedule_type: row.schedule_type,
+            schedule_config: row.schedule_config.clone(),
+            start_date: row.start_date,
+            end_date: row.end_date,
+            dose_amount: row.dose.dose_amount,
+            dose_unit: row.dose.dose_unit,
+            dose_cycle: row.dose.dose_cycle,
+            max_daily_doses: row.dose.max_daily_doses,
+            min_hours_between_doses: row.dose.min_hours_between_doses,
+        }
+    }
 }
 
-pub fn schedule_attributes_schema(required: &[&str]) -> Value {
-    json!({
-        "type": "object",
-        "additionalProperties": false,
-        "required": required,
-        "properties": {
-            "person_id": {
-                "allOf": [resource_ref_schema()],
-                "description": "The person, numeric or portable id; cannot change after creation",
-            },
-            "medication_id": {
-                "allOf": [resource_ref_schema()],
-                "description": "A medication of the household, numeric or portable id",
-            },
-            "source_dosage_option_id": {
-                "anyOf": [resource_ref_schema(), {"type": "null"}],
-                "description": "A dosage option of the medication; its defaults fill the dose attributes the body leaves out",
-            },
-            "dose_amount": {"allOf": [decimal::positive_schema()],
-                "description": "Defaults to the dosage option's amount, else the medication's dose_amount"},
-            "dose_unit": {"allOf": [DoseUnit::schema()],
-                "description": "Defaults to the dosage option's unit, else the medication's dose_unit"},
-            "frequency": nullable(json!({"type": "string", "maxLength": 200})),
-            "dose_cycle": {"allOf": [DoseCycle::schema()], "default": "daily"},
-            "max_daily_doses": nullable(json!({"type": "integer", "minimum": 1, "maximum": i64::MAX})),
-            "min_hours_between_doses": nullable(decimal::non_negative_schema()),
-            "schedule_type": {"allOf": [ScheduleType::schema()],
-                "description": "Defaults to the medication's default_schedule_type"},
-            "schedule_config": schedule_config::schema(),
-            "start_date": {"$ref": "#/components/schemas/Date"},
-            "end_date": nullable(json!({"$ref": "#/components/schemas/Date"})),
-            "notes": nullable(json!({"type": "string", "maxLength": 2000})),
-        },
-    })
+impl Planned for ScheduleRow {
+    const SUBJECT: &'static str = SCHEDULE;
+    fn plan(&self) -> Value {
+        serde_json::to_value(SchedulePlan::from(self)).unwrap_or(Value::Null)
+    }
 }

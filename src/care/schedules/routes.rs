@@ -5,10 +5,9 @@ use axum::response::Response;
 use axum::routing::{delete, get, patch, post, put};
 use serde_json::json;
 
-use super::Filter;
-use super::model::{ScheduleBody, ScheduleRow, schedule_attributes_schema, schedule_schema};
+use super::model::{Schedule, ScheduleBody, ScheduleRow};
 use crate::auth::Actor;
-use crate::care::pause_periods::model::EMPTY_REQUEST;
+use crate::care::pause_periods::model::EmptyBody;
 use crate::care::source_routes;
 use crate::domain::IfMatch;
 use crate::error::Result;
@@ -23,22 +22,7 @@ const COLLECTION: &str = "/households/{household_id}/schedules";
 const MEMBER: &str = "/households/{household_id}/schedules/{id}";
 
 pub fn routes(api: Api) -> Api {
-    api.resource_schema("Schedule", schedule_schema())
-        .request_schema(
-            "ScheduleCreateRequest",
-            "schedule",
-            schedule_attributes_schema(&["person_id", "medication_id", "start_date"]),
-        )
-        .request_schema(
-            "ScheduleUpdateRequest",
-            "schedule",
-            schedule_attributes_schema(&[]),
-        )
-        .request_schema(
-            "ScheduleReplaceRequest",
-            "schedule",
-            schedule_attributes_schema(ScheduleBody::FIELDS),
-        )
+    api
         .route(
             Op::get(COLLECTION, "listSchedules", TAG)
                 .summary("List schedules of the people you may view")
@@ -55,15 +39,15 @@ pub fn routes(api: Api) -> Api {
                     json!({"$ref": "#/components/schemas/ResourceIdentifier"}),
                     "Only schedules of this medication (numeric or portable id)",
                 )
-                .ok_named("ScheduleCollection"),
+                .page::<Schedule>(),
             get(list),
         )
         .route(
             Op::post(COLLECTION, "createSchedule", TAG)
                 .summary("Schedule a medication for a person")
                 .description("person_id, medication_id and start_date are required. A source_dosage_option_id (an option of the medication) fills dose_amount, dose_unit, dose_cycle, max_daily_doses, min_hours_between_doses and frequency from its defaults unless the body gives them; otherwise dose_amount, dose_unit and schedule_type default to the medication's. dose_cycle defaults to daily. The plan is checked as a whole (see Schedule): a slot without a time in the person's notification preferences, dates or taper steps outside start_date..end_date (end_date inclusive), a taper step in another unit, times on a prn schedule and a max_daily_doses the plan itself exceeds are each a 422 naming the field. Needs manage access to the person (view and record access get 403, a person outside the caller's scope 404).")
-                .body_named("ScheduleCreateRequest")
-                .created_named("ScheduleResponse")
+                .create_body::<ScheduleBody>("ScheduleCreateRequest", &["person_id", "medication_id", "start_date"])
+                .created::<Schedule>()
                 .etag(),
             post(create),
         )
@@ -71,7 +55,7 @@ pub fn routes(api: Api) -> Api {
             Op::get(MEMBER, "getSchedule", TAG)
                 .summary("Get a schedule")
                 .description("Needs view access to the schedule's person (404 otherwise). `{id}` is its numeric or portable id; a deleted schedule is not found.")
-                .ok_named("ScheduleResponse")
+                .ok::<Schedule>()
                 .etag(),
             get(source_routes::show::<ScheduleRow>),
         )
@@ -79,9 +63,9 @@ pub fn routes(api: Api) -> Api {
             Op::patch(MEMBER, "updateSchedule", TAG)
                 .summary("Change some attributes of a schedule")
                 .description("Changes any subset of the attributes; person_id, when sent, must name the schedule's person (a schedule cannot move to another person). Naming a different dosage option fills the dose attributes the body leaves out from its defaults. A changed dose applies from now on: recorded takes keep theirs. Changes never rewrite the past: a change applies from the moment it is made, so every expected dose scheduled before it (earlier days and the doses of today already due) keeps its time, dose, position, outcome and linked take, and doses later today and after follow the new plan (positions of today's later doses count on after the earlier ones). Untimed windows of the current cycle follow the plan in force now. The plan is checked as a whole (see Schedule): a slot without a time in the person's notification preferences, dates or taper steps outside start_date..end_date (end_date inclusive), a taper step in another unit, times on a prn schedule and a max_daily_doses the plan itself exceeds are each a 422 naming the field. Needs manage access to the schedule's person. If-Match is optional; a stale one returns 409.")
-                .body_named("ScheduleUpdateRequest")
+                .body::<ScheduleBody>()
                 .if_match()
-                .ok_named("ScheduleResponse")
+                .ok::<Schedule>()
                 .etag(),
             patch(update),
         )
@@ -89,9 +73,9 @@ pub fn routes(api: Api) -> Api {
             Op::put(MEMBER, "replaceSchedule", TAG)
                 .summary("Replace a schedule's attributes")
                 .description("The whole schedule: every attribute except person_id (which cannot change) is required; a missing one is a 422 naming it. dose_amount, dose_unit and dose_cycle are never null; a null optional attribute is cleared. Changes never rewrite the past: a change applies from the moment it is made, so every expected dose scheduled before it (earlier days and the doses of today already due) keeps its time, dose, position, outcome and linked take, and doses later today and after follow the new plan (positions of today's later doses count on after the earlier ones). Untimed windows of the current cycle follow the plan in force now. The plan is checked as a whole (see Schedule): a slot without a time in the person's notification preferences, dates or taper steps outside start_date..end_date (end_date inclusive), a taper step in another unit, times on a prn schedule and a max_daily_doses the plan itself exceeds are each a 422 naming the field. Needs manage access to the schedule's person. If-Match is optional; a stale one returns 409.")
-                .body_named("ScheduleReplaceRequest")
+                .create_body::<ScheduleBody>("ScheduleReplaceRequest", ScheduleBody::FIELDS)
                 .if_match()
-                .ok_named("ScheduleResponse")
+                .ok::<Schedule>()
                 .etag(),
             put(replace),
         )
@@ -112,9 +96,9 @@ pub fn routes(api: Api) -> Api {
             .summary("Pause a schedule (deprecated)")
             .description("Deprecated: use createMedicationPausePeriod (POST /households/{household_id}/medication_pause_periods), which records why. Accepts an empty body (or {}) and opens a pause period with the reason reason_not_recorded; 409 pause_period_open when the schedule is already paused. Returns the schedule with its current_pause_period. Needs manage access to its person; a deleted schedule is not found (404). If-Match is optional; a stale one returns 409.")
             .deprecated()
-            .optional_body(EMPTY_REQUEST)
+            .body_optional::<EmptyBody>()
             .if_match()
-            .ok_named("ScheduleResponse")
+            .ok::<Schedule>()
             .etag(),
             patch(source_routes::pause::<ScheduleRow>),
         )
@@ -127,9 +111,9 @@ pub fn routes(api: Api) -> Api {
             .summary("Resume a paused schedule (deprecated)")
             .description("Deprecated: use resumeMedicationPausePeriod (POST /households/{household_id}/medication_pause_periods/{portable_id}/resume). Accepts an empty body (or {}) and closes the schedule's open pause period; 409 pause_period_not_open when it is not paused. Returns the schedule. Needs manage access to its person; a deleted schedule is not found (404). If-Match is optional; a stale one returns 409.")
             .deprecated()
-            .optional_body(EMPTY_REQUEST)
+            .body_optional::<EmptyBody>()
             .if_match()
-            .ok_named("ScheduleResponse")
+            .ok::<Schedule>()
             .etag(),
             patch(source_routes::resume::<ScheduleRow>),
         )
@@ -137,7 +121,7 @@ pub fn routes(api: Api) -> Api {
 
 async fn list(State(state): State<AppState>, actor: Actor, query: QueryParams) -> Result<Response> {
     let page = query.page()?;
-    let filter = Filter::from_query(&query)?;
+    let filter = crate::care::source_routes::filter(&query)?;
     let (items, total) = state
         .db
         .read(move |conn| super::list(conn, &actor, &filter, page))

@@ -9,8 +9,8 @@ use rusqlite::{Connection, OptionalExtension, Row, params};
 use super::dose::Dose;
 use super::model::ScheduleRow;
 use crate::auth::Actor;
-use crate::care::sources::{self, Filter, ListSql};
-use crate::domain::{Page, ResourceId};
+use crate::care::source_row::{self, Filter, ListSql};
+use crate::domain::{Page, ResourceId, Timestamp};
 use crate::error::Result;
 
 const COLUMNS: &str = "s.id, s.portable_id, s.person_id, p.portable_id, s.medication_id,
@@ -102,7 +102,7 @@ pub fn list_visible(
     filter: &Filter,
     page: Page,
 ) -> Result<(Vec<ScheduleRow>, i64)> {
-    sources::list_visible(conn, actor, filter, page, &LIST, from_row)
+    source_row::list_visible(conn, actor, filter, page, &LIST, from_row)
 }
 
 pub fn insert(conn: &WriteTx, household_id: i64, s: &ScheduleRow) -> Result<i64> {
@@ -173,7 +173,7 @@ pub fn update(conn: &WriteTx, s: &ScheduleRow) -> Result<()> {
 
 /// Retires a schedule: it leaves every list and read, and stops (active
 /// false); the row stays for the history that points at it.
-pub fn retire(conn: &WriteTx, id: i64, now: &str) -> Result<()> {
+pub fn retire(conn: &WriteTx, id: i64, now: &Timestamp) -> Result<()> {
     conn.prepare_cached(
         "UPDATE schedules SET retired_at = ?2, active = 0, updated_at = ?2,
              lock_version = lock_version + 1
@@ -226,7 +226,7 @@ pub fn running_for_person(
 
 /// Sets the schedule's `active` flag (false while paused), as a change to
 /// it: its version moves on.
-pub fn set_active(conn: &WriteTx, id: i64, active: bool, now: &str) -> Result<()> {
+pub fn set_active(conn: &WriteTx, id: i64, active: bool, now: &Timestamp) -> Result<()> {
     conn.prepare_cached(
         "UPDATE schedules SET active = ?2, updated_at = ?3, lock_version = lock_version + 1
          WHERE id = ?1",

@@ -11,12 +11,11 @@ use serde_json::json;
 
 use crate::auth::{Actor, access, token};
 use crate::domain::Page;
+use crate::domain::Timestamp;
 use crate::error::{ApiError, Result};
 use crate::household::memberships::model::MembershipStatus;
 use crate::household::{audit, memberships, settings};
-use model::{AppToken, CreatedAppToken};
-
-const MAX_NAME: usize = 100;
+use model::{AppToken, CreatedAppToken, MAX_NAME};
 
 pub struct TokenRequest<'a> {
     pub household_id: i64,
@@ -43,7 +42,10 @@ pub fn issue(conn: &WriteTx, request: &TokenRequest<'_>) -> Result<CreatedAppTok
     }
     let name = request.name.trim();
     if name.is_empty() || request.name.chars().count() > MAX_NAME {
-        return Err(ApiError::invalid("name", "must be 1 to 100 characters"));
+        return Err(ApiError::invalid(
+            "name",
+            format!("must be 1 to {MAX_NAME} characters"),
+        ));
     }
     let max = settings::store::find(conn, request.household_id)?
         .ok_or_else(|| ApiError::not_found("household"))?
@@ -63,7 +65,7 @@ pub fn issue(conn: &WriteTx, request: &TokenRequest<'_>) -> Result<CreatedAppTok
         ));
     }
     let new = token::generate(token::APP_TOKEN_PREFIX);
-    let expires_at = crate::time::days_from_now(days);
+    let expires_at = Timestamp::now().plus(jiff::SignedDuration::from_hours(days * 24));
     let id = store::insert(
         conn,
         &store::NewAppToken {

@@ -1,91 +1,61 @@
 //! App token API shapes.
 
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
-use serde_json::{Value, json};
 
-/// A token as listed: never its secret.
-#[derive(Debug, Clone, Serialize)]
+use crate::domain::{Name, Timestamp};
+use crate::http::openapi;
+
+/// The longest token name. The command line issues tokens through the same
+/// rule, so the rule checks it; the schema states it.
+pub const MAX_NAME: usize = 100;
+
+// A token as listed: never its secret.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+#[schemars(deny_unknown_fields)]
 pub struct AppToken {
+    #[schemars(with = "openapi::NumericId")]
     pub id: i64,
+    #[schemars(length(min = 1))]
     pub name: String,
+    #[schemars(with = "openapi::NumericId")]
     pub membership_id: i64,
-    /// The public part of the token, to recognise it.
+    /// The public part of the token
     pub token_prefix: String,
+    #[schemars(with = "Option<openapi::NumericId>")]
     pub created_by_membership_id: Option<i64>,
-    pub created_at: String,
-    pub expires_at: String,
-    pub last_used_at: Option<String>,
+    pub created_at: Timestamp,
+    pub expires_at: Timestamp,
+    pub last_used_at: Option<Timestamp>,
 }
 
-/// Returned once, at creation.
-#[derive(Debug, Clone, Serialize)]
+// Returned once, at creation.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+#[schemars(deny_unknown_fields)]
 pub struct CreatedAppToken {
     #[serde(flatten)]
     pub app_token: AppToken,
+    /// The secret token; shown only in this response
     pub token: String,
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
+#[schemars(inline)]
 pub struct AppTokenAttributes {
+    #[schemars(with = "Name<MAX_NAME>")]
     pub name: String,
+    /// Days until the token expires; at most the household's app_token_max_age_days (its default)
+    #[schemars(range(min = 1, max = crate::household::settings::MAX_TOKEN_AGE_DAYS))]
     pub max_age_days: Option<i64>,
-    /// Only the caller's own membership is accepted.
+    /// The member the token acts as: only the caller's own membership may be named (403 otherwise); absent or null means the caller's own
+    #[schemars(with = "Option<openapi::NumericId>")]
     pub membership_id: Option<i64>,
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
+#[schemars(rename = "AppTokenCreateRequest")]
 pub struct AppTokenBody {
     pub api_app_token: AppTokenAttributes,
-}
-
-fn properties() -> Value {
-    json!({
-        "id": {"$ref": "#/components/schemas/NumericId"},
-        "name": {"type": "string", "minLength": 1},
-        "membership_id": {"$ref": "#/components/schemas/NumericId"},
-        "token_prefix": {"type": "string", "description": "The public part of the token"},
-        "created_by_membership_id": {"anyOf": [{"$ref": "#/components/schemas/NumericId"}, {"type": "null"}]},
-        "created_at": {"$ref": "#/components/schemas/Timestamp"},
-        "expires_at": {"$ref": "#/components/schemas/Timestamp"},
-        "last_used_at": {"anyOf": [{"$ref": "#/components/schemas/Timestamp"}, {"type": "null"}]},
-    })
-}
-
-const REQUIRED: [&str; 8] = [
-    "id",
-    "name",
-    "membership_id",
-    "token_prefix",
-    "created_by_membership_id",
-    "created_at",
-    "expires_at",
-    "last_used_at",
-];
-
-pub fn app_token_schema() -> Value {
-    json!({"type": "object", "additionalProperties": false, "required": REQUIRED, "properties": properties()})
-}
-
-pub fn created_app_token_schema() -> Value {
-    let mut props = properties();
-    props["token"] =
-        json!({"type": "string", "description": "The secret token; shown only in this response"});
-    let mut required: Vec<&str> = REQUIRED.to_vec();
-    required.push("token");
-    json!({"type": "object", "additionalProperties": false, "required": required, "properties": props})
-}
-
-pub fn app_token_attributes_schema() -> Value {
-    json!({
-        "type": "object", "additionalProperties": false, "required": ["name"],
-        "properties": {
-            "name": {"type": "string", "minLength": 1, "maxLength": 100, "pattern": "\\S"},
-            "max_age_days": {"type": ["integer", "null"], "minimum": 1, "maximum": 3650,
-                "description": "Days until the token expires; at most the household's app_token_max_age_days (its default)"},
-            "membership_id": {"anyOf": [{"$ref": "#/components/schemas/NumericId"}, {"type": "null"}],
-                "description": "The member the token acts as: only the caller's own membership may be named (403 otherwise); absent or null means the caller's own"},
-        },
-    })
 }

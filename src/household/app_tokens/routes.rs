@@ -4,9 +4,7 @@ use axum::extract::State;
 use axum::response::Response;
 use axum::routing::{delete, get, post};
 
-use super::model::{
-    AppTokenBody, app_token_attributes_schema, app_token_schema, created_app_token_schema,
-};
+use super::model::{AppToken, AppTokenBody, CreatedAppToken};
 use crate::auth::Actor;
 use crate::error::Result;
 use crate::http::extract::{ApiJson, PathNumericId, QueryParams};
@@ -19,26 +17,20 @@ const COLLECTION: &str = "/households/{household_id}/admin/app_tokens";
 const MEMBER: &str = "/households/{household_id}/admin/app_tokens/{id}";
 
 pub fn routes(api: Api) -> Api {
-    api.resource_schema("AppToken", app_token_schema())
-        .single_schema("CreatedAppToken", created_app_token_schema())
-        .request_schema(
-            "AppTokenCreateRequest",
-            "api_app_token",
-            app_token_attributes_schema(),
-        )
+    api
         .route(
             Op::get(COLLECTION, "listAppTokens", TAG)
                 .summary("List the household's live app tokens")
                 .paginated()
-                .ok_named("AppTokenCollection"),
+                .page::<AppToken>(),
             get(list),
         )
         .route(
             Op::post(COLLECTION, "createAppToken", TAG)
                 .summary("Create an app token; the secret is returned once")
                 .description("A token always acts as the caller's own membership: naming another membership is 403. The audit log names the member who acted.")
-                .body_named("AppTokenCreateRequest")
-                .created_named("CreatedAppTokenResponse"),
+                .body::<AppTokenBody>()
+                .created::<CreatedAppToken>(),
             post(create),
         )
         .route_numeric(

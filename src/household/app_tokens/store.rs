@@ -4,7 +4,7 @@ use crate::db::WriteTx;
 use rusqlite::{Connection, OptionalExtension, Row, params};
 
 use super::model::AppToken;
-use crate::domain::Page;
+use crate::domain::{Page, Timestamp};
 use crate::error::Result;
 
 const COLUMNS: &str = "id, name, membership_id, selector, created_by_membership_id, created_at,
@@ -31,7 +31,7 @@ pub struct NewAppToken<'a> {
     pub selector: &'a str,
     pub secret_sha256: &'a [u8],
     pub created_by_membership_id: Option<i64>,
-    pub expires_at: &'a str,
+    pub expires_at: &'a Timestamp,
 }
 
 pub fn insert(conn: &WriteTx, t: &NewAppToken<'_>) -> Result<i64> {
@@ -46,7 +46,7 @@ pub fn insert(conn: &WriteTx, t: &NewAppToken<'_>) -> Result<i64> {
             t.selector,
             t.secret_sha256,
             t.created_by_membership_id,
-            crate::time::now(),
+            Timestamp::now(),
             t.expires_at,
         ],
     )?;
@@ -86,7 +86,7 @@ pub fn list_live(conn: &Connection, household_id: i64, page: Page) -> Result<(Ve
 pub fn revoke(conn: &WriteTx, id: i64) -> Result<()> {
     conn.execute(
         "UPDATE app_tokens SET revoked_at = ?2 WHERE id = ?1 AND revoked_at IS NULL",
-        params![id, crate::time::now()],
+        params![id, Timestamp::now()],
     )?;
     Ok(())
 }
@@ -97,5 +97,5 @@ pub fn revoke_all_of_membership(conn: &WriteTx, membership_id: i64) -> Result<us
         .prepare_cached(
             "UPDATE app_tokens SET revoked_at = ?2 WHERE membership_id = ?1 AND revoked_at IS NULL",
         )?
-        .execute(params![membership_id, crate::time::now()])?)
+        .execute(params![membership_id, Timestamp::now()])?)
 }

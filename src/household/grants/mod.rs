@@ -6,51 +6,28 @@ pub mod store;
 
 use crate::db::WriteTx;
 use rusqlite::Connection;
-use serde::{Deserialize, Serialize};
 use serde_json::json;
 
 use crate::auth::access::{self, Named};
 use crate::auth::{AccessLevel, Actor};
-use crate::domain::Page;
+use crate::domain::{Page, Timestamp};
 use crate::error::{ApiError, Problems, Result};
 use crate::household::audit;
 use crate::household::memberships::store as memberships_store;
 use crate::household::people::store as people_store;
+use crate::medicine::vocab::vocabulary;
 use model::{GrantAttributes, PersonAccessGrant};
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Relationship {
-    #[serde(rename = "self")]
-    Myself,
-    Parent,
-    FamilyMember,
-    Carer,
-    Professional,
-}
-
-impl Relationship {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Relationship::Myself => "self",
-            Relationship::Parent => "parent",
-            Relationship::FamilyMember => "family_member",
-            Relationship::Carer => "carer",
-            Relationship::Professional => "professional",
-        }
+vocabulary!(
+    /// Why a member holds a grant on a person.
+    Relationship {
+        Myself => "self",
+        Parent => "parent",
+        FamilyMember => "family_member",
+        Carer => "carer",
+        Professional => "professional",
     }
-
-    pub fn parse(s: &str) -> Option<Relationship> {
-        match s {
-            "self" => Some(Relationship::Myself),
-            "parent" => Some(Relationship::Parent),
-            "family_member" => Some(Relationship::FamilyMember),
-            "carer" => Some(Relationship::Carer),
-            "professional" => Some(Relationship::Professional),
-            _ => None,
-        }
-    }
-}
+);
 
 /// Gives `membership_id` a manage grant on a person, without an acting
 /// member (set-up and CLI use this).
@@ -231,8 +208,8 @@ pub fn create(conn: &WriteTx, actor: &Actor, attrs: GrantAttributes) -> Result<P
     };
     let expires_at = match attrs.expires_at.as_deref() {
         None => None,
-        Some(text) => match crate::time::parse(text) {
-            Some(at) if at > crate::time::now() => Some(at),
+        Some(text) => match Timestamp::parse(text) {
+            Some(at) if at > Timestamp::now() => Some(at),
             Some(_) => {
                 add("expires_at", "must be in the future");
                 None
@@ -267,7 +244,7 @@ pub fn create(conn: &WriteTx, actor: &Actor, attrs: GrantAttributes) -> Result<P
     };
     // A grant past its expiry gives nothing; it is closed so that the new
     // one is the member's only live grant on the person.
-    store::revoke_expired(conn, membership.id, person.id, &crate::time::now())?;
+    store::revoke_expired(conn, membership.id, person.id, &Timestamp::now())?;
     if store::live_exists(conn, membership.id, person.id)? {
         return Err(ApiError::conflict(
             "grant_exists",
@@ -282,7 +259,7 @@ pub fn create(conn: &WriteTx, actor: &Actor, attrs: GrantAttributes) -> Result<P
             person_id: person.id,
             access_level: attrs.access_level.as_str(),
             relationship_type: attrs.relationship_type.as_str(),
-            expires_at: expires_at.as_deref(),
+            expires_at: expires_at.as_ref(),
             created_by_membership_id: Some(actor.membership_id),
         },
     )?;

@@ -5,7 +5,7 @@ use axum::response::Response;
 use axum::routing::{delete, get, post};
 use serde_json::json;
 
-use super::model::{GrantBody, grant_attributes_schema, grant_schema};
+use super::model::{GrantBody, PersonAccessGrant};
 use super::store::Filter;
 use crate::auth::Actor;
 use crate::domain::numeric_id;
@@ -20,12 +20,7 @@ const COLLECTION: &str = "/households/{household_id}/admin/person_access_grants"
 const MEMBER: &str = "/households/{household_id}/admin/person_access_grants/{id}";
 
 pub fn routes(api: Api) -> Api {
-    api.resource_schema("PersonAccessGrant", grant_schema())
-        .request_schema(
-            "PersonAccessGrantCreateRequest",
-            "person_access_grant",
-            grant_attributes_schema(),
-        )
+    api
         .route(
             Op::get(COLLECTION, "listPersonAccessGrants", TAG)
                 .summary("List the household's live person access grants")
@@ -41,16 +36,16 @@ pub fn routes(api: Api) -> Api {
                     json!({"$ref": "#/components/schemas/ResourceIdentifier"}),
                     "Only grants on this person (numeric or portable id); 404 when it names no person of the household",
                 )
-                .ok_named("PersonAccessGrantCollection"),
+                .page::<PersonAccessGrant>(),
             get(list),
         )
         .route(
             Op::post(COLLECTION, "createPersonAccessGrant", TAG)
                 .summary("Give a member access to a person")
                 .description("A member holds at most one live grant per person (409 grant_exists); a grant past its expires_at no longer counts and is closed. relationship_type self only on the member's own linked person. Only an owner may grant to, or revoke the grants of, an owner (403).")
-                .body_named("PersonAccessGrantCreateRequest")
+                .body::<GrantBody>()
                 .errors(&[409])
-                .created_named("PersonAccessGrantResponse"),
+                .created::<PersonAccessGrant>(),
             post(create),
         )
         .route_numeric(

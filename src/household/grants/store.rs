@@ -8,7 +8,7 @@ use super::Relationship;
 use super::model::PersonAccessGrant;
 use crate::auth::AccessLevel;
 use crate::db::page::{self, PageQuery};
-use crate::domain::{Page, ResourceId};
+use crate::domain::{Page, ResourceId, Timestamp};
 use crate::error::Result;
 
 pub struct NewGrant<'a> {
@@ -17,7 +17,7 @@ pub struct NewGrant<'a> {
     pub person_id: i64,
     pub access_level: &'a str,
     pub relationship_type: &'a str,
-    pub expires_at: Option<&'a str>,
+    pub expires_at: Option<&'a Timestamp>,
     pub created_by_membership_id: Option<i64>,
 }
 
@@ -36,7 +36,7 @@ pub fn insert(conn: &WriteTx, grant: &NewGrant<'_>) -> Result<i64> {
         grant.relationship_type,
         grant.expires_at,
         grant.created_by_membership_id,
-        crate::time::now(),
+        Timestamp::now(),
     ])?;
     Ok(conn.last_insert_rowid())
 }
@@ -127,7 +127,7 @@ fn revoke_returning(
         .prepare(&format!(
             "UPDATE person_access_grants SET revoked_at = ?3 WHERE {condition} RETURNING id"
         ))?
-        .query_map(params![membership_id, person_id, crate::time::now()], |r| {
+        .query_map(params![membership_id, person_id, Timestamp::now()], |r| {
             r.get(0)
         })?
         .collect::<rusqlite::Result<Vec<i64>>>()?;
@@ -139,7 +139,7 @@ pub fn revoke_expired(
     conn: &WriteTx,
     membership_id: i64,
     person_id: i64,
-    now: &str,
+    now: &Timestamp,
 ) -> Result<usize> {
     Ok(conn
         .prepare_cached(
@@ -186,7 +186,7 @@ pub fn revoke(conn: &WriteTx, id: i64) -> Result<()> {
     conn.prepare_cached(
         "UPDATE person_access_grants SET revoked_at = ?2 WHERE id = ?1 AND revoked_at IS NULL",
     )?
-    .execute(params![id, crate::time::now()])?;
+    .execute(params![id, Timestamp::now()])?;
     Ok(())
 }
 
@@ -197,5 +197,5 @@ pub fn revoke_all_of_membership(conn: &WriteTx, membership_id: i64) -> Result<us
             "UPDATE person_access_grants SET revoked_at = ?2
              WHERE membership_id = ?1 AND revoked_at IS NULL",
         )?
-        .execute(params![membership_id, crate::time::now()])?)
+        .execute(params![membership_id, Timestamp::now()])?)
 }

@@ -150,7 +150,7 @@ fn change(
         .map_or(next.permissions_version, |m| m.permissions_version)
         + 1;
     next.lock_version += 1;
-    next.updated_at = crate::time::now();
+    next.updated_at = crate::domain::Timestamp::now();
     store::update(conn, &next)?;
     audit::record(
         conn,

@@ -1,47 +1,30 @@
 //! Membership API shapes.
 
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
-use serde_json::{Value, json};
 
 use crate::auth::{Permissions, Role};
-use crate::domain::present;
+use crate::domain::{Timestamp, present};
+use crate::http::openapi;
 use crate::http::replace::Whole;
+use crate::medicine::vocab::vocabulary;
 
-/// A membership's lifecycle: `revoked` is final and never listed.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum MembershipStatus {
-    Active,
-    Suspended,
-    Revoked,
-}
-
-impl MembershipStatus {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            MembershipStatus::Active => "active",
-            MembershipStatus::Suspended => "suspended",
-            MembershipStatus::Revoked => "revoked",
-        }
+vocabulary!(
+    /// A membership's lifecycle: `revoked` is final and never listed.
+    MembershipStatus {
+        Active => "active",
+        Suspended => "suspended",
+        Revoked => "revoked",
     }
+);
 
-    pub fn parse(s: &str) -> Option<MembershipStatus> {
-        match s {
-            "active" => Some(MembershipStatus::Active),
-            "suspended" => Some(MembershipStatus::Suspended),
-            "revoked" => Some(MembershipStatus::Revoked),
-            _ => None,
-        }
+vocabulary!(
+    /// The statuses a client may set (and the only ones listed); removal is DELETE.
+    AssignableStatus {
+        Active => "active",
+        Suspended => "suspended",
     }
-}
-
-/// The statuses a client may set; removal is DELETE.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum AssignableStatus {
-    Active,
-    Suspended,
-}
+);
 
 impl From<AssignableStatus> for MembershipStatus {
     fn from(s: AssignableStatus) -> Self {
@@ -52,22 +35,31 @@ impl From<AssignableStatus> for MembershipStatus {
     }
 }
 
-/// A membership as administrators see it.
-#[derive(Debug, Clone, Serialize)]
+// A membership as administrators see it.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+#[schemars(deny_unknown_fields)]
 pub struct Membership {
+    #[schemars(with = "openapi::NumericId")]
     pub id: i64,
+    #[schemars(with = "openapi::NumericId")]
     pub household_id: i64,
+    #[schemars(with = "openapi::NumericId")]
     pub account_id: i64,
+    #[schemars(extend("format" = "email"))]
     pub email: String,
     pub display_name: Option<String>,
     pub role: Role,
+    #[schemars(with = "AssignableStatus")]
     pub status: MembershipStatus,
+    #[schemars(with = "Option<openapi::NumericId>")]
     pub person_id: Option<i64>,
+    #[schemars(with = "Option<openapi::PortableId>")]
     pub person_portable_id: Option<String>,
     pub permissions: Permissions,
+    #[schemars(range(min = 1, max = i64::MAX))]
     pub permissions_version: i64,
-    pub created_at: String,
-    pub updated_at: String,
+    pub created_at: Timestamp,
+    pub updated_at: Timestamp,
     #[serde(skip)]
     pub lock_version: i64,
 }
@@ -80,25 +72,35 @@ impl Membership {
 
 /// Membership attributes: absent fields stay as they are (PATCH) or are
 /// refused (PUT, which carries them all); only `person_id` may be null.
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Default, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct MembershipAttributes {
+    /// Only an owner may give the owner role
     #[serde(default, deserialize_with = "present")]
+    #[schemars(with = "Role")]
     pub role: Option<Option<Role>>,
+    /// A suspended member's credentials stop working at once
     #[serde(default, deserialize_with = "present")]
+    #[schemars(with = "AssignableStatus")]
     pub status: Option<Option<AssignableStatus>>,
+    /// The member's own person in this household; linking gives the member a `self` manage grant on it and unlinking removes that grant
     #[serde(default, deserialize_with = "present")]
+    #[schemars(with = "Option<openapi::NumericId>")]
     pub person_id: Option<Option<i64>>,
     #[serde(default, deserialize_with = "present")]
+    #[schemars(with = "bool")]
     pub inventory_management: Option<Option<bool>>,
     #[serde(default, deserialize_with = "present")]
+    #[schemars(with = "bool")]
     pub location_management: Option<Option<bool>>,
     #[serde(default, deserialize_with = "present")]
+    #[schemars(with = "bool")]
     pub adult_review: Option<Option<bool>>,
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
+#[schemars(rename = "MembershipUpdateRequest")]
 pub struct MembershipBody {
     pub household_membership: MembershipAttributes,
 }
@@ -113,49 +115,4 @@ impl Whole for MembershipBody {
         "location_management",
         "adult_review",
     ];
-}
-
-pub fn membership_schema() -> Value {
-    json!({
-        "type": "object",
-        "additionalProperties": false,
-        "required": ["id", "household_id", "account_id", "email", "display_name", "role",
-            "status", "person_id", "person_portable_id", "permissions", "permissions_version",
-            "created_at", "updated_at"],
-        "properties": {
-            "id": {"$ref": "#/components/schemas/NumericId"},
-            "household_id": {"$ref": "#/components/schemas/NumericId"},
-            "account_id": {"$ref": "#/components/schemas/NumericId"},
-            "email": {"type": "string", "format": "email"},
-            "display_name": {"type": ["string", "null"]},
-            "role": {"type": "string", "enum": ["owner", "administrator", "member"]},
-            "status": {"type": "string", "enum": ["active", "suspended"]},
-            "person_id": {"anyOf": [{"$ref": "#/components/schemas/NumericId"}, {"type": "null"}]},
-            "person_portable_id": {"anyOf": [{"$ref": "#/components/schemas/PortableId"}, {"type": "null"}]},
-            "permissions": {"$ref": "#/components/schemas/MembershipPermissions"},
-            "permissions_version": {"type": "integer", "minimum": 1, "maximum": i64::MAX},
-            "created_at": {"$ref": "#/components/schemas/Timestamp"},
-            "updated_at": {"$ref": "#/components/schemas/Timestamp"},
-        },
-    })
-}
-
-/// Membership attributes; `required` lists what a replace needs.
-pub fn membership_attributes_schema(required: &[&str]) -> Value {
-    json!({
-        "type": "object",
-        "additionalProperties": false,
-        "required": required,
-        "properties": {
-            "role": {"type": "string", "enum": ["owner", "administrator", "member"],
-                "description": "Only an owner may give the owner role"},
-            "status": {"type": "string", "enum": ["active", "suspended"],
-                "description": "A suspended member's credentials stop working at once"},
-            "person_id": {"anyOf": [{"$ref": "#/components/schemas/NumericId"}, {"type": "null"}],
-                "description": "The member's own person in this household; linking gives the member a `self` manage grant on it and unlinking removes that grant"},
-            "inventory_management": {"type": "boolean"},
-            "location_management": {"type": "boolean"},
-            "adult_review": {"type": "boolean"},
-        },
-    })
 }

@@ -32,7 +32,7 @@ pub fn set_role(conn: &WriteTx, household_id: i64, id: i64, role: Role) -> Resul
     }
     next.permissions_version += 1;
     next.lock_version += 1;
-    next.updated_at = crate::time::now();
+    next.updated_at = crate::domain::Timestamp::now();
     store::update(conn, &next)?;
     audit::record(
         conn,

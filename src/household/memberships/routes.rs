@@ -4,7 +4,7 @@ use axum::extract::State;
 use axum::response::Response;
 use axum::routing::{delete, get, patch, put};
 
-use super::model::{MembershipBody, membership_attributes_schema, membership_schema};
+use super::model::{Membership, MembershipBody};
 use crate::auth::Actor;
 use crate::error::Result;
 use crate::http::extract::{ApiJson, PathNumericId, QueryParams};
@@ -18,40 +18,30 @@ const COLLECTION: &str = "/households/{household_id}/admin/memberships";
 const MEMBER: &str = "/households/{household_id}/admin/memberships/{id}";
 
 pub fn routes(api: Api) -> Api {
-    api.resource_schema("Membership", membership_schema())
-        .request_schema(
-            "MembershipUpdateRequest",
-            "household_membership",
-            membership_attributes_schema(&[]),
-        )
-        .request_schema(
-            "MembershipReplaceRequest",
-            "household_membership",
-            membership_attributes_schema(MembershipBody::FIELDS),
-        )
+    api
         .route(
             Op::get(COLLECTION, "listMemberships", TAG)
                 .summary("List the household's memberships (revoked ones are not listed)")
                 .paginated()
-                .ok_named("MembershipCollection"),
+                .page::<Membership>(),
             get(list),
         )
         .route_numeric(
             Op::patch(MEMBER, "updateMembership", TAG)
                 .summary("Change some of a membership's role, status, person and permissions")
                 .description("Only an owner may give the owner role or change an owner's membership; the last active owner cannot be demoted or suspended (409 last_owner).")
-                .body_named("MembershipUpdateRequest")
+                .body::<MembershipBody>()
                 .errors(&[409])
-                .ok_named("MembershipResponse"),
+                .ok::<Membership>(),
             patch(update),
         )
         .route_numeric(
             Op::put(MEMBER, "replaceMembership", TAG)
                 .summary("Replace a membership's role, status, person and permissions")
                 .description("The whole membership: every attribute is required (person_id may be null to unlink); a missing one is a 422 naming it. The owner rules of updateMembership apply.")
-                .body_named("MembershipReplaceRequest")
+                .create_body::<MembershipBody>("MembershipReplaceRequest", MembershipBody::FIELDS)
                 .errors(&[409])
-                .ok_named("MembershipResponse"),
+                .ok::<Membership>(),
             put(replace),
         )
         .route_numeric(

@@ -16,7 +16,7 @@ pub fn insert(
     person_id: Option<i64>,
     role: Role,
 ) -> Result<i64> {
-    let now = crate::time::now();
+    let now = crate::domain::Timestamp::now();
     conn.execute(
         "INSERT INTO memberships (household_id, account_id, person_id, role, created_at, updated_at)
          VALUES (?1, ?2, ?3, ?4, ?5, ?5)",
@@ -30,7 +30,7 @@ pub fn link_person(conn: &WriteTx, membership_id: i64, person_id: i64) -> Result
         "UPDATE memberships SET person_id = ?2, permissions_version = permissions_version + 1,
                 updated_at = ?3
          WHERE id = ?1",
-        params![membership_id, person_id, crate::time::now()],
+        params![membership_id, person_id, crate::domain::Timestamp::now()],
     )?;
     Ok(())
 }
@@ -170,7 +170,7 @@ pub fn revoke(conn: &WriteTx, id: i64) -> Result<()> {
                 lock_version = lock_version + 1, updated_at = ?2
          WHERE id = ?1",
     )?
-    .execute(params![id, crate::time::now()])?;
+    .execute(params![id, crate::domain::Timestamp::now()])?;
     Ok(())
 }
 

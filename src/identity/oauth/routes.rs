@@ -25,7 +25,7 @@ pub fn routes(api: Api) -> Api {
             .description("Form-encoded (RFC 6749 4.1.3 and 6). A code is single-use and short-lived; using it twice revokes the tokens its first use issued. Each refresh returns a new refresh token; presenting an already-rotated one revokes the whole session.")
             .public()
             .form_body::<TokenForm>()
-            .plain_ok::<TokenResponse>()
+            .ok_unwrapped::<TokenResponse>()
             .plain_response::<OAuthError>(400, "An RFC 6749 5.2 error: invalid_request, invalid_grant, unsupported_grant_type")
             .plain_response::<OAuthError>(401, "invalid_client: the client is not registered"),
         post(token),

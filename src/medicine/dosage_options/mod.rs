@@ -14,11 +14,13 @@ use crate::auth::Actor;
 use crate::auth::access::require_inventory;
 use crate::db::change_feed::{self, Action, Change};
 use crate::decimal::Dec;
-use crate::domain::{IfMatch, Page, ResourceId, etag, trimmed};
+use crate::domain::{IfMatch, Page, ResourceId, Timestamp, etag, trimmed};
 use crate::error::{ApiError, Problems, Result};
 use crate::medicine::forecast::{Holder, Plan, StockStatus};
 use crate::medicine::medications;
-use model::{DosageOption, DosageOptionAttributes, DosageOptionView};
+use model::{
+    DosageOption, DosageOptionAttributes, DosageOptionView, MAX_DESCRIPTION, MAX_FREQUENCY,
+};
 
 pub const RECORD_TYPE: &str = crate::domain::record_type::DOSAGE_OPTION;
 
@@ -138,8 +140,18 @@ fn apply(row: &mut DosageOption, attrs: DosageOptionAttributes, mode: Mode) -> R
                 }
             }
         };
-    text("frequency", attrs.frequency, 200, &mut row.frequency);
-    text("description", attrs.description, 2000, &mut row.description);
+    text(
+        "frequency",
+        attrs.frequency,
+        MAX_FREQUENCY,
+        &mut row.frequency,
+    );
+    text(
+        "description",
+        attrs.description,
+        MAX_DESCRIPTION,
+        &mut row.description,
+    );
     let mut flag = |field: &str, value: Option<Option<bool>>, target: &mut bool| match value {
         Some(None) => add(field, "must be true or false, not null"),
         Some(Some(v)) => *target = v,
@@ -239,12 +251,9 @@ pub fn create(
         Some(Some(id)) => medications::store::find(conn, actor.household_id, &id)?
             .ok_or_else(|| ApiError::not_found("medication"))?,
     };
-    let now = crate::time::now();
     let mut row = DosageOption {
         portable_id: crate::db::new_portable_id(),
-        created_at: now.clone(),
-        updated_at: now,
-        ..DosageOption::blank(medication.id, medication.portable_id)
+        ..DosageOption::blank(medication.id, medication.portable_id, Timestamp::now())
     };
     apply(&mut row, attrs, Mode::Create)?;
     row.id = store::insert(conn, actor.household_id, &row)?;
@@ -276,7 +285,7 @@ fn for_change(
 
 fn save(conn: &WriteTx, actor: &Actor, mut row: DosageOption) -> Result<DosageOptionView> {
     row.lock_version += 1;
-    row.updated_at = crate::time::now();
+    row.updated_at = Timestamp::now();
     store::update(conn, &row)?;
     record_change(conn, actor, &row, Action::Update)?;
     shape_one(conn, actor, row)
@@ -311,9 +320,11 @@ pub fn replace(
         id: current.id,
         portable_id: current.portable_id,
         lock_version: current.lock_version,
-        created_at: current.created_at,
-        updated_at: current.updated_at,
-        ..DosageOption::blank(current.medication_id, current.medication_portable_id)
+        ..DosageOption::blank(
+            current.medication_id,
+            current.medication_portable_id,
+            current.created_at,
+        )
     };
     apply(&mut row, attrs, Mode::Replace)?;
     save(conn, actor, row)
@@ -328,7 +339,11 @@ mod tests {
     }
 
     fn blank() -> DosageOption {
-        DosageOption::blank(1, "0192a5b0-0000-7000-8000-000000000000".into())
+        DosageOption::blank(
+            1,
+            "0192a5b0-0000-7000-8000-000000000000".into(),
+            Timestamp::now(),
+        )
     }
 
     fn fields(err: ApiError) -> Vec<String> {

@@ -1,21 +1,30 @@
 //! Dosage option API shapes.
 
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
-use serde_json::{Value, json};
 
 use crate::decimal::{self, Dec};
-use crate::domain::{ResourceId, Versioned, etag, present, resource_ref_schema};
-use crate::http::openapi::nullable;
+use crate::domain::{ResourceId, Timestamp, Versioned, etag, present};
+use crate::http::openapi;
 use crate::http::replace::Whole;
-use crate::medicine::forecast::{self, StockStatus};
+use crate::medicine::forecast::StockStatus;
 use crate::medicine::vocab::{DoseCycle, DoseUnit};
 
-/// A dosage option as stored and as sent: it has no derived fields.
-#[derive(Debug, Clone, Serialize)]
+/// The longest frequency text, counted after trimming.
+pub const MAX_FREQUENCY: usize = 200;
+/// The longest description, counted after trimming.
+pub const MAX_DESCRIPTION: usize = 2000;
+
+// A dosage option as stored and as sent: it has no derived fields.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
 pub struct DosageOption {
+    #[schemars(with = "openapi::NumericId")]
     pub id: i64,
+    #[schemars(with = "openapi::PortableId")]
     pub portable_id: String,
+    #[schemars(with = "openapi::NumericId")]
     pub medication_id: i64,
+    #[schemars(with = "openapi::PortableId")]
     pub medication_portable_id: String,
     pub amount: Dec,
     pub unit: DoseUnit,
@@ -23,23 +32,28 @@ pub struct DosageOption {
     pub description: Option<String>,
     pub default_for_adults: bool,
     pub default_for_children: bool,
+    #[schemars(range(min = 1, max = i64::MAX))]
     pub default_max_daily_doses: Option<i64>,
     pub default_min_hours_between_doses: Option<Dec>,
     pub default_dose_cycle: Option<DoseCycle>,
-    /// `None`: this option draws on the medication's stock, not its own.
+    /// This option's own stock; null when it draws on the medication's stock (its low_stock and out_of_stock are then false and its days_until_* null)
     pub current_supply: Option<Dec>,
     pub reorder_threshold: Option<Dec>,
-    pub created_at: String,
-    pub updated_at: String,
+    pub created_at: Timestamp,
+    pub updated_at: Timestamp,
     #[serde(skip)]
     pub lock_version: i64,
 }
 
 impl DosageOption {
     /// A new option of a medication with every optional field at its
-    /// default. `amount` and `unit` are placeholders until attributes are
+    /// default, made `now`. `amount` and `unit` are placeholders until attributes are
     /// applied: creation and replacement require both.
-    pub fn blank(medication_id: i64, medication_portable_id: String) -> DosageOption {
+    pub fn blank(
+        medication_id: i64,
+        medication_portable_id: String,
+        now: Timestamp,
+    ) -> DosageOption {
         DosageOption {
             id: 0,
             portable_id: String::new(),
@@ -56,8 +70,8 @@ impl DosageOption {
             default_dose_cycle: None,
             current_supply: None,
             reorder_threshold: None,
-            created_at: String::new(),
-            updated_at: String::new(),
+            created_at: now.clone(),
+            updated_at: now,
             lock_version: 1,
         }
     }
@@ -69,10 +83,11 @@ impl Versioned for DosageOption {
     }
 }
 
-/// A dosage option as sent: the stored fields and, for an option that
-/// keeps its own stock, the same derived stock fields as a medication's
-/// (false and null for one drawing on the medication's stock).
-#[derive(Debug, Clone, Serialize)]
+// A dosage option as sent: the stored fields and, for an option that
+// keeps its own stock, the same derived stock fields as a medication's
+// (false and null for one drawing on the medication's stock).
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+#[schemars(rename = "DosageOption", deny_unknown_fields)]
 pub struct DosageOptionView {
     #[serde(flatten)]
     pub option: DosageOption,
@@ -88,37 +103,51 @@ impl Versioned for DosageOptionView {
 
 /// Dosage option attributes; absent fields are left alone (PATCH) or take
 /// their defaults (POST, PUT); null clears where null is allowed.
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Default, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct DosageOptionAttributes {
+    /// The medication, numeric or portable id; cannot change after creation
     #[serde(default, deserialize_with = "present")]
+    #[schemars(with = "ResourceId")]
     pub medication_id: Option<Option<ResourceId>>,
     #[serde(default, deserialize_with = "present")]
+    #[schemars(with = "decimal::Positive")]
     pub amount: Option<Option<Dec>>,
     #[serde(default, deserialize_with = "present")]
+    #[schemars(with = "DoseUnit")]
     pub unit: Option<Option<DoseUnit>>,
     #[serde(default, deserialize_with = "present")]
+    #[schemars(with = "Option<String>", extend("maxLength" = MAX_FREQUENCY))]
     pub frequency: Option<Option<String>>,
     #[serde(default, deserialize_with = "present")]
+    #[schemars(with = "Option<String>", extend("maxLength" = MAX_DESCRIPTION))]
     pub description: Option<Option<String>>,
     #[serde(default, deserialize_with = "present")]
+    #[schemars(with = "bool", extend("default" = false))]
     pub default_for_adults: Option<Option<bool>>,
     #[serde(default, deserialize_with = "present")]
+    #[schemars(with = "bool", extend("default" = false))]
     pub default_for_children: Option<Option<bool>>,
     #[serde(default, deserialize_with = "present")]
+    #[schemars(with = "Option<i64>", range(min = 1, max = i64::MAX))]
     pub default_max_daily_doses: Option<Option<i64>>,
     #[serde(default, deserialize_with = "present")]
+    #[schemars(with = "Option<decimal::NonNegative>")]
     pub default_min_hours_between_doses: Option<Option<Dec>>,
     #[serde(default, deserialize_with = "present")]
+    #[schemars(with = "Option<DoseCycle>")]
     pub default_dose_cycle: Option<Option<DoseCycle>>,
     #[serde(default, deserialize_with = "present")]
+    #[schemars(with = "Option<decimal::NonNegative>")]
     pub current_supply: Option<Option<Dec>>,
     #[serde(default, deserialize_with = "present")]
+    #[schemars(with = "Option<decimal::NonNegative>")]
     pub reorder_threshold: Option<Option<Dec>>,
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
+#[schemars(rename = "DosageOptionUpdateRequest")]
 pub struct DosageOptionBody {
     pub dosage_option: DosageOptionAttributes,
 }
@@ -139,69 +168,4 @@ impl Whole for DosageOptionBody {
         "current_supply",
         "reorder_threshold",
     ];
-}
-
-pub fn dosage_option_schema() -> Value {
-    let props = json!({
-        "id": {"$ref": "#/components/schemas/NumericId"},
-        "portable_id": {"$ref": "#/components/schemas/PortableId"},
-        "medication_id": {"$ref": "#/components/schemas/NumericId"},
-        "medication_portable_id": {"$ref": "#/components/schemas/PortableId"},
-        "amount": decimal::schema(),
-        "unit": DoseUnit::schema(),
-        "frequency": nullable(json!({"type": "string"})),
-        "description": nullable(json!({"type": "string"})),
-        "default_for_adults": {"type": "boolean"},
-        "default_for_children": {"type": "boolean"},
-        "default_max_daily_doses": nullable(json!({"type": "integer", "minimum": 1, "maximum": i64::MAX})),
-        "default_min_hours_between_doses": nullable(decimal::schema()),
-        "default_dose_cycle": nullable(DoseCycle::schema()),
-        "current_supply": {
-            "anyOf": [decimal::schema(), {"type": "null"}],
-            "description": "This option's own stock; null when it draws on the medication's stock",
-        },
-        "reorder_threshold": nullable(decimal::schema()),
-        "created_at": {"$ref": "#/components/schemas/Timestamp"},
-        "updated_at": {"$ref": "#/components/schemas/Timestamp"},
-    });
-    let mut props = props;
-    if let (Some(props), Some(stock)) = (
-        props.as_object_mut(),
-        forecast::schema_properties(
-            "this option's own current_supply (false or null when it draws on the medication's stock)",
-        )
-        .as_object(),
-    ) {
-        props.extend(stock.clone());
-    }
-    let required: Vec<&String> = props
-        .as_object()
-        .map(|o| o.keys().collect())
-        .unwrap_or_default();
-    json!({"type": "object", "additionalProperties": false, "required": required, "properties": props})
-}
-
-pub fn dosage_option_attributes_schema(required: &[&str]) -> Value {
-    json!({
-        "type": "object",
-        "additionalProperties": false,
-        "required": required,
-        "properties": {
-            "medication_id": {
-                "allOf": [resource_ref_schema()],
-                "description": "The medication, numeric or portable id; cannot change after creation",
-            },
-            "amount": decimal::positive_schema(),
-            "unit": DoseUnit::schema(),
-            "frequency": nullable(json!({"type": "string", "maxLength": 200})),
-            "description": nullable(json!({"type": "string", "maxLength": 2000})),
-            "default_for_adults": {"type": "boolean", "default": false},
-            "default_for_children": {"type": "boolean", "default": false},
-            "default_max_daily_doses": nullable(json!({"type": "integer", "minimum": 1, "maximum": i64::MAX})),
-            "default_min_hours_between_doses": nullable(decimal::non_negative_schema()),
-            "default_dose_cycle": nullable(DoseCycle::schema()),
-            "current_supply": nullable(decimal::non_negative_schema()),
-            "reorder_threshold": nullable(decimal::non_negative_schema()),
-        },
-    })
 }

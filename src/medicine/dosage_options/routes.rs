@@ -5,7 +5,7 @@ use axum::response::Response;
 use axum::routing::{get, patch, post, put};
 use serde_json::json;
 
-use super::model::{DosageOptionBody, dosage_option_attributes_schema, dosage_option_schema};
+use super::model::{DosageOptionBody, DosageOptionView};
 use crate::auth::Actor;
 use crate::domain::IfMatch;
 use crate::error::Result;
@@ -22,22 +22,7 @@ const MEMBER: &str = "/households/{household_id}/dosage_options/{id}";
 const WRITERS: &str = "Needs the inventory management permission (owners and administrators hold it). medication_id cannot change.";
 
 pub fn routes(api: Api) -> Api {
-    api.resource_schema("DosageOption", dosage_option_schema())
-        .request_schema(
-            "DosageOptionCreateRequest",
-            "dosage_option",
-            dosage_option_attributes_schema(&["medication_id", "amount", "unit"]),
-        )
-        .request_schema(
-            "DosageOptionUpdateRequest",
-            "dosage_option",
-            dosage_option_attributes_schema(&[]),
-        )
-        .request_schema(
-            "DosageOptionReplaceRequest",
-            "dosage_option",
-            dosage_option_attributes_schema(DosageOptionBody::FIELDS),
-        )
+    api
         .route(
             Op::get(COLLECTION, "listDosageOptions", TAG)
                 .summary("List the household's dosage options")
@@ -49,22 +34,25 @@ pub fn routes(api: Api) -> Api {
                     json!({"$ref": "#/components/schemas/ResourceIdentifier"}),
                     "Only the options of this medication (numeric or portable id)",
                 )
-                .ok_named("DosageOptionCollection"),
+                .page::<DosageOptionView>(),
             get(list),
         )
         .route(
             Op::post(COLLECTION, "createDosageOption", TAG)
                 .summary("Add a dosage option to a medication")
                 .description("A non-null current_supply makes the option keep its own stock (a tracked dosage stock source). Needs the inventory management permission (owners and administrators hold it).")
-                .body_named("DosageOptionCreateRequest")
-                .created_named("DosageOptionResponse")
+                .create_body::<DosageOptionBody>(
+                    "DosageOptionCreateRequest",
+                    &["medication_id", "amount", "unit"],
+                )
+                .created::<DosageOptionView>()
                 .etag(),
             post(create),
         )
         .route(
             Op::get(MEMBER, "getDosageOption", TAG)
                 .summary("Get a dosage option")
-                .ok_named("DosageOptionResponse")
+                .ok::<DosageOptionView>()
                 .etag(),
             get(show),
         )
@@ -72,9 +60,9 @@ pub fn routes(api: Api) -> Api {
             Op::patch(MEMBER, "updateDosageOption", TAG)
                 .summary("Change some attributes of a dosage option")
                 .description(WRITERS)
-                .body_named("DosageOptionUpdateRequest")
+                .body::<DosageOptionBody>()
                 .if_match()
-                .ok_named("DosageOptionResponse")
+                .ok::<DosageOptionView>()
                 .etag(),
             patch(update),
         )
@@ -82,9 +70,9 @@ pub fn routes(api: Api) -> Api {
             Op::put(MEMBER, "replaceDosageOption", TAG)
                 .summary("Replace a dosage option's attributes")
                 .description("The whole option: every attribute except medication_id is required (null clears an optional one), current_supply included; a missing one is a 422 naming it. medication_id cannot change. Needs the inventory management permission.")
-                .body_named("DosageOptionReplaceRequest")
+                .create_body::<DosageOptionBody>("DosageOptionReplaceRequest", DosageOptionBody::FIELDS)
                 .if_match()
-                .ok_named("DosageOptionResponse")
+                .ok::<DosageOptionView>()
                 .etag(),
             put(replace),
         )

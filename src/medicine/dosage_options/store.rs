@@ -7,7 +7,7 @@ use rusqlite::{Connection, OptionalExtension, Row, named_params, params};
 use super::model::DosageOption;
 use crate::db::page::{self, PageQuery};
 use crate::decimal::Dec;
-use crate::domain::{Page, ResourceId};
+use crate::domain::{Page, ResourceId, Timestamp};
 use crate::error::Result;
 
 const COLUMNS: &str = "d.id, d.portable_id, d.medication_id, m.portable_id, d.amount, d.unit,
@@ -150,7 +150,7 @@ pub fn ids_of_medication(conn: &Connection, medication_id: i64) -> Result<Vec<(i
 }
 
 /// Sets a dosage option's own stock, moving its version on.
-pub fn set_supply(conn: &WriteTx, id: i64, supply: Dec, now: &str) -> Result<()> {
+pub fn set_supply(conn: &WriteTx, id: i64, supply: Dec, now: &Timestamp) -> Result<()> {
     conn.prepare_cached(
         "UPDATE dosage_options SET current_supply = ?2, lock_version = lock_version + 1, updated_at = ?3
          WHERE id = ?1",

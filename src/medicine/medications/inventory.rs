@@ -2,34 +2,16 @@
 //! receipt. Each writes an audit event beside the change.
 
 use crate::db::WriteTx;
-use jiff::civil::Date;
-use serde::Deserialize;
 use serde_json::json;
 
-use super::model::{self, Medication};
+use super::model::{self, Adjustment, MAX_SUPPLIER, Medication, OrderDetails, ReceiptDetails};
 use super::{for_change, save, trimmed};
 use crate::auth::Actor;
 use crate::decimal::Dec;
-use crate::domain::{IfMatch, ResourceId, present};
+use crate::domain::{IfMatch, ResourceId, Timestamp};
 use crate::error::{ApiError, Result};
 use crate::household::audit;
-use crate::medicine::vocab::{AdjustmentReason, ReorderStatus};
-
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct Adjustment {
-    /// The counted stock, which becomes current_supply.
-    pub quantity: Dec,
-    pub reason: AdjustmentReason,
-    #[serde(default)]
-    pub note: Option<String>,
-}
-
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct AdjustmentBody {
-    pub adjustment: Adjustment,
-}
+use crate::medicine::vocab::ReorderStatus;
 
 /// Sets the stock to a counted quantity.
 pub fn adjust_inventory(
@@ -41,13 +23,6 @@ pub fn adjust_inventory(
 ) -> Result<Medication> {
     if adjustment.quantity.is_negative() {
         return Err(ApiError::invalid("quantity", "must not be negative"));
-    }
-    if adjustment
-        .note
-        .as_ref()
-        .is_some_and(|n| n.chars().count() > 1000)
-    {
-        return Err(ApiError::invalid("note", "must be at most 1000 characters"));
     }
     let mut row = for_change(conn, actor, id, if_match)?;
     let previous = row.current_supply;
@@ -62,24 +37,6 @@ pub fn adjust_inventory(
                "reason": adjustment.reason.as_str()}),
     )?;
     save(conn, actor, row)
-}
-
-#[derive(Debug, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct OrderDetails {
-    #[serde(default, deserialize_with = "present")]
-    pub supplier: Option<Option<String>>,
-    #[serde(default, deserialize_with = "present")]
-    pub quantity: Option<Option<Dec>>,
-    #[serde(default, deserialize_with = "present")]
-    pub expected_on: Option<Option<Date>>,
-}
-
-#[derive(Debug, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct OrderBody {
-    #[serde(default)]
-    pub order_details: OrderDetails,
 }
 
 fn check_order_quantity(quantity: Option<Dec>) -> Result<()> {
@@ -109,11 +66,11 @@ pub fn mark_as_ordered(
     let supplier = details.supplier.map(trimmed);
     if supplier
         .as_ref()
-        .is_some_and(|s| s.as_ref().is_some_and(|s| s.chars().count() > 200))
+        .is_some_and(|s| s.as_ref().is_some_and(|s| s.chars().count() > MAX_SUPPLIER))
     {
         return Err(ApiError::invalid(
             "supplier",
-            "must be at most 200 characters",
+            format!("must be at most {MAX_SUPPLIER} characters"),
         ));
     }
     let mut row = for_change(conn, actor, id, if_match)?;
@@ -132,7 +89,7 @@ pub fn mark_as_ordered(
         supplier: supplier.unwrap_or(previous.supplier),
         quantity: quantity.unwrap_or(previous.quantity),
         expected_on,
-        ordered_at: previous.ordered_at.or_else(|| Some(crate::time::now())),
+        ordered_at: previous.ordered_at.or_else(|| Some(Timestamp::now())),
         received_at: None,
     };
     audit::record(
@@ -157,7 +114,7 @@ pub fn mark_as_received(
     actor: &Actor,
     id: &ResourceId,
     if_match: &IfMatch,
-    details: OrderDetails,
+    details: ReceiptDetails,
 ) -> Result<Medication> {
     if details.supplier.is_some() || details.expected_on.is_some() {
         return Err(ApiError::invalid(
@@ -183,7 +140,7 @@ pub fn mark_as_received(
     let remaining = outstanding
         .and_then(|o| o.checked_sub(received))
         .filter(|r| r.is_positive());
-    let now = crate::time::now();
+    let now = Timestamp::now();
     match remaining {
         Some(remaining) => {
             row.reorder.quantity = Some(remaining);

@@ -12,7 +12,7 @@ use rusqlite::Connection;
 use crate::auth::Actor;
 use crate::auth::access::require_inventory;
 use crate::db::change_feed::{self, Action, Change};
-use crate::domain::{IfMatch, Page, ResourceId, etag, trimmed};
+use crate::domain::{Digits, IfMatch, Page, ResourceId, Text, Timestamp, etag, trimmed};
 use crate::error::{ApiError, Problems, Result};
 use crate::household::locations::store as locations_store;
 use crate::medicine::forecast::{Holder, Plan};
@@ -108,60 +108,43 @@ fn apply(
             },
         }
     }
-    // Lengths are checked as sent (as the schema states them); text is saved trimmed.
+    // Lengths are checked as sent, by the attribute types; text is saved trimmed.
     match attrs.name {
         Some(None) => add("name", "must not be null"),
-        Some(Some(name)) if name.chars().count() > 200 => {
-            add("name", "must be at most 200 characters")
-        }
-        Some(Some(name)) => match trimmed(Some(name)) {
+        Some(Some(name)) => match trimmed(Some(name.into_inner())) {
             Some(name) => row.name = name,
             None => add("name", "must not be blank"),
         },
         None => {}
     }
-    let mut text =
-        |field: &str, value: Option<Option<String>>, max: usize, target: &mut Option<String>| {
-            if let Some(value) = value {
-                if value.as_ref().is_some_and(|v| v.chars().count() > max) {
-                    add(field, &format!("must be at most {max} characters"));
-                } else {
-                    *target = trimmed(value);
-                }
-            }
-        };
-    text(
-        "friendly_name",
-        attrs.friendly_name,
-        200,
-        &mut row.friendly_name,
-    );
-    text("category", attrs.category, 100, &mut row.category);
-    text("description", attrs.description, 2000, &mut row.description);
-    text("dmd_system", attrs.dmd_system, 200, &mut row.dmd_system);
-    // Codes are digits only, exactly as sent.
-    let mut digits = |field: &str,
-                      value: Option<Option<String>>,
-                      lengths: (usize, usize),
-                      target: &mut Option<String>| {
+    let text = |value: Option<Option<String>>, target: &mut Option<String>| {
         if let Some(value) = value {
-            match &value {
-                Some(v)
-                    if !(v.len() >= lengths.0
-                        && v.len() <= lengths.1
-                        && v.bytes().all(|b| b.is_ascii_digit())) =>
-                {
-                    add(
-                        field,
-                        &format!("must be {} to {} digits", lengths.0, lengths.1),
-                    )
-                }
-                _ => *target = value,
-            }
+            *target = trimmed(value);
         }
     };
-    digits("barcode", attrs.barcode, (13, 14), &mut row.barcode);
-    digits("dmd_code", attrs.dmd_code, (6, 18), &mut row.dmd_code);
+    text(
+        attrs.friendly_name.map(|v| v.map(Text::into_inner)),
+        &mut row.friendly_name,
+    );
+    text(
+        attrs.category.map(|v| v.map(Text::into_inner)),
+        &mut row.category,
+    );
+    text(
+        attrs.description.map(|v| v.map(Text::into_inner)),
+        &mut row.description,
+    );
+    text(
+        attrs.dmd_system.map(|v| v.map(Text::into_inner)),
+        &mut row.dmd_system,
+    );
+    // Codes are digits only, exactly as sent.
+    if let Some(barcode) = attrs.barcode {
+        row.barcode = barcode.map(Digits::into_inner);
+    }
+    if let Some(code) = attrs.dmd_code {
+        row.dmd_code = code.map(Digits::into_inner);
+    }
     if let Some(amount) = attrs.dose_amount {
         match amount {
             Some(a) if !a.is_positive() => add("dose_amount", "must be greater than zero"),
@@ -211,13 +194,9 @@ pub fn create(conn: &WriteTx, actor: &Actor, attrs: MedicationAttributes) -> Res
     if attrs.name.is_none() {
         return Err(ApiError::invalid("name", "is required"));
     }
-    let now = crate::time::now();
     let mut row = MedicationRow {
         portable_id: crate::db::new_portable_id(),
-        lock_version: 1,
-        created_at: now.clone(),
-        updated_at: now,
-        ..MedicationRow::default()
+        ..MedicationRow::new(Timestamp::now())
     };
     apply(conn, actor, &mut row, attrs)?;
     row.id = store::insert(conn, actor.household_id, &row)?;
@@ -229,7 +208,7 @@ pub fn create(conn: &WriteTx, actor: &Actor, attrs: MedicationAttributes) -> Res
 /// there no longer has a location in any read, so each moves to a new
 /// version with a change-feed entry, in the caller's transaction.
 pub fn location_deleted(conn: &WriteTx, actor: &Actor, location_id: i64) -> Result<()> {
-    let now = crate::time::now();
+    let now = Timestamp::now();
     for (id, portable_id) in store::ids_at_location(conn, location_id)? {
         store::touch(conn, id, &now)?;
         change_feed::append(
@@ -262,7 +241,7 @@ fn for_change(
 
 fn save(conn: &WriteTx, actor: &Actor, mut row: MedicationRow) -> Result<Medication> {
     row.lock_version += 1;
-    row.updated_at = crate::time::now();
+    row.updated_at = Timestamp::now();
     store::update(conn, &row)?;
     record_change(conn, actor, &row, Action::Update)?;
     shape(conn, actor, row)
@@ -301,9 +280,7 @@ pub fn replace(
         current_supply: current.current_supply,
         reorder: current.reorder,
         lock_version: current.lock_version,
-        created_at: current.created_at,
-        updated_at: current.updated_at,
-        ..MedicationRow::default()
+        ..MedicationRow::new(current.created_at)
     };
     apply(conn, actor, &mut row, attrs)?;
     save(conn, actor, row)
@@ -340,7 +317,7 @@ pub fn delete(conn: &WriteTx, actor: &Actor, id: &ResourceId, if_match: &IfMatch
             ),
         ));
     }
-    let now = crate::time::now();
+    let now = Timestamp::now();
     store::soft_delete(conn, row.id, &now)?;
     crate::medicine::dosage_options::tombstone_all_of_medication(conn, actor, row.id)?;
     record_change(conn, actor, &row, Action::Delete)
@@ -361,7 +338,7 @@ mod tests {
             name: "Paracetamol 500mg".into(),
             current_supply: d("4"),
             reorder_threshold: Some(d("5")),
-            ..MedicationRow::default()
+            ..MedicationRow::new(Timestamp::now())
         };
         let m = to_api(row.clone(), &Plan::default());
         assert_eq!(m.display_name, "Paracetamol 500mg");

@@ -1,16 +1,26 @@
 //! Medication API shapes.
 
+use jiff::civil::Date;
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
-use serde_json::{Value, json};
 
 use crate::decimal::{self, Dec};
-use crate::domain::{ResourceId, Versioned, etag, present, resource_ref_schema};
-use crate::http::openapi::nullable;
+use crate::domain::{Digits, Name, ResourceId, Text, Timestamp, Versioned, etag, present};
+use crate::http::openapi;
 use crate::http::replace::Whole;
-use crate::medicine::vocab::{ConceptClass, DoseUnit, ReorderStatus, ScheduleType};
+use crate::medicine::vocab::{
+    AdjustmentReason, ConceptClass, DoseUnit, ReorderStatus, ScheduleType,
+};
+
+/// A medication's name: not blank, at most 200 characters.
+pub type MedicationName = Name<200>;
+/// A barcode: GTIN-13 or GTIN-14 digits.
+pub type Barcode = Digits<13, 14>;
+/// A dm+d concept code.
+pub type DmdCode = Digits<6, 18>;
 
 /// A medication as stored, before the derived fields are added.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 pub struct MedicationRow {
     pub id: i64,
     pub portable_id: String,
@@ -31,12 +41,41 @@ pub struct MedicationRow {
     pub dmd_concept_class: Option<ConceptClass>,
     pub reorder: Reorder,
     pub lock_version: i64,
-    pub created_at: String,
-    pub updated_at: String,
+    pub created_at: Timestamp,
+    pub updated_at: Timestamp,
 }
 
-/// Where the latest reorder stands.
-#[derive(Debug, Clone, Default, Serialize)]
+impl MedicationRow {
+    /// A new medication with every field at its default, made `now`.
+    pub fn new(now: Timestamp) -> MedicationRow {
+        MedicationRow {
+            id: 0,
+            portable_id: String::new(),
+            location_id: None,
+            location_portable_id: None,
+            name: String::new(),
+            friendly_name: None,
+            category: None,
+            description: None,
+            dose_amount: None,
+            dose_unit: None,
+            default_schedule_type: None,
+            current_supply: Dec::ZERO,
+            reorder_threshold: None,
+            barcode: None,
+            dmd_code: None,
+            dmd_system: None,
+            dmd_concept_class: None,
+            reorder: Reorder::default(),
+            lock_version: 1,
+            created_at: now.clone(),
+            updated_at: now,
+        }
+    }
+}
+
+// Where the latest reorder stands (flattened into a medication).
+#[derive(Debug, Clone, Default, Serialize, JsonSchema)]
 pub struct Reorder {
     #[serde(rename = "reorder_status")]
     pub status: Option<ReorderStatus>,
@@ -45,23 +84,33 @@ pub struct Reorder {
     #[serde(rename = "reorder_quantity")]
     pub quantity: Option<Dec>,
     #[serde(rename = "reorder_expected_on")]
+    #[schemars(with = "Option<openapi::Date>")]
     pub expected_on: Option<String>,
     #[serde(rename = "reorder_ordered_at")]
-    pub ordered_at: Option<String>,
+    pub ordered_at: Option<Timestamp>,
     #[serde(rename = "reorder_received_at")]
-    pub received_at: Option<String>,
+    pub received_at: Option<Timestamp>,
 }
 
-#[derive(Debug, Clone, Serialize)]
+// Every key is always present, nothing else.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+#[schemars(deny_unknown_fields)]
 pub struct Medication {
+    #[schemars(with = "openapi::NumericId")]
     pub id: i64,
+    #[schemars(with = "openapi::PortableId")]
     pub portable_id: String,
-    pub created_at: String,
-    pub updated_at: String,
+    pub created_at: Timestamp,
+    pub updated_at: Timestamp,
+    #[schemars(with = "Option<openapi::NumericId>")]
     pub location_id: Option<i64>,
+    #[schemars(with = "Option<openapi::PortableId>")]
     pub location_portable_id: Option<String>,
+    #[schemars(length(min = 1))]
     pub name: String,
     pub friendly_name: Option<String>,
+    /// friendly_name when set, else name
+    #[schemars(length(min = 1))]
     pub display_name: String,
     pub category: Option<String>,
     pub description: Option<String>,
@@ -70,6 +119,7 @@ pub struct Medication {
     pub default_schedule_type: Option<ScheduleType>,
     pub current_supply: Dec,
     pub reorder_threshold: Option<Dec>,
+    #[schemars(with = "Option<Barcode>")]
     pub barcode: Option<String>,
     pub dmd_code: Option<String>,
     pub dmd_system: Option<String>,
@@ -89,41 +139,56 @@ impl Versioned for Medication {
 }
 
 /// Medication attributes; absent fields are left alone, null clears.
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Default, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct MedicationAttributes {
     #[serde(default, deserialize_with = "present")]
+    #[schemars(with = "Option<ResourceId>")]
     pub location_id: Option<Option<ResourceId>>,
     #[serde(default, deserialize_with = "present")]
-    pub name: Option<Option<String>>,
+    #[schemars(with = "MedicationName")]
+    pub name: Option<Option<MedicationName>>,
     #[serde(default, deserialize_with = "present")]
-    pub friendly_name: Option<Option<String>>,
+    #[schemars(with = "Option<Text<200>>")]
+    pub friendly_name: Option<Option<Text<200>>>,
     #[serde(default, deserialize_with = "present")]
-    pub category: Option<Option<String>>,
+    #[schemars(with = "Option<Text<100>>")]
+    pub category: Option<Option<Text<100>>>,
     #[serde(default, deserialize_with = "present")]
-    pub description: Option<Option<String>>,
+    #[schemars(with = "Option<Text<2000>>")]
+    pub description: Option<Option<Text<2000>>>,
     #[serde(default, deserialize_with = "present")]
+    #[schemars(with = "Option<decimal::Positive>")]
     pub dose_amount: Option<Option<Dec>>,
     #[serde(default, deserialize_with = "present")]
+    #[schemars(with = "Option<DoseUnit>")]
     pub dose_unit: Option<Option<DoseUnit>>,
     #[serde(default, deserialize_with = "present")]
+    #[schemars(with = "Option<ScheduleType>")]
     pub default_schedule_type: Option<Option<ScheduleType>>,
     #[serde(default, deserialize_with = "present")]
+    #[schemars(with = "decimal::NonNegative")]
     pub current_supply: Option<Option<Dec>>,
     #[serde(default, deserialize_with = "present")]
+    #[schemars(with = "Option<decimal::NonNegative>")]
     pub reorder_threshold: Option<Option<Dec>>,
     #[serde(default, deserialize_with = "present")]
-    pub barcode: Option<Option<String>>,
+    #[schemars(with = "Option<Barcode>")]
+    pub barcode: Option<Option<Barcode>>,
     #[serde(default, deserialize_with = "present")]
-    pub dmd_code: Option<Option<String>>,
+    #[schemars(with = "Option<DmdCode>")]
+    pub dmd_code: Option<Option<DmdCode>>,
     #[serde(default, deserialize_with = "present")]
-    pub dmd_system: Option<Option<String>>,
+    #[schemars(with = "Option<Text<200>>")]
+    pub dmd_system: Option<Option<Text<200>>>,
     #[serde(default, deserialize_with = "present")]
+    #[schemars(with = "Option<ConceptClass>")]
     pub dmd_concept_class: Option<Option<ConceptClass>>,
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
+#[schemars(rename = "MedicationUpdateRequest")]
 pub struct MedicationBody {
     pub medication: MedicationAttributes,
 }
@@ -148,73 +213,72 @@ impl Whole for MedicationBody {
     ];
 }
 
-fn text(max: u32) -> Value {
-    json!({"type": "string", "maxLength": max})
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+#[schemars(inline)]
+pub struct Adjustment {
+    // The counted stock, which becomes current_supply.
+    #[schemars(with = "decimal::NonNegative")]
+    pub quantity: Dec,
+    pub reason: AdjustmentReason,
+    #[serde(default)]
+    pub note: Option<Text<1000>>,
 }
 
-pub fn medication_schema() -> Value {
-    let props = json!({
-        "id": {"$ref": "#/components/schemas/NumericId"},
-        "portable_id": {"$ref": "#/components/schemas/PortableId"},
-        "created_at": {"$ref": "#/components/schemas/Timestamp"},
-        "updated_at": {"$ref": "#/components/schemas/Timestamp"},
-        "location_id": nullable(json!({"$ref": "#/components/schemas/NumericId"})),
-        "location_portable_id": nullable(json!({"$ref": "#/components/schemas/PortableId"})),
-        "name": {"type": "string", "minLength": 1},
-        "friendly_name": nullable(json!({"type": "string"})),
-        "display_name": {"type": "string", "minLength": 1, "description": "friendly_name when set, else name"},
-        "category": nullable(json!({"type": "string"})),
-        "description": nullable(json!({"type": "string"})),
-        "dose_amount": nullable(decimal::schema()),
-        "dose_unit": nullable(DoseUnit::schema()),
-        "default_schedule_type": nullable(ScheduleType::schema()),
-        "current_supply": decimal::schema(),
-        "reorder_threshold": nullable(decimal::schema()),
-        "barcode": nullable(json!({"type": "string", "pattern": "^[0-9]{13,14}$"})),
-        "dmd_code": nullable(json!({"type": "string"})),
-        "dmd_system": nullable(json!({"type": "string"})),
-        "dmd_concept_class": nullable(ConceptClass::schema()),
-        "reorder_status": nullable(ReorderStatus::schema()),
-        "reorder_supplier": nullable(json!({"type": "string"})),
-        "reorder_quantity": nullable(decimal::schema()),
-        "reorder_expected_on": nullable(json!({"type": "string", "format": "date"})),
-        "reorder_ordered_at": nullable(json!({"$ref": "#/components/schemas/Timestamp"})),
-        "reorder_received_at": nullable(json!({"$ref": "#/components/schemas/Timestamp"})),
-    });
-    let mut props = props;
-    if let (Some(props), Some(stock)) = (
-        props.as_object_mut(),
-        crate::medicine::forecast::schema_properties("current_supply").as_object(),
-    ) {
-        props.extend(stock.clone());
-    }
-    let required: Vec<&String> = props
-        .as_object()
-        .map(|o| o.keys().collect())
-        .unwrap_or_default();
-    json!({"type": "object", "additionalProperties": false, "required": required, "properties": props})
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+#[schemars(rename = "InventoryAdjustmentRequest")]
+pub struct AdjustmentBody {
+    pub adjustment: Adjustment,
 }
 
-pub fn medication_attributes_schema(required: &[&str]) -> Value {
-    json!({
-        "type": "object",
-        "additionalProperties": false,
-        "required": required,
-        "properties": {
-            "location_id": nullable(resource_ref_schema()),
-            "name": {"type": "string", "minLength": 1, "maxLength": 200, "pattern": "\\S"},
-            "friendly_name": nullable(text(200)),
-            "category": nullable(text(100)),
-            "description": nullable(text(2000)),
-            "dose_amount": nullable(decimal::positive_schema()),
-            "dose_unit": nullable(DoseUnit::schema()),
-            "default_schedule_type": nullable(ScheduleType::schema()),
-            "current_supply": decimal::non_negative_schema(),
-            "reorder_threshold": nullable(decimal::non_negative_schema()),
-            "barcode": nullable(json!({"type": "string", "pattern": "^[0-9]{13,14}$"})),
-            "dmd_code": nullable(json!({"type": "string", "pattern": "^[0-9]{6,18}$"})),
-            "dmd_system": nullable(text(200)),
-            "dmd_concept_class": nullable(ConceptClass::schema()),
-        },
-    })
+/// The longest supplier name, counted after trimming.
+pub const MAX_SUPPLIER: usize = 200;
+
+#[derive(Debug, Default, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+#[schemars(inline)]
+pub struct OrderDetails {
+    #[serde(default, deserialize_with = "present")]
+    #[schemars(with = "Option<String>", extend("maxLength" = MAX_SUPPLIER))]
+    pub supplier: Option<Option<String>>,
+    #[serde(default, deserialize_with = "present")]
+    #[schemars(with = "Option<decimal::Positive>")]
+    pub quantity: Option<Option<Dec>>,
+    #[serde(default, deserialize_with = "present")]
+    #[schemars(with = "Option<openapi::Date>")]
+    pub expected_on: Option<Option<Date>>,
+}
+
+#[derive(Debug, Default, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+#[schemars(rename = "OrderDetailsRequest")]
+pub struct OrderBody {
+    #[serde(default)]
+    pub order_details: OrderDetails,
+}
+
+// A receipt's details: only the quantity is documented; an order's other
+// fields are read so that the rule can refuse them by name.
+#[derive(Debug, Default, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+#[schemars(inline)]
+pub struct ReceiptDetails {
+    #[serde(default, deserialize_with = "present")]
+    #[schemars(with = "Option<decimal::Positive>")]
+    pub quantity: Option<Option<Dec>>,
+    #[serde(default, deserialize_with = "present")]
+    #[schemars(skip)]
+    pub supplier: Option<Option<String>>,
+    #[serde(default, deserialize_with = "present")]
+    #[schemars(skip)]
+    pub expected_on: Option<Option<Date>>,
+}
+
+#[derive(Debug, Default, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+#[schemars(rename = "ReceiptRequest")]
+pub struct ReceiptBody {
+    #[serde(default)]
+    pub order_details: ReceiptDetails,
 }

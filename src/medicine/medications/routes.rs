@@ -3,19 +3,16 @@
 use axum::extract::State;
 use axum::response::Response;
 use axum::routing::{delete, get, patch, post, put};
-use serde_json::json;
 
-use super::inventory::{self, AdjustmentBody, OrderBody};
-use super::model::{MedicationBody, medication_attributes_schema, medication_schema};
+use super::inventory;
+use super::model::{AdjustmentBody, Medication, MedicationBody, OrderBody, ReceiptBody};
 use crate::auth::Actor;
-use crate::decimal;
 use crate::domain::IfMatch;
 use crate::error::Result;
 use crate::http::extract::{ApiJson, OptionalApiJson, PathId, QueryParams};
 use crate::http::openapi::{Api, Op};
 use crate::http::replace::{ReplaceJson, Whole};
 use crate::http::respond;
-use crate::medicine::vocab::AdjustmentReason;
 use crate::state::AppState;
 
 const TAG: &str = "Medications";
@@ -25,63 +22,29 @@ const MEMBER: &str = "/households/{household_id}/medications/{id}";
 const WRITERS: &str =
     "Needs the inventory management permission (owners and administrators hold it).";
 
-/// The body of an order (`ordering`) or of a receipt, which takes only a quantity.
-fn order_schema(ordering: bool) -> serde_json::Value {
-    let mut details = json!({
-        "quantity": {"anyOf": [decimal::positive_schema(), {"type": "null"}]},
-    });
-    if ordering {
-        details["supplier"] = json!({"type": ["string", "null"], "maxLength": 200});
-        details["expected_on"] = json!({"type": ["string", "null"], "format": "date"});
-    }
-    json!({
-        "type": "object", "additionalProperties": false,
-        "properties": {"order_details": {
-            "type": "object", "additionalProperties": false, "properties": details,
-        }},
-    })
-}
-
 pub fn routes(api: Api) -> Api {
-    api.resource_schema("Medication", medication_schema())
-        .request_schema("MedicationCreateRequest", "medication", medication_attributes_schema(&["name"]))
-        .request_schema("MedicationUpdateRequest", "medication", medication_attributes_schema(&[]))
-        .request_schema("MedicationReplaceRequest", "medication", medication_attributes_schema(MedicationBody::FIELDS))
-        .request_schema(
-            "InventoryAdjustmentRequest",
-            "adjustment",
-            json!({
-                "type": "object", "additionalProperties": false, "required": ["quantity", "reason"],
-                "properties": {
-                    "quantity": decimal::non_negative_schema(),
-                    "reason": AdjustmentReason::schema(),
-                    "note": {"type": ["string", "null"], "maxLength": 1000},
-                },
-            }),
-        )
-        .schema("OrderDetailsRequest", order_schema(true))
-        .schema("ReceiptRequest", order_schema(false))
+    api
         .route(
             Op::get(COLLECTION, "listMedications", TAG)
                 .summary("List the household's medications")
                 .paginated()
                 .updated_since()
-                .ok_named("MedicationCollection"),
+                .page::<Medication>(),
             get(list),
         )
         .route(
             Op::post(COLLECTION, "createMedication", TAG)
                 .summary("Add a medication")
                 .description(WRITERS)
-                .body_named("MedicationCreateRequest")
-                .created_named("MedicationResponse")
+                .create_body::<MedicationBody>("MedicationCreateRequest", &["name"])
+                .created::<Medication>()
                 .etag(),
             post(create),
         )
         .route(
             Op::get(MEMBER, "getMedication", TAG)
                 .summary("Get a medication")
-                .ok_named("MedicationResponse")
+                .ok::<Medication>()
                 .etag(),
             get(show),
         )
@@ -89,9 +52,9 @@ pub fn routes(api: Api) -> Api {
             Op::patch(MEMBER, "updateMedication", TAG)
                 .summary("Change some attributes of a medication")
                 .description(WRITERS)
-                .body_named("MedicationUpdateRequest")
+                .body::<MedicationBody>()
                 .if_match()
-                .ok_named("MedicationResponse")
+                .ok::<Medication>()
                 .etag(),
             patch(update),
         )
@@ -99,9 +62,9 @@ pub fn routes(api: Api) -> Api {
             Op::put(MEMBER, "replaceMedication", TAG)
                 .summary("Replace a medication's attributes")
                 .description("The whole medication: every attribute except current_supply is required (null clears an optional one); a missing one is a 422 naming it. An omitted current_supply keeps the stock count, which has its own operations. Needs the inventory management permission.")
-                .body_named("MedicationReplaceRequest")
+                .create_body::<MedicationBody>("MedicationReplaceRequest", MedicationBody::FIELDS)
                 .if_match()
-                .ok_named("MedicationResponse")
+                .ok::<Medication>()
                 .etag(),
             put(replace),
         )
@@ -117,9 +80,9 @@ pub fn routes(api: Api) -> Api {
             Op::patch("/households/{household_id}/medications/{id}/adjust_inventory", "adjustMedicationInventory", TAG)
                 .summary("Set the stock to a counted quantity")
                 .description(WRITERS)
-                .body_named("InventoryAdjustmentRequest")
+                .body::<AdjustmentBody>()
                 .if_match()
-                .ok_named("MedicationResponse")
+                .ok::<Medication>()
                 .etag(),
             patch(adjust_inventory),
         )
@@ -127,9 +90,9 @@ pub fn routes(api: Api) -> Api {
             Op::patch("/households/{household_id}/medications/{id}/mark_as_ordered", "markMedicationAsOrdered", TAG)
                 .summary("Record that more has been ordered")
                 .description("While an order is outstanding (reorder_status ordered) a repeated order amends it, never adds a second: each field sent replaces the recorded one (quantity is the whole amount still expected, so a retry never counts twice; null clears a field) and fields not sent are kept, reorder_ordered_at included. After a receipt closed the last order (or before any) an order starts afresh. Needs the inventory management permission.")
-                .optional_body("OrderDetailsRequest")
+                .body_optional::<OrderBody>()
                 .if_match()
-                .ok_named("MedicationResponse")
+                .ok::<Medication>()
                 .etag(),
             patch(mark_as_ordered),
         )
@@ -137,9 +100,9 @@ pub fn routes(api: Api) -> Api {
             Op::patch("/households/{household_id}/medications/{id}/mark_as_received", "markMedicationAsReceived", TAG)
                 .summary("Record a delivery and add it to the stock")
                 .description("order_details.quantity is added to current_supply; without it, the quantity still outstanding on the open order is received. With neither (nothing on order, or an order without a quantity) it is a 409 no_order_quantity: a receipt never repeats an earlier one. A delivery short of the outstanding quantity leaves the rest on order (reorder_status stays ordered, reorder_quantity becomes what is still expected); one that covers it closes the order (reorder_status received, reorder_quantity the quantity of this delivery). A result above 999999999999.999999 is a 422 naming quantity and changes nothing. Needs the inventory management permission.")
-                .optional_body("ReceiptRequest")
+                .body_optional::<ReceiptBody>()
                 .if_match()
-                .ok_named("MedicationResponse")
+                .ok::<Medication>()
                 .etag(),
             patch(mark_as_received),
         )
@@ -252,7 +215,7 @@ async fn mark_as_received(
     actor: Actor,
     PathId(id): PathId,
     if_match: IfMatch,
-    OptionalApiJson(body): OptionalApiJson<OrderBody>,
+    OptionalApiJson(body): OptionalApiJson<ReceiptBody>,
 ) -> Result<Response> {
     let details = body.unwrap_or_default().order_details;
     let medication = state

@@ -6,7 +6,7 @@ use rusqlite::{Connection, OptionalExtension, Row, named_params, params};
 use super::model::{MedicationRow, Reorder};
 use crate::db::page::{self, PageQuery};
 use crate::decimal::Dec;
-use crate::domain::{Page, ResourceId};
+use crate::domain::{Page, ResourceId, Timestamp};
 use crate::error::Result;
 
 const COLUMNS: &str = "m.id, m.portable_id, l.id, l.portable_id, m.name, m.friendly_name,
@@ -159,7 +159,7 @@ pub fn update(conn: &WriteTx, m: &MedicationRow) -> Result<()> {
     Ok(())
 }
 
-pub fn soft_delete(conn: &WriteTx, id: i64, now: &str) -> Result<()> {
+pub fn soft_delete(conn: &WriteTx, id: i64, now: &Timestamp) -> Result<()> {
     conn.prepare_cached(
         "UPDATE medications SET deleted_at = ?2, updated_at = ?2, lock_version = lock_version + 1
          WHERE id = ?1",
@@ -180,7 +180,7 @@ pub fn ids_at_location(conn: &Connection, location_id: i64) -> Result<Vec<(i64, 
 }
 
 /// Moves a medication to a new version without changing its stored fields.
-pub fn touch(conn: &WriteTx, id: i64, now: &str) -> Result<()> {
+pub fn touch(conn: &WriteTx, id: i64, now: &Timestamp) -> Result<()> {
     conn.prepare_cached(
         "UPDATE medications SET lock_version = lock_version + 1, updated_at = ?2 WHERE id = ?1",
     )?
@@ -189,7 +189,7 @@ pub fn touch(conn: &WriteTx, id: i64, now: &str) -> Result<()> {
 }
 
 /// Sets a medication's stock, moving its version on.
-pub fn set_supply(conn: &WriteTx, id: i64, supply: Dec, now: &str) -> Result<()> {
+pub fn set_supply(conn: &WriteTx, id: i64, supply: Dec, now: &Timestamp) -> Result<()> {
     conn.prepare_cached(
         "UPDATE medications SET current_supply = ?2, lock_version = lock_version + 1, updated_at = ?3
          WHERE id = ?1",

@@ -14,7 +14,7 @@ use serde_json::json;
 use crate::auth::Actor;
 use crate::auth::access::require_inventory;
 use crate::decimal::Dec;
-use crate::domain::{Page, ResourceId, trimmed};
+use crate::domain::{Page, ResourceId, Timestamp, trimmed};
 use crate::error::{ApiError, Problems, Result};
 use crate::household::audit;
 use crate::medicine::medications;
@@ -129,7 +129,7 @@ pub fn create(
     };
     let supply_after = remaining(supply_before, facts.quantity)?;
 
-    let now = crate::time::now();
+    let now = Timestamp::now();
     stock::set_supply(conn, actor.household_id, holder, supply_after, &now)?;
 
     let portable_id = crate::db::new_portable_id();

@@ -6,7 +6,7 @@ use schemars::{JsonSchema, Schema, SchemaGenerator, json_schema};
 use serde::{Deserialize, Serialize};
 
 use crate::decimal::{self, Dec};
-use crate::domain::ResourceId;
+use crate::domain::{ResourceId, Timestamp};
 use crate::http::openapi;
 use crate::medicine::vocab::StockRemovalReason;
 
@@ -34,8 +34,7 @@ pub struct StockRemoval {
     pub supply_after: Dec,
     #[schemars(with = "Option<openapi::NumericId>")]
     pub actor_membership_id: Option<i64>,
-    #[schemars(with = "crate::domain::Timestamp")]
-    pub created_at: String,
+    pub created_at: Timestamp,
 }
 
 /// The client's id for one intended removal: a UUID, kept in its
@@ -135,7 +134,8 @@ fn reason<'de, D: serde::Deserializer<'de>>(de: D) -> Result<StockRemovalReason,
 #[serde(deny_unknown_fields)]
 #[schemars(inline)]
 pub struct NewStockRemoval {
-    #[schemars(schema_with = "positive")]
+    // A removal takes stock away: its quantity is greater than zero.
+    #[schemars(with = "decimal::Positive")]
     pub quantity: Dec,
     #[serde(deserialize_with = "reason")]
     #[schemars(with = "StockRemovalReason")]
@@ -148,13 +148,6 @@ pub struct NewStockRemoval {
     /// A dosage option of this medication that tracks its own stock (its current_supply is not null), by numeric id or portable id; that stock is decremented instead of the medication's
     #[serde(default)]
     pub dosage_id: Option<DosageRef>,
-}
-
-/// A removal takes stock away: its quantity is greater than zero.
-fn positive(_: &mut SchemaGenerator) -> Schema {
-    decimal::positive_schema()
-        .try_into()
-        .expect("a decimal schema is an object")
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]

@@ -5,7 +5,7 @@ use rusqlite::{Connection, OptionalExtension, Row, params};
 
 use super::model::StockRemoval;
 use crate::decimal::Dec;
-use crate::domain::Page;
+use crate::domain::{Page, Timestamp};
 use crate::error::Result;
 
 const COLUMNS: &str = "s.id, s.portable_id, s.medication_id, m.portable_id, s.dosage_option_id,
@@ -83,7 +83,7 @@ pub struct NewRow<'a> {
     pub supply_before: Dec,
     pub supply_after: Dec,
     pub actor_membership_id: Option<i64>,
-    pub created_at: &'a str,
+    pub created_at: &'a Timestamp,
 }
 
 pub fn insert(conn: &WriteTx, row: &NewRow<'_>) -> Result<i64> {
