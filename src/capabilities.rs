@@ -23,14 +23,13 @@ pub const ONLINE_ONLY_RESOURCES: &[&str] = &[
     "reports",
 ];
 
-pub fn document(_state: &AppState) -> Value {
+/// `base` is the server's origin (the public URL, or the one the request
+/// was addressed to), which the OAuth URLs hang off.
+pub fn document(state: &AppState, base: &str) -> Value {
     json!({
         "format": "service.api.capabilities.v1",
         "api_version": "v1",
-        "authentication": {
-            "methods": ["app_token"],
-            "mobile_oauth": {"supported": false},
-        },
+        "authentication": authentication(state, base),
         "administration": {
             "settings": true,
             "memberships": true,
@@ -90,6 +89,39 @@ pub fn document(_state: &AppState) -> Value {
     })
 }
 
+/// What a phone needs to sign in (spec Authentication 2) and the
+/// credentials that work now.
+fn authentication(state: &AppState, base: &str) -> Value {
+    let settings = &state.settings;
+    let metadata = crate::identity::oauth::routes::metadata_document(base);
+    let mobile = crate::identity::clients::find(settings, base, &settings.oauth.mobile_client_id);
+    json!({
+        "methods": ["oauth_authorization_code", "app_token"],
+        "mobile_oauth": {
+            "supported": mobile.is_some(),
+            "client_id": settings.oauth.mobile_client_id,
+            "redirect_uris": mobile.map(|c| c.redirect_uris).unwrap_or_default(),
+            "scopes": [crate::identity::clients::SCOPE],
+            "metadata_url": crate::identity::oauth::routes::metadata_url(base),
+            "issuer": metadata.issuer,
+            "authorization_endpoint": metadata.authorization_endpoint,
+            "token_endpoint": metadata.token_endpoint,
+            "revocation_endpoint": metadata.revocation_endpoint,
+            "code_challenge_methods": metadata.code_challenge_methods_supported,
+            "grant_types": metadata.grant_types_supported,
+        },
+        "web_oauth": {
+            "client_id": settings.oauth.web_client_id,
+            "redirect_uris": crate::identity::clients::find(settings, base, &settings.oauth.web_client_id)
+                .map(|c| c.redirect_uris)
+                .unwrap_or_default(),
+        },
+        "multi_factor": ["totp", "recovery_code"],
+        "access_token_lifetime_seconds": settings.oauth.access_token_ttl_secs,
+        "refresh_token_lifetime_days": settings.oauth.refresh_token_ttl_days,
+    })
+}
+
 fn schema() -> Value {
     let flags = json!({"type": "object", "additionalProperties": {"type": "boolean"}});
     json!({
@@ -103,7 +135,33 @@ fn schema() -> Value {
                 "type": "object", "required": ["methods", "mobile_oauth"],
                 "properties": {
                     "methods": {"type": "array", "items": {"type": "string"}},
-                    "mobile_oauth": {"type": "object"},
+                    "mobile_oauth": {
+                        "type": "object",
+                        "required": ["supported", "client_id", "redirect_uris", "scopes", "metadata_url"],
+                        "properties": {
+                            "supported": {"type": "boolean"},
+                            "client_id": {"type": "string"},
+                            "redirect_uris": {"type": "array", "items": {"type": "string"}},
+                            "scopes": {"type": "array", "items": {"type": "string"}},
+                            "metadata_url": {"type": "string", "format": "uri"},
+                            "issuer": {"type": "string", "format": "uri"},
+                            "authorization_endpoint": {"type": "string", "format": "uri"},
+                            "token_endpoint": {"type": "string", "format": "uri"},
+                            "revocation_endpoint": {"type": "string", "format": "uri"},
+                            "code_challenge_methods": {"type": "array", "items": {"const": "S256"}},
+                            "grant_types": {"type": "array", "items": {"type": "string"}},
+                        },
+                    },
+                    "web_oauth": {
+                        "type": "object", "required": ["client_id", "redirect_uris"],
+                        "properties": {
+                            "client_id": {"type": "string"},
+                            "redirect_uris": {"type": "array", "items": {"type": "string"}},
+                        },
+                    },
+                    "multi_factor": {"type": "array", "items": {"type": "string"}},
+                    "access_token_lifetime_seconds": {"type": "integer", "minimum": 1},
+                    "refresh_token_lifetime_days": {"type": "integer", "minimum": 1},
                 },
             },
             "administration": flags,
@@ -146,6 +204,7 @@ pub fn routes(api: Api) -> Api {
     )
 }
 
-async fn show(State(state): State<AppState>) -> Response {
-    respond::ok(document(&state))
+async fn show(State(state): State<AppState>, headers: axum::http::HeaderMap) -> Response {
+    let base = crate::identity::base_url(&state.settings, &headers);
+    respond::ok(document(&state, &base))
 }

@@ -14,6 +14,13 @@ pub const DEFAULT_HEADER_READ_TIMEOUT_SECS: u64 = 10;
 pub const DEFAULT_IDLE_TIMEOUT_SECS: u64 = 5;
 pub const DEFAULT_MAX_CONNECTIONS: u32 = 256;
 pub const DEFAULT_BLOCKING_THREADS: u32 = 8;
+pub const DEFAULT_MOBILE_CLIENT_ID: &str = "pillbox-mobile";
+pub const DEFAULT_MOBILE_REDIRECT_URI: &str = "pillbox://oauth/callback";
+pub const DEFAULT_WEB_CLIENT_ID: &str = "pillbox-web";
+/// Appended to the public URL when no web redirect URI is configured.
+pub const DEFAULT_WEB_REDIRECT_PATH: &str = "/app/oauth/callback";
+pub const DEFAULT_ACCESS_TOKEN_TTL_SECS: u64 = 3600;
+pub const DEFAULT_REFRESH_TOKEN_TTL_DAYS: u64 = 60;
 
 /// Where the data lives; every command takes it.
 #[derive(Debug, Clone, Args)]
@@ -54,6 +61,24 @@ pub struct ServeArgs {
     /// Threads for blocking work (database reads, password hashing); bounds memory under load
     #[arg(long, env = "PILLBOX_BLOCKING_THREADS", default_value_t = DEFAULT_BLOCKING_THREADS, value_parser = clap::value_parser!(u32).range(1..=1024))]
     pub blocking_threads: u32,
+    /// OAuth client id of the first-party mobile app (a public client)
+    #[arg(long, env = "PILLBOX_OAUTH_MOBILE_CLIENT_ID", default_value = DEFAULT_MOBILE_CLIENT_ID)]
+    pub oauth_mobile_client_id: String,
+    /// Redirect URIs registered for the mobile app, comma-separated; each is matched exactly
+    #[arg(long, env = "PILLBOX_OAUTH_MOBILE_REDIRECT_URIS", default_value = DEFAULT_MOBILE_REDIRECT_URI, value_delimiter = ',')]
+    pub oauth_mobile_redirect_uris: Vec<String>,
+    /// OAuth client id of the web app (a public client)
+    #[arg(long, env = "PILLBOX_OAUTH_WEB_CLIENT_ID", default_value = DEFAULT_WEB_CLIENT_ID)]
+    pub oauth_web_client_id: String,
+    /// Redirect URIs registered for the web app, comma-separated (default: the public URL followed by /app/oauth/callback)
+    #[arg(long, env = "PILLBOX_OAUTH_WEB_REDIRECT_URIS", value_delimiter = ',')]
+    pub oauth_web_redirect_uris: Vec<String>,
+    /// Seconds an OAuth access token lives
+    #[arg(long, env = "PILLBOX_ACCESS_TOKEN_TTL", default_value_t = DEFAULT_ACCESS_TOKEN_TTL_SECS, value_parser = clap::value_parser!(u64).range(60..=86_400))]
+    pub access_token_ttl: u64,
+    /// Days an OAuth refresh token lives unused (each refresh starts the period again)
+    #[arg(long, env = "PILLBOX_REFRESH_TOKEN_TTL_DAYS", default_value_t = DEFAULT_REFRESH_TOKEN_TTL_DAYS, value_parser = clap::value_parser!(u64).range(1..=3650))]
+    pub refresh_token_ttl_days: u64,
     /// Log format
     #[arg(long, env = "PILLBOX_LOG_FORMAT", value_enum, default_value_t = LogFormat::Text)]
     pub log_format: LogFormat,
@@ -95,6 +120,32 @@ pub struct Settings {
     pub rate_limit_per_minute: u32,
     pub auth_failure_limit_per_minute: u32,
     pub trusted_proxies: usize,
+    pub oauth: OAuthSettings,
+}
+
+/// The registered public clients and token lifetimes of the sign-in server.
+#[derive(Debug, Clone)]
+pub struct OAuthSettings {
+    pub mobile_client_id: String,
+    pub mobile_redirect_uris: Vec<String>,
+    pub web_client_id: String,
+    /// Empty: the public URL followed by `DEFAULT_WEB_REDIRECT_PATH`.
+    pub web_redirect_uris: Vec<String>,
+    pub access_token_ttl_secs: u64,
+    pub refresh_token_ttl_days: u64,
+}
+
+impl Default for OAuthSettings {
+    fn default() -> Self {
+        OAuthSettings {
+            mobile_client_id: DEFAULT_MOBILE_CLIENT_ID.into(),
+            mobile_redirect_uris: vec![DEFAULT_MOBILE_REDIRECT_URI.into()],
+            web_client_id: DEFAULT_WEB_CLIENT_ID.into(),
+            web_redirect_uris: Vec::new(),
+            access_token_ttl_secs: DEFAULT_ACCESS_TOKEN_TTL_SECS,
+            refresh_token_ttl_days: DEFAULT_REFRESH_TOKEN_TTL_DAYS,
+        }
+    }
 }
 
 impl Default for Settings {
@@ -104,6 +155,7 @@ impl Default for Settings {
             rate_limit_per_minute: DEFAULT_RATE_LIMIT,
             auth_failure_limit_per_minute: DEFAULT_AUTH_FAILURE_LIMIT,
             trusted_proxies: 0,
+            oauth: OAuthSettings::default(),
         }
     }
 }
@@ -115,6 +167,14 @@ impl From<&ServeArgs> for Settings {
             rate_limit_per_minute: args.rate_limit,
             auth_failure_limit_per_minute: args.auth_failure_limit,
             trusted_proxies: args.trusted_proxies,
+            oauth: OAuthSettings {
+                mobile_client_id: args.oauth_mobile_client_id.clone(),
+                mobile_redirect_uris: args.oauth_mobile_redirect_uris.clone(),
+                web_client_id: args.oauth_web_client_id.clone(),
+                web_redirect_uris: args.oauth_web_redirect_uris.clone(),
+                access_token_ttl_secs: args.access_token_ttl,
+                refresh_token_ttl_days: args.refresh_token_ttl_days,
+            },
         }
     }
 }

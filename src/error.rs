@@ -66,6 +66,9 @@ pub enum ApiError {
     },
     #[error("{0}")]
     PreconditionRequired(String),
+    /// A removed endpoint: the message says what replaced it.
+    #[error("{0}")]
+    Gone(String),
     #[error("this method is not allowed on this path")]
     MethodNotAllowed,
     #[error("the request body must be JSON sent with Content-Type: application/json")]
@@ -129,6 +132,7 @@ impl ApiError {
             ApiError::Conflict { .. } | ApiError::StaleEtag => StatusCode::CONFLICT,
             ApiError::Validation { .. } => StatusCode::UNPROCESSABLE_ENTITY,
             ApiError::PreconditionRequired(_) => StatusCode::PRECONDITION_REQUIRED,
+            ApiError::Gone(_) => StatusCode::GONE,
             ApiError::MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
             ApiError::UnsupportedMediaType => StatusCode::UNSUPPORTED_MEDIA_TYPE,
             ApiError::PayloadTooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
@@ -146,6 +150,7 @@ impl ApiError {
             ApiError::StaleEtag => "edit_conflict",
             ApiError::Validation { .. } => "validation_failed",
             ApiError::PreconditionRequired(_) => "precondition_required",
+            ApiError::Gone(_) => "endpoint_removed",
             ApiError::MethodNotAllowed => "method_not_allowed",
             ApiError::UnsupportedMediaType => "unsupported_media_type",
             ApiError::PayloadTooLarge(_) => "payload_too_large",

@@ -12,6 +12,7 @@ pub mod domain;
 pub mod error;
 pub mod household;
 pub mod http;
+pub mod identity;
 pub mod limits;
 pub mod medicine;
 pub mod state;

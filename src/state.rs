@@ -6,6 +6,7 @@ use axum::body::Bytes;
 
 use crate::config::Settings;
 use crate::db::Db;
+use crate::identity::mfa::crypt::MfaKey;
 use crate::limits::RateLimits;
 
 #[derive(Clone)]
@@ -15,6 +16,10 @@ pub struct AppState {
     pub rate_limits: Arc<RateLimits>,
     /// The served OpenAPI document, serialised once at start.
     pub openapi: Bytes,
+    /// Encrypts second-factor secrets; kept in the data directory. `None`
+    /// when it could not be read or made (logged at start; enrolment and
+    /// second-factor sign-in then fail with 500).
+    pub mfa_key: Option<MfaKey>,
 }
 
 impl AppState {
@@ -24,11 +29,27 @@ impl AppState {
             settings.auth_failure_limit_per_minute,
             settings.trusted_proxies,
         ));
+        let mfa_key = db
+            .path()
+            .parent()
+            .map(MfaKey::load_or_create)
+            .and_then(|loaded| {
+                loaded
+                    .inspect_err(|e| tracing::error!("cannot read or create the MFA key: {e}"))
+                    .ok()
+            });
         AppState {
             db,
             settings: Arc::new(settings),
             rate_limits,
             openapi: Bytes::new(),
+            mfa_key,
         }
+    }
+
+    pub fn mfa_key(&self) -> crate::error::Result<MfaKey> {
+        self.mfa_key
+            .clone()
+            .ok_or_else(|| crate::error::ApiError::internal("the MFA key is unavailable"))
     }
 }

@@ -35,6 +35,15 @@ pub fn create(
     Ok(conn.last_insert_rowid())
 }
 
+/// Replaces the account's password hash.
+pub fn set_password_hash(conn: &WriteTx, account_id: i64, password_hash: &str) -> Result<()> {
+    conn.execute(
+        "UPDATE accounts SET password_hash = ?2, updated_at = ?3 WHERE id = ?1",
+        params![account_id, password_hash, crate::time::now()],
+    )?;
+    Ok(())
+}
+
 /// The profile preferences kept on the account (the profile's rules are in
 /// `household::profile`).
 #[derive(Debug, Clone)]

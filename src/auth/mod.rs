@@ -44,6 +44,28 @@ pub struct Permissions {
 pub enum Credential {
     /// A household app token, bound to one membership.
     AppToken { id: i64, membership_id: i64 },
+    /// An OAuth access token of a sign-in session (`id` is the session's):
+    /// it identifies the account and reaches every household the account is
+    /// an active member of.
+    Session { id: i64 },
+}
+
+impl Credential {
+    /// The rate limiter's bucket for this credential.
+    pub fn bucket(&self) -> String {
+        match self {
+            Credential::AppToken { id, .. } => format!("app_token:{id}"),
+            Credential::Session { id } => format!("session:{id}"),
+        }
+    }
+
+    /// The sign-in session behind the credential, if it is one.
+    pub fn session_id(&self) -> Option<i64> {
+        match self {
+            Credential::Session { id } => Some(*id),
+            Credential::AppToken { .. } => None,
+        }
+    }
 }
 
 /// A verified credential, before a household is chosen.
@@ -159,11 +181,11 @@ async fn authenticate(parts: &Parts, state: &AppState) -> Result<Authenticated> 
     Ok(authenticated)
 }
 
-/// Records when an app token was last used, at most every few minutes so that
-/// reads do not turn into writes.
+/// Records when an app token or sign-in session was last used, at most
+/// every few minutes so that reads do not turn into writes.
 fn note_use(state: &AppState, authenticated: &Authenticated) {
     const EVERY_MINUTES: i64 = 10;
-    let Credential::AppToken { id, .. } = authenticated.credential;
+    let credential = authenticated.credential;
     let stale_before = crate::time::format(
         jiff::Timestamp::now() - jiff::SignedDuration::from_mins(EVERY_MINUTES),
     );
@@ -178,10 +200,10 @@ fn note_use(state: &AppState, authenticated: &Authenticated) {
     tokio::spawn(async move {
         let now = crate::time::now();
         if let Err(e) = db
-            .write(move |conn| store::touch_app_token(conn, id, &now))
+            .write(move |conn| store::touch(conn, credential, &now))
             .await
         {
-            tracing::warn!("could not record app token use: {e}");
+            tracing::warn!("could not record credential use: {e}");
         }
     });
 }

@@ -8,8 +8,18 @@ use super::{AccessLevel, Actor, Authenticated, Credential, Permissions, Role, to
 use crate::domain::Page;
 use crate::error::{ApiError, Result};
 
+/// Resolves a presented bearer token of any kind we issue.
 pub fn authenticate(conn: &Connection, presented: &str) -> Result<Authenticated> {
-    const INVALID: ApiError = ApiError::Unauthorized("the bearer credential is not valid");
+    if presented.starts_with(token::ACCESS_TOKEN_PREFIX) {
+        authenticate_access_token(conn, presented)
+    } else {
+        authenticate_app_token(conn, presented)
+    }
+}
+
+const INVALID: ApiError = ApiError::Unauthorized("the bearer credential is not valid");
+
+fn authenticate_app_token(conn: &Connection, presented: &str) -> Result<Authenticated> {
     let presented = token::parse(presented).ok_or(INVALID)?;
     let row = conn
         .prepare_cached(
@@ -57,11 +67,59 @@ pub fn authenticate(conn: &Connection, presented: &str) -> Result<Authenticated>
     })
 }
 
-pub fn touch_app_token(conn: &WriteTx, id: i64, now: &str) -> Result<()> {
-    conn.execute(
-        "UPDATE app_tokens SET last_used_at = ?2 WHERE id = ?1",
-        params![id, now],
-    )?;
+/// An OAuth access token: live only while it has not expired and its
+/// session has not been revoked (signing out, reuse of a rotated refresh
+/// token, or an administrator's password reset revoke the session).
+fn authenticate_access_token(conn: &Connection, presented: &str) -> Result<Authenticated> {
+    let presented = token::parse_with(token::ACCESS_TOKEN_PREFIX, presented).ok_or(INVALID)?;
+    let row = conn
+        .prepare_cached(
+            "SELECT t.secret_sha256, t.expires_at, s.id, s.account_id, s.revoked_at, s.last_used_at
+             FROM oauth_tokens t JOIN oauth_sessions s ON s.id = t.session_id
+             WHERE t.selector = ?1 AND t.kind = 'access'",
+        )?
+        .query_row([presented.selector], |r| {
+            Ok((
+                r.get::<_, Vec<u8>>(0)?,
+                r.get::<_, String>(1)?,
+                r.get::<_, i64>(2)?,
+                r.get::<_, i64>(3)?,
+                r.get::<_, Option<String>>(4)?,
+                r.get::<_, String>(5)?,
+            ))
+        })
+        .optional()?;
+    let Some((digest, expires_at, session_id, account_id, revoked_at, last_used_at)) = row else {
+        return Err(INVALID);
+    };
+    if !presented.matches(&digest) {
+        return Err(INVALID);
+    }
+    if revoked_at.is_some() {
+        return Err(ApiError::Unauthorized("this session has been signed out"));
+    }
+    if expires_at <= crate::time::now() {
+        return Err(ApiError::Unauthorized("this access token has expired"));
+    }
+    Ok(Authenticated {
+        account_id,
+        credential: Credential::Session { id: session_id },
+        last_used_at: Some(last_used_at),
+    })
+}
+
+/// Records that a credential was used just now.
+pub fn touch(conn: &WriteTx, credential: Credential, now: &str) -> Result<()> {
+    match credential {
+        Credential::AppToken { id, .. } => conn.execute(
+            "UPDATE app_tokens SET last_used_at = ?2 WHERE id = ?1",
+            params![id, now],
+        )?,
+        Credential::Session { id } => conn.execute(
+            "UPDATE oauth_sessions SET last_used_at = ?2 WHERE id = ?1",
+            params![id, now],
+        )?,
+    };
     Ok(())
 }
 
@@ -94,11 +152,12 @@ pub fn household_actor(
     let Some((membership_id, role, person_id, permissions)) = membership else {
         return Err(ApiError::not_found("household"));
     };
-    let Credential::AppToken {
+    if let Credential::AppToken {
         membership_id: bound,
         ..
-    } = authenticated.credential;
-    if bound != membership_id {
+    } = authenticated.credential
+        && bound != membership_id
+    {
         return Err(ApiError::forbidden(
             "this app token is bound to another household",
         ));
@@ -194,14 +253,18 @@ pub const VISIBLE_PERSON: &str = "(:is_manager = 1 OR EXISTS (
       AND (g.expires_at IS NULL OR g.expires_at > :now)))";
 
 /// The households this credential is currently authorised for: an app
-/// token reaches only the household of its membership.
+/// token reaches only the household of its membership, a sign-in session
+/// every household the account is an active member of.
 pub fn households(
     conn: &Connection,
     auth: &Authenticated,
     page: Page,
 ) -> Result<(Vec<HouseholdSummary>, i64)> {
-    let Credential::AppToken { membership_id, .. } = auth.credential;
-    let filter = "m.account_id = ?1 AND m.status = 'active' AND m.id = ?2";
+    let membership_id = match auth.credential {
+        Credential::AppToken { membership_id, .. } => Some(membership_id),
+        Credential::Session { .. } => None,
+    };
+    let filter = "m.account_id = ?1 AND m.status = 'active' AND (?2 IS NULL OR m.id = ?2)";
     let total = conn.query_row(
         &format!("SELECT count(*) FROM memberships m WHERE {filter}"),
         params![auth.account_id, membership_id],

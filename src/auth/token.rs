@@ -1,4 +1,6 @@
-//! Opaque bearer tokens: `pbx_app_<selector>_<secret>`. The selector (public,
+//! Opaque bearer tokens: `<prefix><selector>_<secret>` (`pbx_app_` for
+//! household app tokens, `pbx_at_`/`pbx_rt_` for sign-in access and refresh
+//! tokens). The selector (public,
 //! 16 hex digits) finds the row; only a SHA-256 digest of the secret is stored
 //! and it is compared in constant time. The prefix makes a leaked token
 //! recognisable.
@@ -10,6 +12,8 @@ use sha2::{Digest, Sha256};
 use subtle::ConstantTimeEq;
 
 pub const APP_TOKEN_PREFIX: &str = "pbx_app_";
+pub const ACCESS_TOKEN_PREFIX: &str = "pbx_at_";
+pub const REFRESH_TOKEN_PREFIX: &str = "pbx_rt_";
 const SELECTOR_LEN: usize = 16;
 const SECRET_BYTES: usize = 32;
 
@@ -58,7 +62,12 @@ pub struct Presented<'a> {
 
 /// Splits a presented app token; `None` when it is not one of ours.
 pub fn parse(token: &str) -> Option<Presented<'_>> {
-    let rest = token.strip_prefix(APP_TOKEN_PREFIX)?;
+    parse_with(APP_TOKEN_PREFIX, token)
+}
+
+/// Splits a presented token of the kind `prefix` names.
+pub fn parse_with<'a>(prefix: &str, token: &'a str) -> Option<Presented<'a>> {
+    let rest = token.strip_prefix(prefix)?;
     let selector = rest.get(..SELECTOR_LEN)?;
     let secret = rest.get(SELECTOR_LEN..)?.strip_prefix('_')?;
     if !selector.bytes().all(|b| b.is_ascii_hexdigit()) || secret.is_empty() {

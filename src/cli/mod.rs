@@ -1,6 +1,7 @@
 //! The command line: one file per subcommand. Every command exits non-zero
 //! with one clear line on failure; secrets never travel as arguments.
 
+mod account;
 mod check;
 mod health;
 mod household;
@@ -37,6 +38,9 @@ pub enum Command {
     Serve(ServeArgs),
     /// Create a household, its owner account and the owner's own person (password from stdin or a prompt)
     Setup(setup::SetupArgs),
+    /// Help a locked-out account: set its password, or remove its second factor
+    #[command(subcommand)]
+    Account(account::AccountCommand),
     /// Manage household members
     #[command(subcommand)]
     Member(member::MemberCommand),
@@ -78,6 +82,7 @@ pub fn run(cli: Cli) -> ExitCode {
         match cli.command {
             Command::Serve(args) => serve::run(args).await,
             Command::Setup(args) => setup::run(args).await,
+            Command::Account(command) => account::run(command).await,
             Command::Member(command) => member::run(command).await,
             Command::Token(command) => token::run(command).await,
             Command::Household(command) => household::run(command).await,

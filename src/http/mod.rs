@@ -32,6 +32,7 @@ pub fn api() -> Api {
     let api = crate::capabilities::routes(api);
     let api = openapi_route(api);
     let api = crate::auth::routes::routes(api);
+    let api = crate::identity::routes(api);
     let api = crate::household::routes(api);
     let api = crate::medicine::routes(api);
     let api = crate::care::routes(api);
@@ -69,6 +70,7 @@ pub fn app(mut state: AppState) -> Router {
         .layer(DefaultBodyLimit::max(MAX_JSON_BODY));
     Router::new()
         .nest(API_PREFIX, v1)
+        .merge(crate::identity::root_router())
         .merge(crate::web::router())
         .fallback(route_not_found)
         .layer(middleware::from_fn(cache_headers))
@@ -121,11 +123,15 @@ pub const PAGE_CSP: &str = "default-src 'none'; script-src 'self'; style-src 'se
     img-src 'self'; font-src 'self'; connect-src 'self'; manifest-src 'self'; \
     base-uri 'none'; form-action 'self'; frame-ancestors 'none'";
 
+/// A page that sets its own policy keeps it (the sign-in page must allow
+/// its form's redirect to the client's registered redirect URI).
 fn page_headers(headers: &mut axum::http::HeaderMap) {
-    headers.insert(
-        header::CONTENT_SECURITY_POLICY,
-        HeaderValue::from_static(PAGE_CSP),
-    );
+    if !headers.contains_key(header::CONTENT_SECURITY_POLICY) {
+        headers.insert(
+            header::CONTENT_SECURITY_POLICY,
+            HeaderValue::from_static(PAGE_CSP),
+        );
+    }
     headers.insert(header::X_FRAME_OPTIONS, HeaderValue::from_static("DENY"));
     headers.insert(
         header::REFERRER_POLICY,

@@ -79,6 +79,12 @@ const RESOURCE_TAGS: &[(&str, &str)] = &[
         "Household app tokens for API and MCP integrations",
     ),
     ("Audit logs", "Security audit events"),
+    (
+        "OAuth",
+        "Sign-in: the OAuth 2.0 authorization server for public clients (PKCE S256)",
+    ),
+    ("Sessions", "Signed-in devices of the account"),
+    ("Multi-factor", "TOTP second factor and recovery codes"),
     ("Sync", "Snapshots and the change feed for offline clients"),
 ];
 
@@ -115,6 +121,9 @@ pub struct Op {
     /// Media types of a binary (non-JSON) success body.
     binary: Vec<String>,
     errors: BTreeSet<u16>,
+    /// Responses documented as given (OAuth's own error bodies, pages,
+    /// redirects), overriding the generated ones of the same status.
+    extra: Vec<(u16, Value)>,
     /// Component schemas generated from the types this operation names.
     components: Map<String, Value>,
 }
@@ -238,6 +247,7 @@ impl Op {
             numeric_params: Vec::new(),
             binary: Vec::new(),
             errors: BTreeSet::new(),
+            extra: Vec::new(),
             components: Map::new(),
         }
     }
@@ -276,6 +286,15 @@ impl Op {
 
     pub fn deprecated(mut self) -> Op {
         self.deprecated = true;
+        self
+    }
+
+    /// A removed operation the contract still lists: deprecated, with the
+    /// success it was listed with (`listed`), and the 410 it now answers.
+    pub fn removed(mut self, listed: u16) -> Op {
+        self.deprecated = true;
+        self.success = (listed, None, false);
+        self.errors.insert(410);
         self
     }
 
@@ -385,6 +404,45 @@ impl Op {
         let schema = self.generated::<T>(Contract::Deserialize);
         self.body = Some((schema, "application/json", false));
         self.errors.extend([413, 415]);
+        self
+    }
+
+    /// An `application/x-www-form-urlencoded` request body of type `T` (the
+    /// OAuth endpoints, as RFC 6749 has them).
+    pub fn form_body<T: JsonSchema>(mut self) -> Op {
+        let schema = self.generated::<T>(Contract::Deserialize);
+        self.body = Some((schema, "application/x-www-form-urlencoded", true));
+        self.errors.insert(413);
+        self
+    }
+
+    /// A response documented exactly as `response` (an OpenAPI Response
+    /// object), replacing any generated one for `status`.
+    pub fn response(mut self, status: u16, response: Value) -> Op {
+        self.extra.push((status, response));
+        self
+    }
+
+    /// A response whose JSON body is a `T` as it is (OAuth error bodies).
+    pub fn plain_response<T: JsonSchema>(self, status: u16, description: &str) -> Op {
+        let mut op = self;
+        let schema = op.generated::<T>(Contract::Serialize);
+        op.response(
+            status,
+            json!({"description": description,
+                "content": {"application/json": {"schema": schema}}}),
+        )
+    }
+
+    /// 200 with a server-rendered HTML page.
+    pub fn html_ok(mut self, description: &str) -> Op {
+        self.success = (200, None, false);
+        self.extra.push((
+            200,
+            json!({"description": description,
+                "headers": {"X-Request-Id": {"$ref": "#/components/headers/RequestId"}},
+                "content": {"text/html": {"schema": {"type": "string"}}}}),
+        ));
         self
     }
 
@@ -595,6 +653,9 @@ impl Op {
             };
             responses.insert(code.to_string(), response);
         }
+        for (code, response) in &self.extra {
+            responses.insert(code.to_string(), response.clone());
+        }
 
         let mut op = json!({
             "operationId": self.id,
@@ -735,6 +796,14 @@ impl Api {
         self.schema(name, body)
     }
 
+    /// Routes a removed path that the contract no longer lists as an
+    /// operation (spec Authentication 6: `/auth/select_household`); it only
+    /// ever answers 410.
+    pub fn removed_route(mut self, path: &'static str, handler: MethodRouter<AppState>) -> Api {
+        self.router = self.router.route(path, handler);
+        self
+    }
+
     /// The router (routes without the /api/v1 prefix) and the document.
     pub fn finish(self) -> (Router<AppState>, Value) {
         let used: BTreeSet<String> = self
@@ -763,13 +832,21 @@ impl Api {
                 "description": "Pillbox: a self-hosted household medication tracker.",
             },
             "servers": [{"url": "/api/v1"}],
-            "security": [{"bearerAuth": []}],
+            "security": [{"bearerAuth": []}, {"oauth2": []}],
             "tags": tags,
             "paths": paths,
             "components": {
                 "securitySchemes": {
                     "bearerAuth": {"type": "http", "scheme": "bearer",
-                        "description": "An opaque bearer token, e.g. a household app token (pbx_app_...)"},
+                        "description": "An opaque bearer token: an OAuth access token (pbx_at_...) from sign-in, or a household app token (pbx_app_...)"},
+                    "oauth2": {"type": "oauth2",
+                        "description": "Sign-in through the authorization code flow with PKCE (S256 only) for public clients; discover the endpoints at /.well-known/oauth-authorization-server. The access token is then sent as a bearer token.",
+                        "flows": {"authorizationCode": {
+                            "authorizationUrl": "/api/v1/oauth/authorize",
+                            "tokenUrl": "/api/v1/oauth/token",
+                            "refreshUrl": "/api/v1/oauth/token",
+                            "scopes": {crate::identity::clients::SCOPE: "The account's households, as its memberships and grants allow"},
+                        }}},
                 },
                 "schemas": self.schemas,
                 "responses": error_responses(),
@@ -806,6 +883,10 @@ fn error_responses() -> Value {
         (
             409,
             "The resource or idempotency state conflicts with the mutation",
+        ),
+        (
+            410,
+            "This endpoint was removed; the message names what replaced it",
         ),
         (413, "The request body is too large"),
         (415, "The request body is not sent as application/json"),

@@ -21,7 +21,7 @@ use axum::http::{HeaderMap, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 
-use crate::auth::{self, Credential};
+use crate::auth;
 use crate::error::ApiError;
 use crate::state::AppState;
 
@@ -98,8 +98,10 @@ pub async fn middleware(
     };
     match &verified.0 {
         Ok(authenticated) => {
-            let Credential::AppToken { id, .. } = authenticated.credential;
-            if let Err(wait) = limits.requests.check(&format!("app_token:{id}"), now) {
+            if let Err(wait) = limits
+                .requests
+                .check(&authenticated.credential.bucket(), now)
+            {
                 return limited(wait);
             }
         }

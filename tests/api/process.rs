@@ -29,6 +29,12 @@ pub(crate) const INHERITED: &[&str] = &[
     "PILLBOX_MAX_CONNECTIONS",
     "PILLBOX_BLOCKING_THREADS",
     "PILLBOX_LOG_FORMAT",
+    "PILLBOX_OAUTH_MOBILE_CLIENT_ID",
+    "PILLBOX_OAUTH_MOBILE_REDIRECT_URIS",
+    "PILLBOX_OAUTH_WEB_CLIENT_ID",
+    "PILLBOX_OAUTH_WEB_REDIRECT_URIS",
+    "PILLBOX_ACCESS_TOKEN_TTL",
+    "PILLBOX_REFRESH_TOKEN_TTL_DAYS",
     "RUST_LOG",
     "NO_COLOR",
 ];
@@ -313,10 +319,14 @@ pub(crate) fn http_request(
         request.push_str(&format!("{name}: {value}\r\n"));
     }
     if let Some(body) = body {
-        request.push_str(&format!(
-            "Content-Type: application/json\r\nContent-Length: {}\r\n",
-            body.len()
-        ));
+        // JSON unless the caller names another type (a form).
+        if !headers
+            .iter()
+            .any(|(name, _)| name.eq_ignore_ascii_case("content-type"))
+        {
+            request.push_str("Content-Type: application/json\r\n");
+        }
+        request.push_str(&format!("Content-Length: {}\r\n", body.len()));
     }
     request.push_str("\r\n");
     if let Some(body) = body {

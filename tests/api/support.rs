@@ -283,6 +283,21 @@ impl TestApp {
         response
     }
 
+    /// POSTs a form (`application/x-www-form-urlencoded`), as the OAuth
+    /// endpoints take, and checks the response against the document.
+    pub async fn form(&self, path: &str, fields: &[(&str, &str)]) -> TestResponse {
+        let body = serde_urlencoded::to_string(fields).unwrap();
+        let request = Request::builder()
+            .method(Method::POST)
+            .uri(path)
+            .header("content-type", "application/x-www-form-urlencoded")
+            .body(Body::from(body))
+            .unwrap();
+        let response = self.raw_request(request).await;
+        self.contract.check(&Method::POST, path, &response);
+        response
+    }
+
     /// Sends a request without the contract check.
     pub async fn raw(
         &self,

@@ -1,0 +1,131 @@
+//! OAuth endpoint handlers: token, revocation, and the RFC 8414 metadata.
+//! Their bodies are forms and their errors RFC 6749's, not the API's.
+
+use axum::body::Bytes;
+use axum::extract::State;
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use axum::routing::post;
+use serde::de::DeserializeOwned;
+
+use super::model::{Metadata, OAuthError, RevokeForm, TokenForm, TokenResponse};
+use crate::http::openapi::{Api, Op};
+use crate::identity::{ClientAddress, METADATA_PATH, base_url, clients};
+use crate::state::AppState;
+
+const TAG: &str = "OAuth";
+pub const AUTHORIZE_PATH: &str = "/oauth/authorize";
+pub const TOKEN_PATH: &str = "/oauth/token";
+pub const REVOKE_PATH: &str = "/oauth/revoke";
+
+pub fn routes(api: Api) -> Api {
+    api.route(
+        Op::post(TOKEN_PATH, "createOAuthToken", TAG)
+            .summary("Token endpoint: redeem an authorization code (with its PKCE verifier) or rotate a refresh token")
+            .description("Form-encoded (RFC 6749 4.1.3 and 6). A code is single-use and short-lived; using it twice revokes the tokens its first use issued. Each refresh returns a new refresh token; presenting an already-rotated one revokes the whole session.")
+            .public()
+            .form_body::<TokenForm>()
+            .ok_unwrapped::<TokenResponse>()
+            .plain_response::<OAuthError>(400, "An RFC 6749 5.2 error: invalid_request, invalid_grant, unsupported_grant_type")
+            .plain_response::<OAuthError>(401, "invalid_client: the client is not registered"),
+        post(token),
+    )
+    .route(
+        Op::post(REVOKE_PATH, "deleteOAuthToken", TAG)
+            .summary("Revocation endpoint (RFC 7009): revoke the session of an access or refresh token")
+            .description("Form-encoded. Answers 200 with no body whether or not the token was live.")
+            .public()
+            .form_body::<RevokeForm>()
+            .plain_response::<OAuthError>(400, "invalid_request: no token given"),
+        post(revoke),
+    )
+}
+
+fn parse_form<T: DeserializeOwned>(headers: &HeaderMap, body: &[u8]) -> Result<T, OAuthError> {
+    crate::identity::parse_form(headers, body).map_err(OAuthError::invalid_request)
+}
+
+async fn token(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    ClientAddress(address): ClientAddress,
+    body: Bytes,
+) -> Response {
+    let form: TokenForm = match parse_form(&headers, &body) {
+        Ok(form) => form,
+        Err(e) => return e.into_response(),
+    };
+    let base = base_url(&state.settings, &headers);
+    let context = super::Context {
+        clients: clients::registered(&state.settings, &base),
+        lifetimes: (&state.settings.oauth).into(),
+        address,
+    };
+    match state
+        .db
+        .write(move |tx| super::exchange(tx, &context, &form))
+        .await
+    {
+        Ok(Ok(tokens)) => {
+            let mut response = (StatusCode::OK, axum::Json(tokens)).into_response();
+            response
+                .headers_mut()
+                .insert(header::PRAGMA, HeaderValue::from_static("no-cache"));
+            response
+        }
+        Ok(Err(oauth)) => oauth.into_response(),
+        Err(e) => e.into_response(),
+    }
+}
+
+async fn revoke(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    ClientAddress(address): ClientAddress,
+    body: Bytes,
+) -> Response {
+    let form: RevokeForm = match parse_form(&headers, &body) {
+        Ok(form) => form,
+        Err(e) => return e.into_response(),
+    };
+    let Some(token) = form.token.filter(|t| !t.is_empty()) else {
+        return OAuthError::invalid_request("token is required").into_response();
+    };
+    let client_id = form.client_id;
+    match state
+        .db
+        .write(move |tx| super::revoke(tx, &token, client_id.as_deref(), &address))
+        .await
+    {
+        Ok(()) => StatusCode::OK.into_response(),
+        Err(e) => e.into_response(),
+    }
+}
+
+/// The discovery document; the issuer is the server's public URL.
+pub fn metadata_document(base: &str) -> Metadata {
+    let api = format!("{base}{}", crate::identity::API_BASE);
+    Metadata {
+        issuer: base.to_string(),
+        authorization_endpoint: format!("{api}{AUTHORIZE_PATH}"),
+        token_endpoint: format!("{api}{TOKEN_PATH}"),
+        revocation_endpoint: format!("{api}{REVOKE_PATH}"),
+        response_types_supported: vec!["code"],
+        response_modes_supported: vec!["query"],
+        grant_types_supported: vec!["authorization_code", "refresh_token"],
+        code_challenge_methods_supported: vec!["S256"],
+        token_endpoint_auth_methods_supported: vec!["none"],
+        revocation_endpoint_auth_methods_supported: vec!["none"],
+        scopes_supported: vec![clients::SCOPE],
+        authorization_response_iss_parameter_supported: true,
+    }
+}
+
+pub fn metadata_url(base: &str) -> String {
+    format!("{base}{METADATA_PATH}")
+}
+
+pub async fn metadata(State(state): State<AppState>, headers: HeaderMap) -> Response {
+    let base = base_url(&state.settings, &headers);
+    axum::Json(metadata_document(&base)).into_response()
+}

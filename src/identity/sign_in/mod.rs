@@ -1,0 +1,389 @@
+//! The sign-in page behind the authorize endpoint: checks the OAuth
+//! request, then the email and password and, where the account has one,
+//! the second factor, and sends the browser back to the client with a
+//! code. Whether an email has an account is never revealed: an unknown
+//! email costs the same password hash, fails with the same words and is
+//! slowed by the same counters.
+
+pub mod page;
+pub mod routes;
+pub mod store;
+
+use rusqlite::{Connection, OptionalExtension};
+use schemars::JsonSchema;
+use serde::Deserialize;
+use serde_json::json;
+
+use crate::auth::token;
+use crate::config::Settings;
+use crate::db::WriteTx;
+use crate::error::Result;
+use crate::identity::clients::{self, Client, SCOPE};
+use crate::identity::mfa::{self, Factor, crypt::MfaKey};
+use crate::identity::{events, oauth};
+
+/// The authorization request (RFC 6749 4.1.1 with RFC 7636's challenge),
+/// as query parameters of the page or hidden fields of its forms.
+#[derive(Debug, Clone, Default, Deserialize, JsonSchema)]
+pub struct AuthorizeParams {
+    /// Must be `code`
+    pub response_type: Option<String>,
+    pub client_id: Option<String>,
+    /// Must equal one of the client's registered redirect URIs exactly
+    pub redirect_uri: Option<String>,
+    /// Returned to the client untouched
+    pub state: Option<String>,
+    /// BASE64URL(SHA256(code_verifier)), 43 characters
+    pub code_challenge: Option<String>,
+    /// Must be `S256`
+    pub code_challenge_method: Option<String>,
+    /// `pillbox` (the default)
+    pub scope: Option<String>,
+    /// A name for the device shown in the session list (default: from the user agent)
+    pub device_label: Option<String>,
+}
+
+impl AuthorizeParams {
+    /// The parameters present, for hidden form fields.
+    pub fn pairs(&self) -> Vec<(&'static str, &str)> {
+        [
+            ("response_type", &self.response_type),
+            ("client_id", &self.client_id),
+            ("redirect_uri", &self.redirect_uri),
+            ("state", &self.state),
+            ("code_challenge", &self.code_challenge),
+            ("code_challenge_method", &self.code_challenge_method),
+            ("scope", &self.scope),
+            ("device_label", &self.device_label),
+        ]
+        .into_iter()
+        .filter_map(|(name, value)| value.as_deref().map(|v| (name, v)))
+        .collect()
+    }
+}
+
+/// The sign-in form: the authorization request, the CSRF token, and either
+/// the password step or the second step's fields.
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct SignInForm {
+    #[serde(flatten)]
+    pub request: AuthorizeParams,
+    /// The token of the page's CSRF cookie
+    pub csrf_token: Option<String>,
+    pub email: Option<String>,
+    pub password: Option<String>,
+    /// Names the sign-in waiting for its second factor (second step)
+    pub mfa_token: Option<String>,
+    /// The authenticator's current code (second step)
+    pub code: Option<String>,
+    /// An unused recovery code instead of a code (second step)
+    pub recovery_code: Option<String>,
+}
+
+/// A checked authorization request.
+#[derive(Debug, Clone)]
+pub struct Authorization {
+    pub client: Client,
+    pub redirect_uri: String,
+    pub state: Option<String>,
+    pub code_challenge: String,
+    pub scope: String,
+}
+
+/// Why a request cannot go on: a page of our own when the client or its
+/// redirect URI cannot be trusted, else an error sent back to the client.
+#[derive(Debug)]
+pub enum Refusal {
+    Page(&'static str),
+    Redirect(String),
+}
+
+/// `redirect_uri` with these parameters added (and the issuer, RFC 9207).
+pub fn redirect_with(redirect_uri: &str, params: &[(&str, &str)]) -> String {
+    let query = serde_urlencoded::to_string(params).unwrap_or_default();
+    let separator = if redirect_uri.contains('?') { '&' } else { '?' };
+    format!("{redirect_uri}{separator}{query}")
+}
+
+/// RFC 6749 4.1.2.1: once the client and redirect URI are trusted, errors
+/// go back to the client with `state`.
+fn refuse(
+    redirect_uri: &str,
+    state: Option<&str>,
+    issuer: &str,
+    error: &str,
+    description: &str,
+) -> Refusal {
+    let mut params = vec![("error", error), ("error_description", description)];
+    if let Some(state) = state {
+        params.push(("state", state));
+    }
+    params.push(("iss", issuer));
+    Refusal::Redirect(redirect_with(redirect_uri, &params))
+}
+
+pub fn validate(
+    settings: &Settings,
+    base: &str,
+    params: &AuthorizeParams,
+) -> std::result::Result<Authorization, Refusal> {
+    let client = params
+        .client_id
+        .as_deref()
+        .and_then(|id| clients::find(settings, base, id))
+        .ok_or(Refusal::Page(
+            "This app is not registered with this Pillbox server.",
+        ))?;
+    let redirect_uri = client
+        .redirect_uri(params.redirect_uri.as_deref())
+        .ok_or(Refusal::Page(
+            "The app asked to return to an address that is not registered for it.",
+        ))?;
+    let state = params.state.as_deref();
+    let back = |error, description| refuse(&redirect_uri, state, base, error, description);
+    if params.response_type.as_deref() != Some("code") {
+        return Err(back(
+            "unsupported_response_type",
+            "response_type must be code",
+        ));
+    }
+    let Some(code_challenge) = params.code_challenge.as_deref() else {
+        return Err(back(
+            "invalid_request",
+            "code_challenge is required (PKCE with S256)",
+        ));
+    };
+    if params.code_challenge_method.as_deref() != Some("S256") {
+        return Err(back(
+            "invalid_request",
+            "code_challenge_method must be S256",
+        ));
+    }
+    if !oauth::valid_challenge(code_challenge) {
+        return Err(back(
+            "invalid_request",
+            "code_challenge must be the 43-character base64url SHA-256 of the verifier",
+        ));
+    }
+    let scope = match params.scope.as_deref().map(str::trim) {
+        None | Some("") => SCOPE.to_string(),
+        Some(scope) if scope.split_whitespace().all(|s| s == SCOPE) => SCOPE.to_string(),
+        Some(_) => return Err(back("invalid_scope", "the only scope is pillbox")),
+    };
+    Ok(Authorization {
+        client,
+        redirect_uri: redirect_uri.clone(),
+        state: params.state.clone(),
+        code_challenge: code_challenge.to_string(),
+        scope,
+    })
+}
+
+/// A short, printable device name: the client's, else the user agent's.
+pub fn device_label(given: Option<&str>, user_agent: Option<&str>) -> String {
+    let label: String = given
+        .or(user_agent)
+        .unwrap_or("Unknown device")
+        .chars()
+        .filter(|c| !c.is_control())
+        .take(120)
+        .collect();
+    let label = label.trim();
+    if label.is_empty() {
+        "Unknown device".into()
+    } else {
+        label.to_string()
+    }
+}
+
+/// A second-step wait of five minutes at most.
+const PENDING_SECS: i64 = 5 * 60;
+pub const PENDING_PREFIX: &str = "pbx_si_";
+
+/// The account of an email and its password hash.
+pub fn find_account(conn: &Connection, email: &str) -> Result<Option<(i64, String)>> {
+    Ok(conn
+        .prepare_cached("SELECT id, password_hash FROM accounts WHERE email = ?1")?
+        .query_row([email.trim()], |r| Ok((r.get(0)?, r.get(1)?)))
+        .optional()?)
+}
+
+/// What the password step leads to.
+pub enum AfterPassword {
+    /// Back to the client with this URL (code and state).
+    Done(String),
+    /// The second step, for the sign-in this token names.
+    SecondStep(String),
+}
+
+/// Counts a failed attempt against the address and the account (or email)
+/// and records it.
+pub fn failed(
+    tx: &WriteTx,
+    account_id: Option<i64>,
+    email: &str,
+    address: &str,
+    step: &str,
+) -> Result<()> {
+    events::fail(tx, address, events::FREE_FAILURES_PER_ADDRESS)?;
+    events::fail(
+        tx,
+        &events::account_key(email),
+        events::FREE_FAILURES_PER_ACCOUNT,
+    )?;
+    tracing::info!(account_id, step, "sign-in failed");
+    events::record(
+        tx,
+        account_id,
+        "sign_in.failed",
+        address,
+        events::step(step),
+    )
+}
+
+/// The code for a completed sign-in, and the URL that hands it to the client.
+#[allow(clippy::too_many_arguments)]
+fn complete(
+    tx: &WriteTx,
+    request: &Authorization,
+    issuer: &str,
+    account_id: i64,
+    email: &str,
+    device_label: &str,
+    address: &str,
+    step: &str,
+) -> Result<String> {
+    events::clear(tx, &events::account_key(email))?;
+    tracing::info!(account_id, step, client_id = %request.client.id, "signed in");
+    events::record(
+        tx,
+        Some(account_id),
+        "sign_in.succeeded",
+        address,
+        json!({"step": step, "client_id": request.client.id}),
+    )?;
+    let code = oauth::issue_code(
+        tx,
+        &oauth::Grant {
+            account_id,
+            client_id: request.client.id.clone(),
+            redirect_uri: request.redirect_uri.clone(),
+            code_challenge: request.code_challenge.clone(),
+            scope: request.scope.clone(),
+            device_label: device_label.to_string(),
+        },
+    )?;
+    let mut params = vec![("code", code.as_str())];
+    if let Some(state) = request.state.as_deref() {
+        params.push(("state", state));
+    }
+    params.push(("iss", issuer));
+    Ok(redirect_with(&request.redirect_uri, &params))
+}
+
+/// After a correct password: done, or on to the second step.
+#[allow(clippy::too_many_arguments)]
+pub fn password_accepted(
+    tx: &WriteTx,
+    request: &Authorization,
+    issuer: &str,
+    account_id: i64,
+    email: &str,
+    device_label: &str,
+    address: &str,
+) -> Result<AfterPassword> {
+    if mfa::enabled(tx, account_id)? {
+        let pending = token::generate(PENDING_PREFIX);
+        let expires = crate::time::format(
+            jiff::Timestamp::now() + jiff::SignedDuration::from_secs(PENDING_SECS),
+        );
+        store::insert_pending(tx, &pending, account_id, &expires)?;
+        return Ok(AfterPassword::SecondStep(pending.token));
+    }
+    complete(
+        tx,
+        request,
+        issuer,
+        account_id,
+        email,
+        device_label,
+        address,
+        "password",
+    )
+    .map(AfterPassword::Done)
+}
+
+/// What the second step leads to.
+pub enum AfterSecondStep {
+    Done(String),
+    /// The code was wrong; the same pending sign-in may try again.
+    WrongCode,
+    /// The pending sign-in is unknown or expired: start again.
+    Expired,
+}
+
+#[allow(clippy::too_many_arguments)]
+pub fn second_step(
+    tx: &WriteTx,
+    key: &MfaKey,
+    request: &Authorization,
+    issuer: &str,
+    pending: &str,
+    code: &str,
+    device_label: &str,
+    address: &str,
+) -> Result<AfterSecondStep> {
+    let Some(presented) = token::parse_with(PENDING_PREFIX, pending) else {
+        return Ok(AfterSecondStep::Expired);
+    };
+    let Some(found) = store::find_pending(tx, presented.selector)? else {
+        return Ok(AfterSecondStep::Expired);
+    };
+    if !presented.matches(&found.secret_sha256) || found.expires_at <= crate::time::now() {
+        return Ok(AfterSecondStep::Expired);
+    }
+    let (id, account_id) = (found.id, found.account_id);
+    let email: String = tx.query_row(
+        "SELECT email FROM accounts WHERE id = ?1",
+        [account_id],
+        |r| r.get(0),
+    )?;
+    match mfa::check(tx, key, account_id, code)? {
+        Some(factor) => {
+            store::delete_pending(tx, id)?;
+            let step = match factor {
+                Factor::Totp => "totp",
+                Factor::RecoveryCode => "recovery_code",
+            };
+            complete(
+                tx,
+                request,
+                issuer,
+                account_id,
+                &email,
+                device_label,
+                address,
+                step,
+            )
+            .map(AfterSecondStep::Done)
+        }
+        None => {
+            failed(tx, Some(account_id), &email, address, "second_factor")?;
+            Ok(AfterSecondStep::WrongCode)
+        }
+    }
+}
+
+/// The email of a pending sign-in, for its failure counter before the step.
+pub fn pending_email(conn: &Connection, pending: &str) -> Result<Option<String>> {
+    let Some(presented) = token::parse_with(PENDING_PREFIX, pending) else {
+        return Ok(None);
+    };
+    Ok(conn
+        .prepare_cached(
+            "SELECT a.email FROM sign_in_pending p JOIN accounts a ON a.id = p.account_id
+             WHERE p.selector = ?1",
+        )?
+        .query_row([presented.selector], |r| r.get(0))
+        .optional()?)
+}

@@ -1,0 +1,196 @@
+//! The sign-in pages: small templates embedded in the binary, filled with
+//! escaped values. They need no JavaScript; errors are shown in an alert
+//! above the form and tied to its fields with `aria-describedby`.
+
+use axum::http::{HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+
+use super::AuthorizeParams;
+
+const PAGE: &str = include_str!("templates/page.html");
+const PASSWORD: &str = include_str!("templates/password.html");
+const SECOND_STEP: &str = include_str!("templates/second_step.html");
+
+/// Where the forms post: the authorize endpoint itself.
+pub const ACTION: &str = "/api/v1/oauth/authorize";
+
+#[cfg(test)]
+#[test]
+fn the_action_is_the_authorize_endpoint() {
+    assert_eq!(
+        ACTION,
+        format!(
+            "{}{}",
+            crate::identity::API_BASE,
+            crate::identity::oauth::routes::AUTHORIZE_PATH
+        )
+    );
+    assert_eq!(crate::identity::API_BASE, crate::http::API_PREFIX);
+}
+const ERROR_ID: &str = "form-error";
+
+/// HTML text and attribute escaping.
+pub fn escape(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&#39;"),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+fn page(title: &str, error: Option<&str>, body: &str) -> String {
+    let error = error
+        .map(|e| {
+            format!(
+                "<p class=\"error\" id=\"{ERROR_ID}\" role=\"alert\">{}</p>\n",
+                escape(e)
+            )
+        })
+        .unwrap_or_default();
+    PAGE.replace("{{title}}", &escape(title))
+        .replace("{{error}}", &error)
+        .replace("{{body}}", body)
+}
+
+fn hidden(params: &AuthorizeParams, csrf: &str, pending: Option<&str>) -> String {
+    let mut fields: Vec<(&str, &str)> = vec![("csrf_token", csrf)];
+    for (name, value) in params.pairs() {
+        fields.push((name, value));
+    }
+    if let Some(pending) = pending {
+        fields.push(("mfa_token", pending));
+    }
+    fields
+        .iter()
+        .map(|(name, value)| {
+            format!(
+                "<input type=\"hidden\" name=\"{}\" value=\"{}\">",
+                escape(name),
+                escape(value)
+            )
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+fn described_by(error: Option<&str>) -> String {
+    if error.is_some() {
+        format!(" aria-describedby=\"{ERROR_ID}\" aria-invalid=\"true\"")
+    } else {
+        String::new()
+    }
+}
+
+/// The first step: email and password.
+pub fn password_form(
+    params: &AuthorizeParams,
+    csrf: &str,
+    email: &str,
+    error: Option<&str>,
+) -> String {
+    let body = PASSWORD
+        .replace("{{action}}", ACTION)
+        .replace("{{hidden}}", &hidden(params, csrf, None))
+        .replace("{{email}}", &escape(email))
+        .replace("{{describedby}}", &described_by(error));
+    page("Sign in", error, &body)
+}
+
+/// The second step: a TOTP code or a recovery code.
+pub fn second_step_form(
+    params: &AuthorizeParams,
+    csrf: &str,
+    pending: &str,
+    error: Option<&str>,
+) -> String {
+    let body = SECOND_STEP
+        .replace("{{action}}", ACTION)
+        .replace("{{hidden}}", &hidden(params, csrf, Some(pending)))
+        .replace("{{describedby}}", &described_by(error));
+    page("Two-step verification", error, &body)
+}
+
+/// A page that cannot send the user back to the app (unknown client, a
+/// redirect URI that is not registered): never a redirect.
+pub fn error_page(message: &str) -> String {
+    page(
+        "Sign-in cannot continue",
+        Some(message),
+        "<p>Go back to the app and start signing in again.</p>",
+    )
+}
+
+/// An HTML response with its own Content-Security-Policy: the strict page
+/// policy, with `form-action` widened to the client's redirect target
+/// (browsers apply it to the redirect that follows the form).
+pub fn html(status: StatusCode, body: String, redirect_to: Option<&str>) -> Response {
+    let form_action = match redirect_to.and_then(origin_of) {
+        Some(origin) => format!("form-action 'self' {origin}"),
+        None => "form-action 'self'".to_string(),
+    };
+    let csp = crate::http::PAGE_CSP.replace("form-action 'self'", &form_action);
+    let mut response = (
+        status,
+        [(header::CONTENT_TYPE, "text/html; charset=utf-8")],
+        body,
+    )
+        .into_response();
+    if let Ok(value) = HeaderValue::from_str(&csp) {
+        response
+            .headers_mut()
+            .insert(header::CONTENT_SECURITY_POLICY, value);
+    }
+    response
+}
+
+/// The CSP source of a redirect URI: its origin, or its scheme for a
+/// custom-scheme app URI (`pillbox:`).
+fn origin_of(uri: &str) -> Option<String> {
+    let (scheme, rest) = uri.split_once(':')?;
+    if !scheme
+        .bytes()
+        .all(|b| b.is_ascii_alphanumeric() || b"+-.".contains(&b))
+    {
+        return None;
+    }
+    let source = match rest.strip_prefix("//") {
+        Some(authority) if scheme == "http" || scheme == "https" => {
+            let host = authority.split(['/', '?', '#']).next()?;
+            format!("{scheme}://{host}")
+        }
+        _ => format!("{scheme}:"),
+    };
+    source
+        .bytes()
+        .all(|b| b.is_ascii_graphic() && b != b';' && b != b',' && b != b'\'')
+        .then_some(source)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn escapes_and_origins() {
+        assert_eq!(
+            escape("<a href=\"x\">&'"),
+            "&lt;a href=&quot;x&quot;&gt;&amp;&#39;"
+        );
+        assert_eq!(
+            origin_of("pillbox://oauth/callback").as_deref(),
+            Some("pillbox:")
+        );
+        assert_eq!(
+            origin_of("https://home.example:8443/app/cb?x=1").as_deref(),
+            Some("https://home.example:8443")
+        );
+        assert_eq!(origin_of("https://a; script-src *"), None);
+    }
+}
