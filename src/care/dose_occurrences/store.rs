@@ -295,7 +295,7 @@ pub struct Take {
     /// The expected dose it was linked to, if any.
     pub window_starts_on: Option<String>,
     pub position: Option<i64>,
-    pub taken_at: String,
+    pub taken_at: crate::domain::Timestamp,
     pub person_id: i64,
     /// The medication of its source.
     pub medication_id: Option<i64>,
