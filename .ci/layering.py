@@ -19,7 +19,7 @@ import re
 import sys
 
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "src")
-RESOURCE_AREAS = ("auth", "household", "medicine", "care", "sync")
+RESOURCE_AREAS = ("auth", "identity", "household", "medicine", "care", "sync", "portable", "reminders")
 LOW_LAYERS = ("db", "domain")
 
 
@@ -109,7 +109,12 @@ def main():
             if target and target != mod and not mod[: len(target)] == target:
                 graph[mod].add(target)
         top = mod[0] if mod else ""
-        adapter = rel.endswith("routes.rs") or re.search(r"\bfn routes\(", text)
+        # Route files and request extractors are the HTTP adapter of an area.
+        adapter = (
+            rel.endswith("routes.rs")
+            or re.search(r"\bfn routes\(", text)
+            or re.search(r"\bimpl(<[^>]*>)? FromRequest(Parts)?<", text)
+        )
         shape = rel.endswith("model.rs")
         for target in graph[mod]:
             named = f"{rel}: uses crate::{'::'.join(target)}"

@@ -3,20 +3,17 @@
 
 pub mod access;
 pub mod accounts;
+mod extract;
 pub mod model;
 pub mod password;
 pub mod routes;
 pub mod store;
 pub mod token;
 
-use axum::extract::FromRequestParts;
-use axum::http::request::Parts;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use crate::domain::numeric_id;
 use crate::error::{ApiError, Result};
-use crate::http::extract::raw_param;
 use crate::medicine::vocab::vocabulary;
 use crate::state::AppState;
 
@@ -152,102 +149,5 @@ pub async fn verify(state: &AppState, presented: String) -> Result<Verified> {
         Ok(authenticated) => Ok(Verified(Ok(authenticated))),
         Err(ApiError::Unauthorized(why)) => Ok(Verified(Err(why))),
         Err(other) => Err(other),
-    }
-}
-
-/// The verification the rate limiter already made for this request, if any.
-fn verified(parts: &Parts) -> Option<Result<Authenticated>> {
-    parts
-        .extensions
-        .get::<Verified>()
-        .map(|Verified(outcome)| outcome.clone().map_err(ApiError::Unauthorized))
-}
-
-/// Verifies the bearer credential of a request (401 on any failure).
-async fn authenticate(parts: &Parts, state: &AppState) -> Result<Authenticated> {
-    let authenticated = match verified(parts) {
-        Some(outcome) => outcome?,
-        None => {
-            let presented = token::bearer(&parts.headers)
-                .ok_or(ApiError::Unauthorized("a bearer credential is required"))?
-                .to_string();
-            state
-                .db
-                .read(move |conn| store::authenticate(conn, &presented))
-                .await?
-        }
-    };
-    note_use(state, &authenticated);
-    Ok(authenticated)
-}
-
-/// Records when an app token or sign-in session was last used, at most
-/// every few minutes so that reads do not turn into writes.
-fn note_use(state: &AppState, authenticated: &Authenticated) {
-    const EVERY_MINUTES: i64 = 10;
-    let credential = authenticated.credential;
-    let stale_before = crate::time::format(
-        jiff::Timestamp::now() - jiff::SignedDuration::from_mins(EVERY_MINUTES),
-    );
-    if authenticated
-        .last_used_at
-        .as_deref()
-        .is_some_and(|at| at > stale_before.as_str())
-    {
-        return;
-    }
-    let db = state.db.clone();
-    tokio::spawn(async move {
-        let now = crate::time::now();
-        if let Err(e) = db
-            .write(move |conn| store::touch(conn, credential, &now))
-            .await
-        {
-            tracing::warn!("could not record credential use: {e}");
-        }
-    });
-}
-
-impl FromRequestParts<AppState> for Authenticated {
-    type Rejection = ApiError;
-
-    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self> {
-        authenticate(parts, state).await
-    }
-}
-
-impl FromRequestParts<AppState> for Actor {
-    type Rejection = ApiError;
-
-    /// One read resolves both the credential (unless the rate limiter
-    /// already verified it) and the membership.
-    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self> {
-        let already = verified(parts).transpose()?;
-        let presented = match &already {
-            Some(_) => String::new(),
-            None => token::bearer(&parts.headers)
-                .ok_or(ApiError::Unauthorized("a bearer credential is required"))?
-                .to_string(),
-        };
-        let raw = raw_param(parts, state, "household_id").await?;
-        let (authenticated, actor) = state
-            .db
-            .read(move |conn| {
-                let authenticated = match already {
-                    Some(authenticated) => authenticated,
-                    None => store::authenticate(conn, &presented)?,
-                };
-                // Anything that is not a household id names no household.
-                let actor = match numeric_id(&raw) {
-                    Some(household_id) => {
-                        store::household_actor(conn, &authenticated, household_id)
-                    }
-                    None => Err(ApiError::not_found("household")),
-                };
-                Ok((authenticated, actor))
-            })
-            .await?;
-        note_use(state, &authenticated);
-        actor
     }
 }

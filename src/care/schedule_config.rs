@@ -30,7 +30,7 @@ use serde_json::{Map, Value, json};
 
 use crate::decimal::{self, Dec};
 use crate::error::{Problems, Result};
-use crate::medicine::vocab::{DoseUnit, ScheduleType};
+use crate::medicine::vocab::{DoseUnit, ScheduleType, vocabulary};
 pub use read::{parse_date, parse_time};
 use read::{read_dates, read_slots, read_steps, read_times, read_weekdays};
 
@@ -58,36 +58,26 @@ const WEEKDAYS: [&str; 7] = [
     "sunday",
 ];
 
-/// A named part of the day; its clock time is the person's preference.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub enum Slot {
-    Morning,
-    Afternoon,
-    Evening,
-    Night,
+vocabulary!(
+    /// A named part of the day; its clock time is the person's preference.
+    /// Declared in the order of the day, which is also its sort order.
+    Slot {
+        Morning => "morning",
+        Afternoon => "afternoon",
+        Evening => "evening",
+        Night => "night",
+    }
+);
+
+impl PartialOrd for Slot {
+    fn partial_cmp(&self, other: &Slot) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
 }
 
-impl Slot {
-    /// In the order of the day.
-    pub const ALL: &'static [&'static str] = &["morning", "afternoon", "evening", "night"];
-
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Slot::Morning => "morning",
-            Slot::Afternoon => "afternoon",
-            Slot::Evening => "evening",
-            Slot::Night => "night",
-        }
-    }
-
-    pub fn parse(text: &str) -> Option<Slot> {
-        match text {
-            "morning" => Some(Slot::Morning),
-            "afternoon" => Some(Slot::Afternoon),
-            "evening" => Some(Slot::Evening),
-            "night" => Some(Slot::Night),
-            _ => None,
-        }
+impl Ord for Slot {
+    fn cmp(&self, other: &Slot) -> std::cmp::Ordering {
+        (*self as u8).cmp(&(*other as u8))
     }
 }
 

@@ -145,6 +145,43 @@ impl<const MIN: usize, const MAX: usize> JsonSchema for Digits<MIN, MAX> {
     }
 }
 
+/// A whole number of at least `MIN` (a count or a limit): a smaller one is
+/// refused while the body is read, with the field named; the schema says
+/// `minimum`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(transparent)]
+pub struct AtLeast<const MIN: i64>(i64);
+
+impl<const MIN: i64> AtLeast<MIN> {
+    pub fn get(self) -> i64 {
+        self.0
+    }
+}
+
+impl<'de, const MIN: i64> Deserialize<'de> for AtLeast<MIN> {
+    fn deserialize<D: Deserializer<'de>>(de: D) -> Result<Self, D::Error> {
+        let n = i64::deserialize(de)?;
+        if n < MIN {
+            return Err(serde::de::Error::custom(format!("must be at least {MIN}")));
+        }
+        Ok(AtLeast(n))
+    }
+}
+
+impl<const MIN: i64> JsonSchema for AtLeast<MIN> {
+    fn inline_schema() -> bool {
+        true
+    }
+
+    fn schema_name() -> Cow<'static, str> {
+        format!("AtLeast{MIN}").into()
+    }
+
+    fn json_schema(_: &mut SchemaGenerator) -> Schema {
+        json_schema!({"type": "integer", "minimum": MIN, "maximum": i64::MAX})
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

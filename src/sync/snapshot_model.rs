@@ -10,8 +10,9 @@ use schemars::{JsonSchema, Schema, SchemaGenerator, json_schema};
 use serde::Serialize;
 use serde_json::{Map, Value};
 
+use crate::care::dose_occurrences::model::OUTCOMES;
 use crate::care::health_events::model::{EventKind, Severity};
-use crate::care::pause_periods::model::SourceType;
+use crate::care::pause_periods::model::{PauseReason, SourceType};
 use crate::care::plan::AdministrationKind;
 use crate::decimal::Dec;
 use crate::domain::{Timestamp, etag};
@@ -289,6 +290,7 @@ portable_record! {
         source_type: String,
         #[schemars(with = "Option<PortableId>")]
         source_portable_id: Option<String>,
+        #[schemars(with = "PauseReason")]
         reason: String,
         note: Option<String>,
         started_at: Option<Timestamp>,
@@ -316,6 +318,7 @@ portable_record! {
         #[schemars(range(min = 1))]
         position: i64,
         scheduled_at: Option<Timestamp>,
+        #[schemars(extend("enum" = OUTCOMES))]
         outcome: String,
         reason: Option<String>,
         note: Option<String>,

@@ -74,7 +74,9 @@ impl Limits {
     /// same medicine for the person under other sources count toward
     /// max_doses and may come too soon, as a take's own warnings say.
     fn warnings(&self, takes: &[Take]) -> Vec<String> {
-        let in_window = |t: &&Take| t.taken_at >= self.from && t.taken_at < self.until;
+        let in_window = |t: &&Take| {
+            t.taken_at.as_str() >= self.from.as_str() && t.taken_at.as_str() < self.until.as_str()
+        };
         let own = |t: &Take| t.source_type == self.source_type && t.source_id == self.source_id;
         let within: Vec<&Take> = takes.iter().filter(|t| own(t)).filter(in_window).collect();
         let others: Vec<&Take> = takes
@@ -134,10 +136,7 @@ fn any_closer(own: &[&Take], others: &[&Take], min_hours: Dec) -> bool {
         return !own.is_empty() && !others.is_empty();
     };
     let times = |takes: &[&Take]| -> Vec<Timestamp> {
-        takes
-            .iter()
-            .filter_map(|t| t.taken_at.parse::<Timestamp>().ok())
-            .collect()
+        takes.iter().map(|t| t.taken_at.to_jiff()).collect()
     };
     let others = times(others);
     times(own).iter().any(|a| {
@@ -163,10 +162,7 @@ fn warnings(
     if let Some(min_hours) = min_hours.filter(|h| h.is_positive()) {
         // Overflow: a limit beyond any gap between two instants.
         let min_millis = min_hours.0.checked_mul(Decimal::from(3_600_000));
-        let times: Vec<Timestamp> = takes
-            .iter()
-            .filter_map(|t| t.taken_at.parse::<Timestamp>().ok())
-            .collect();
+        let times: Vec<Timestamp> = takes.iter().map(|t| t.taken_at.to_jiff()).collect();
         let too_soon = times.windows(2).any(|pair| {
             let gap = pair[1].duration_since(pair[0]).as_millis();
             min_millis.is_none_or(|min| Decimal::from_i128_with_scale(gap, 0) < min)

@@ -12,8 +12,6 @@ use crate::medicine::vocab::DoseUnit;
 /// Outcome values of an expected dose (DESIGN.md: `taken` only through a
 /// medication take that names the occurrence).
 pub const OUTCOMES: &[&str] = &["open", "not_taken", "taken"];
-/// The kinds of source an expected dose comes from.
-pub const SOURCE_TYPES: &[&str] = &["schedule", "person_medication"];
 /// Warnings an expected dose can carry.
 pub const MAX_DAILY_DOSES_EXCEEDED: &str = "max_daily_doses exceeded";
 pub const TOO_SOON: &str = "taken earlier than min_hours_between_doses";
@@ -27,7 +25,7 @@ pub struct DoseOccurrence {
     /// Opaque key signed by this server naming the source, window and position; send it with a medication take to link the take to this dose. Not portable between installations.
     #[schemars(length(min = 1))]
     pub occurrence_key: String,
-    #[schemars(extend("enum" = SOURCE_TYPES))]
+    #[schemars(with = "crate::care::pause_periods::model::SourceType")]
     pub source_type: &'static str,
     #[schemars(with = "openapi::NumericId")]
     pub source_id: i64,
@@ -96,15 +94,15 @@ pub struct DoseOutcome {
     pub window_starts_on: String,
     pub window_ends_on: String,
     pub position: i64,
-    pub scheduled_at: Option<String>,
+    pub scheduled_at: Option<Timestamp>,
     pub outcome: String,
     pub reason: Option<String>,
     pub note: Option<String>,
-    pub resolved_at: Option<String>,
+    pub resolved_at: Option<Timestamp>,
     pub medication_take_id: Option<i64>,
     pub lock_version: i64,
-    pub created_at: String,
-    pub updated_at: String,
+    pub created_at: Timestamp,
+    pub updated_at: Timestamp,
 }
 
 impl Versioned for DoseOutcome {

@@ -92,7 +92,7 @@ fn ids_json(people: &[PersonRef]) -> String {
 
 /// The people of the household the actor may view, in id order.
 pub fn visible_people(conn: &Connection, actor: &Actor) -> Result<Vec<PersonRef>> {
-    let now = crate::time::now();
+    let now = crate::domain::Timestamp::now();
     Ok(conn
         .prepare_cached(&format!(
             "SELECT p.id, p.portable_id FROM people p
@@ -295,7 +295,7 @@ pub struct Take {
     /// The expected dose it was linked to, if any.
     pub window_starts_on: Option<String>,
     pub position: Option<i64>,
-    pub taken_at: String,
+    pub taken_at: crate::domain::Timestamp,
     pub person_id: i64,
     /// The medication of its source.
     pub medication_id: Option<i64>,
@@ -533,7 +533,7 @@ pub fn insert_not_taken(conn: &WriteTx, new: &NewNotTaken<'_>) -> Result<i64> {
         new.position,
         new.reason,
         new.note,
-        crate::time::now(),
+        crate::domain::Timestamp::now(),
         new.membership_id,
     ])?;
     Ok(conn.last_insert_rowid())
@@ -553,7 +553,13 @@ pub fn decide_not_taken(
              actor_membership_id = ?5, lock_version = lock_version + 1, updated_at = ?4
          WHERE id = ?1",
     )?
-    .execute(params![id, reason, note, crate::time::now(), membership_id])?;
+    .execute(params![
+        id,
+        reason,
+        note,
+        crate::domain::Timestamp::now(),
+        membership_id
+    ])?;
     Ok(())
 }
 
@@ -565,7 +571,7 @@ pub fn reopen(conn: &WriteTx, id: i64, membership_id: i64) -> Result<()> {
              actor_membership_id = ?2, lock_version = lock_version + 1, updated_at = ?3
          WHERE id = ?1",
     )?
-    .execute(params![id, membership_id, crate::time::now()])?;
+    .execute(params![id, membership_id, crate::domain::Timestamp::now()])?;
     Ok(())
 }
 
@@ -579,6 +585,11 @@ pub fn mark_taken(conn: &WriteTx, id: i64, take_id: i64, membership_id: i64) -> 
              updated_at = ?4
          WHERE id = ?1",
     )?
-    .execute(params![id, take_id, membership_id, crate::time::now()])?;
+    .execute(params![
+        id,
+        take_id,
+        membership_id,
+        crate::domain::Timestamp::now()
+    ])?;
     Ok(())
 }

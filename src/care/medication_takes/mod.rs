@@ -23,6 +23,7 @@ pub mod store;
 mod warnings;
 
 use crate::db::WriteTx;
+use crate::domain;
 use jiff::civil::Date;
 use jiff::tz::TimeZone;
 use jiff::{SignedDuration, Timestamp};
@@ -111,7 +112,11 @@ fn matches(id: &ResourceId, numeric: Option<i64>, portable: Option<&str>) -> boo
 /// Whether a retry states the same facts as the saved take. Attributes the
 /// retry leaves out that default from the source (dose, medication) are
 /// not compared; the others must match what was saved.
-fn same_facts(saved: &MedicationTake, input: &NewMedicationTake, taken_at: &str) -> bool {
+fn same_facts(
+    saved: &MedicationTake,
+    input: &NewMedicationTake,
+    taken_at: &domain::Timestamp,
+) -> bool {
     let optional = |sent: &Option<ResourceId>, numeric: Option<i64>, portable: Option<&str>| {
         sent.as_ref()
             .is_none_or(|id| matches(id, numeric, portable))
@@ -122,7 +127,7 @@ fn same_facts(saved: &MedicationTake, input: &NewMedicationTake, taken_at: &str)
             Some(saved.source_id),
             Some(&saved.source_portable_id),
         )
-        && saved.taken_at.as_str() == taken_at
+        && saved.taken_at == *taken_at
         && input.dose_amount.is_none_or(|a| a == saved.dose_amount)
         && input.dose_unit.is_none_or(|u| u == saved.dose_unit)
         && optional(
@@ -151,7 +156,7 @@ pub fn create(conn: &WriteTx, actor: &Actor, input: NewMedicationTake) -> Result
     let taken_at_ts: Timestamp = input.taken_at.parse().map_err(|_| {
         ApiError::invalid("taken_at", "must be an ISO 8601 date-time with an offset")
     })?;
-    let taken_at = crate::time::format(taken_at_ts);
+    let taken_at = domain::Timestamp::from_jiff(taken_at_ts);
     if let Some(recorded) = replay(conn, actor, &input, &taken_at)? {
         return Ok(recorded);
     }
@@ -186,7 +191,7 @@ pub fn create(conn: &WriteTx, actor: &Actor, input: NewMedicationTake) -> Result
     let dose_amount = input.dose_amount.unwrap_or(planned.dose_amount);
     let dose_unit = input.dose_unit.unwrap_or(planned.dose_unit);
 
-    let now = crate::time::now();
+    let now = domain::Timestamp::now();
     let portable_id = crate::db::new_portable_id();
     let id = store::insert(
         conn,
@@ -223,7 +228,7 @@ pub fn create(conn: &WriteTx, actor: &Actor, input: NewMedicationTake) -> Result
         source.source_dosage_option_id,
         dose_amount,
         dose_unit,
-        &now,
+        now.as_str(),
     )?
     .into_iter()
     .map(|(code, message)| Warning { code, message });
@@ -308,7 +313,7 @@ fn replay(
     conn: &Connection,
     actor: &Actor,
     input: &NewMedicationTake,
-    taken_at: &str,
+    taken_at: &domain::Timestamp,
 ) -> Result<Option<Recorded>> {
     let Some(client_uuid) = &input.client_uuid else {
         return Ok(None);

@@ -8,25 +8,11 @@ use serde::{Deserialize, Serialize};
 use crate::decimal::{self, Dec};
 use crate::domain::{ResourceId, Timestamp, Versioned, etag};
 use crate::http::openapi;
-use crate::medicine::vocab::{DoseUnit, vocabulary};
+use crate::medicine::vocab::DoseUnit;
 
-vocabulary!(
-    /// What a take was given under: a schedule or a direct assignment.
-    SourceType {
-        Schedule => "schedule",
-        PersonMedication => "person_medication",
-    }
-);
-
-impl SourceType {
-    /// How a missing source is named in a 404.
-    pub fn noun(self) -> &'static str {
-        match self {
-            SourceType::Schedule => "schedule",
-            SourceType::PersonMedication => "person medication",
-        }
-    }
-}
+/// What a take was given under: a schedule or a direct assignment (the
+/// same vocabulary as a pause period's source).
+pub use crate::care::pause_periods::model::SourceType;
 
 /// A recorded take, exactly as it is returned (also on a replay).
 #[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]

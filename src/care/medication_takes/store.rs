@@ -178,7 +178,7 @@ pub struct NewRow<'a> {
     pub source_type: SourceType,
     pub source_id: i64,
     pub client_uuid: Option<&'a str>,
-    pub taken_at: &'a str,
+    pub taken_at: &'a crate::domain::Timestamp,
     pub dose_amount: Dec,
     pub dose_unit: DoseUnit,
     pub taken_from_medication_id: Option<i64>,
@@ -187,7 +187,7 @@ pub struct NewRow<'a> {
     pub occurrence_window_starts_on: Option<String>,
     pub occurrence_position: Option<i64>,
     pub recorded_by_membership_id: Option<i64>,
-    pub created_at: &'a str,
+    pub created_at: &'a crate::domain::Timestamp,
 }
 
 pub fn insert(conn: &WriteTx, row: &NewRow<'_>) -> Result<i64> {

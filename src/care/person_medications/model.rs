@@ -6,10 +6,10 @@ use serde_json::Value;
 
 pub use crate::care::plan::AdministrationKind;
 use crate::care::plan::{AssignmentPlan, PERSON_MEDICATION, Planned};
-use crate::care::schedules::model::{Dose, DoseAttributes, SourceNotes};
+use crate::care::schedules::model::{DailyDoses, Dose, DoseAttributes, SourceNotes};
 use crate::care::source_row::Sourced;
 use crate::decimal::{self, Dec};
-use crate::domain::{ResourceId, Timestamp, present};
+use crate::domain::{AtLeast, ResourceId, Timestamp, present};
 use crate::http::openapi;
 use crate::http::replace::Whole;
 use crate::medicine::vocab::{DoseCycle, DoseUnit, vocabulary};
@@ -73,8 +73,8 @@ pub struct PersonMedicationAttributes {
     #[schemars(with = "DoseCycle", extend("default" = "daily"))]
     pub dose_cycle: Option<Option<DoseCycle>>,
     #[serde(default, deserialize_with = "present")]
-    #[schemars(with = "Option<i64>", range(min = 1))]
-    pub max_daily_doses: Option<Option<i64>>,
+    #[schemars(with = "Option<DailyDoses>")]
+    pub max_daily_doses: Option<Option<DailyDoses>>,
     #[serde(default, deserialize_with = "present")]
     #[schemars(with = "Option<decimal::NonNegative>")]
     pub min_hours_between_doses: Option<Option<Dec>>,
@@ -95,7 +95,7 @@ impl PersonMedicationAttributes {
             dose_amount: self.dose_amount.take(),
             dose_unit: self.dose_unit.take(),
             dose_cycle: self.dose_cycle.take(),
-            max_daily_doses: self.max_daily_doses.take(),
+            max_daily_doses: self.max_daily_doses.take().map(|n| n.map(AtLeast::get)),
             min_hours_between_doses: self.min_hours_between_doses.take(),
         }
     }

@@ -260,10 +260,6 @@ fn settle_limits(
         },
     };
     let max_daily_doses = match attrs.max_daily_doses {
-        Some(Some(n)) if n < 1 => {
-            problems.add("max_daily_doses", "must be at least 1");
-            None
-        }
         Some(value) => value,
         None => match from_option {
             Some(o) => o.default_max_daily_doses,

@@ -9,7 +9,7 @@ use crate::care::plan::{Planned, SCHEDULE, SchedulePlan};
 use crate::care::schedule_config::ScheduleConfig;
 use crate::care::source_row::Sourced;
 use crate::decimal::{self, Dec};
-use crate::domain::{ResourceId, Text, Timestamp, present};
+use crate::domain::{AtLeast, ResourceId, Text, Timestamp, present};
 use crate::http::openapi;
 use crate::http::replace::Whole;
 use crate::medicine::vocab::{DoseCycle, DoseUnit, ScheduleType};
@@ -65,6 +65,8 @@ pub struct DoseAttributes {
     pub min_hours_between_doses: Option<Option<Dec>>,
 }
 
+/// How many doses a dose cycle allows: at least 1.
+pub type DailyDoses = AtLeast<1>;
 /// A schedule's frequency note: at most 200 characters.
 pub type Frequency = Text<200>;
 /// A schedule's or direct assignment's notes: at most 2000 characters.
@@ -139,8 +141,8 @@ pub struct ScheduleAttributes {
     #[schemars(with = "DoseCycle", extend("default" = "daily"))]
     pub dose_cycle: Option<Option<DoseCycle>>,
     #[serde(default, deserialize_with = "present")]
-    #[schemars(with = "Option<i64>", range(min = 1))]
-    pub max_daily_doses: Option<Option<i64>>,
+    #[schemars(with = "Option<DailyDoses>")]
+    pub max_daily_doses: Option<Option<DailyDoses>>,
     #[serde(default, deserialize_with = "present")]
     #[schemars(with = "Option<decimal::NonNegative>")]
     pub min_hours_between_doses: Option<Option<Dec>>,
@@ -171,7 +173,7 @@ impl ScheduleAttributes {
             dose_amount: self.dose_amount.take(),
             dose_unit: self.dose_unit.take(),
             dose_cycle: self.dose_cycle.take(),
-            max_daily_doses: self.max_daily_doses.take(),
+            max_daily_doses: self.max_daily_doses.take().map(|n| n.map(AtLeast::get)),
             min_hours_between_doses: self.min_hours_between_doses.take(),
         }
     }
