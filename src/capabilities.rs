@@ -4,7 +4,11 @@
 use axum::extract::State;
 use axum::response::Response;
 use axum::routing::get;
-use serde_json::{Value, json};
+use std::collections::BTreeMap;
+
+use schemars::JsonSchema;
+use serde::Serialize;
+use serde_json::Value;
 
 use crate::care::pause_periods::model::PauseReason;
 use crate::http::openapi::{Api, Op};
@@ -23,183 +27,279 @@ pub const ONLINE_ONLY_RESOURCES: &[&str] = &[
     "reports",
 ];
 
-/// `base` is the server's origin (the public URL, or the one the request
-/// was addressed to), which the OAuth URLs hang off.
-pub fn document(state: &AppState, base: &str) -> Value {
-    json!({
-        "format": "service.api.capabilities.v1",
-        "api_version": "v1",
-        "authentication": authentication(state, base),
-        "administration": {
-            "settings": true,
-            "memberships": true,
-            "person_access_grants": true,
-            "app_tokens": true,
-            "audit_logs": true,
-            "invitations": false,
-        },
-        "portable_formats": [],
-        "backups": {
-            "encrypted_migration_bundle": false,
-            "unencrypted_zip": false,
-            "health_data_json": false,
-        },
-        "sync": {
-            "mobile_snapshot": true,
-            "change_feed": true,
-            "batch_mutations": true,
-            "idempotency_keys": true,
-            "etag_conflicts": true,
-            "tombstones": true,
-            "operations": crate::sync::batches_ops::operations_document(),
-            "online_only_resources": ONLINE_ONLY_RESOURCES,
-        },
-        "client_tools": {
-            "cli": {"supported": true, "binary": "pillbox"},
-            "mcp_server": {"supported": false, "transport": "streamable_http", "endpoint": "/mcp", "tools": []},
-            "diagnostics": ["request_id", "retry_after"],
-        },
-        "medication_pause_periods": {"supported": PauseReason::ALL},
-        "inventory": {
-            "stock_removals": true,
-            "stock_removal_reasons": StockRemovalReason::ALL,
-        },
-        "features": {
-            "people": true,
-            "locations": true,
-            "location_memberships": true,
-            "profile": true,
-            "avatar": true,
-            "medications": true,
-            "dosage_options": true,
-            "stock_removals": true,
-            "schedules": true,
-            "person_medications": true,
-            "medication_pause_periods": true,
-            "medication_takes": true,
-            "dose_occurrences": true,
-            "health_events": true,
-            "notification_preferences": true,
-            "medication_lookup": false,
-            "ai_suggestions": false,
-            "web_push": false,
-            "native_push": false,
-            "reports": false,
-        },
-    })
+const FORMAT: &str = "service.api.capabilities.v1";
+const API_VERSION: &str = "v1";
+
+// What this server supports. Objects stay open (no additionalProperties:
+// false) so that a client reads a newer server's document too.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct Capabilities {
+    #[schemars(extend("const" = FORMAT))]
+    format: &'static str,
+    #[schemars(extend("const" = API_VERSION))]
+    api_version: &'static str,
+    authentication: Authentication,
+    administration: Administration,
+    portable_formats: Vec<&'static str>,
+    backups: Backups,
+    sync: Sync,
+    client_tools: ClientTools,
+    medication_pause_periods: Supported,
+    inventory: Inventory,
+    features: Features,
 }
 
 /// What a phone needs to sign in (spec Authentication 2) and the
 /// credentials that work now.
-fn authentication(state: &AppState, base: &str) -> Value {
-    let settings = &state.settings;
-    let metadata = crate::identity::oauth::routes::metadata_document(base);
-    let mobile = crate::identity::clients::find(settings, base, &settings.oauth.mobile_client_id);
-    json!({
-        "methods": ["oauth_authorization_code", "app_token"],
-        "mobile_oauth": {
-            "supported": mobile.is_some(),
-            "client_id": settings.oauth.mobile_client_id,
-            "redirect_uris": mobile.map(|c| c.redirect_uris).unwrap_or_default(),
-            "scopes": [crate::identity::clients::SCOPE],
-            "metadata_url": crate::identity::oauth::routes::metadata_url(base),
-            "issuer": metadata.issuer,
-            "authorization_endpoint": metadata.authorization_endpoint,
-            "token_endpoint": metadata.token_endpoint,
-            "revocation_endpoint": metadata.revocation_endpoint,
-            "code_challenge_methods": metadata.code_challenge_methods_supported,
-            "grant_types": metadata.grant_types_supported,
-        },
-        "web_oauth": {
-            "client_id": settings.oauth.web_client_id,
-            "redirect_uris": crate::identity::clients::find(settings, base, &settings.oauth.web_client_id)
-                .map(|c| c.redirect_uris)
-                .unwrap_or_default(),
-        },
-        "multi_factor": ["totp", "recovery_code"],
-        "access_token_lifetime_seconds": settings.oauth.access_token_ttl_secs,
-        "refresh_token_lifetime_days": settings.oauth.refresh_token_ttl_days,
-    })
+#[derive(Debug, Serialize, JsonSchema)]
+#[schemars(inline)]
+struct Authentication {
+    methods: Vec<&'static str>,
+    mobile_oauth: MobileOauth,
+    web_oauth: WebOauth,
+    multi_factor: Vec<&'static str>,
+    #[schemars(range(min = 1))]
+    access_token_lifetime_seconds: u64,
+    #[schemars(range(min = 1))]
+    refresh_token_lifetime_days: u64,
 }
 
-fn schema() -> Value {
-    let flags = json!({"type": "object", "additionalProperties": {"type": "boolean"}});
-    json!({
-        "type": "object",
-        "required": ["format", "api_version", "authentication", "administration", "portable_formats",
-            "backups", "sync", "client_tools", "features"],
-        "properties": {
-            "format": {"const": "service.api.capabilities.v1"},
-            "api_version": {"const": "v1"},
-            "authentication": {
-                "type": "object", "required": ["methods", "mobile_oauth"],
-                "properties": {
-                    "methods": {"type": "array", "items": {"type": "string"}},
-                    "mobile_oauth": {
-                        "type": "object",
-                        "required": ["supported", "client_id", "redirect_uris", "scopes", "metadata_url"],
-                        "properties": {
-                            "supported": {"type": "boolean"},
-                            "client_id": {"type": "string"},
-                            "redirect_uris": {"type": "array", "items": {"type": "string"}},
-                            "scopes": {"type": "array", "items": {"type": "string"}},
-                            "metadata_url": {"type": "string", "format": "uri"},
-                            "issuer": {"type": "string", "format": "uri"},
-                            "authorization_endpoint": {"type": "string", "format": "uri"},
-                            "token_endpoint": {"type": "string", "format": "uri"},
-                            "revocation_endpoint": {"type": "string", "format": "uri"},
-                            "code_challenge_methods": {"type": "array", "items": {"const": "S256"}},
-                            "grant_types": {"type": "array", "items": {"type": "string"}},
-                        },
-                    },
-                    "web_oauth": {
-                        "type": "object", "required": ["client_id", "redirect_uris"],
-                        "properties": {
-                            "client_id": {"type": "string"},
-                            "redirect_uris": {"type": "array", "items": {"type": "string"}},
-                        },
-                    },
-                    "multi_factor": {"type": "array", "items": {"type": "string"}},
-                    "access_token_lifetime_seconds": {"type": "integer", "minimum": 1},
-                    "refresh_token_lifetime_days": {"type": "integer", "minimum": 1},
-                },
-            },
-            "administration": flags,
-            "portable_formats": {"type": "array", "items": {"type": "string"}},
-            "backups": flags,
-            "sync": {
-                "type": "object",
-                "required": ["mobile_snapshot", "change_feed", "batch_mutations", "idempotency_keys",
-                    "etag_conflicts", "tombstones", "operations", "online_only_resources"],
-                "properties": {
-                    "operations": {"type": "object",
-                        "additionalProperties": {"type": "array", "items": {"type": "string"}}},
-                    "online_only_resources": {"type": "array", "items": {"type": "string"}},
-                },
-            },
-            "client_tools": {"type": "object", "required": ["cli", "mcp_server", "diagnostics"]},
-            "medication_pause_periods": {
-                "type": "object", "required": ["supported"],
-                "properties": {"supported": {"type": "array", "items": {"type": "string"}}},
-            },
-            "inventory": {
-                "type": "object", "required": ["stock_removals", "stock_removal_reasons"],
-                "properties": {
-                    "stock_removals": {"type": "boolean"},
-                    "stock_removal_reasons": {"type": "array", "items": {"type": "string"}},
-                },
-            },
-            "features": flags,
+#[derive(Debug, Serialize, JsonSchema)]
+#[schemars(inline)]
+struct MobileOauth {
+    supported: bool,
+    client_id: String,
+    redirect_uris: Vec<String>,
+    scopes: Vec<&'static str>,
+    #[schemars(extend("format" = "uri"))]
+    metadata_url: String,
+    #[schemars(extend("format" = "uri"))]
+    issuer: String,
+    #[schemars(extend("format" = "uri"))]
+    authorization_endpoint: String,
+    #[schemars(extend("format" = "uri"))]
+    token_endpoint: String,
+    #[schemars(extend("format" = "uri"))]
+    revocation_endpoint: String,
+    code_challenge_methods: Vec<&'static str>,
+    grant_types: Vec<&'static str>,
+}
+
+#[derive(Debug, Serialize, JsonSchema)]
+#[schemars(inline)]
+struct WebOauth {
+    client_id: String,
+    redirect_uris: Vec<String>,
+}
+
+#[derive(Debug, Serialize, JsonSchema)]
+#[schemars(inline)]
+struct Administration {
+    settings: bool,
+    memberships: bool,
+    person_access_grants: bool,
+    app_tokens: bool,
+    audit_logs: bool,
+    invitations: bool,
+}
+
+#[derive(Debug, Serialize, JsonSchema)]
+#[schemars(inline)]
+struct Backups {
+    encrypted_migration_bundle: bool,
+    unencrypted_zip: bool,
+    health_data_json: bool,
+}
+
+#[derive(Debug, Serialize, JsonSchema)]
+#[schemars(inline)]
+struct Sync {
+    mobile_snapshot: bool,
+    change_feed: bool,
+    batch_mutations: bool,
+    idempotency_keys: bool,
+    etag_conflicts: bool,
+    tombstones: bool,
+    /// The batch operations each resource supports
+    #[schemars(with = "BTreeMap<String, Vec<String>>")]
+    operations: Value,
+    online_only_resources: &'static [&'static str],
+}
+
+#[derive(Debug, Serialize, JsonSchema)]
+#[schemars(inline)]
+struct ClientTools {
+    cli: Cli,
+    mcp_server: McpServer,
+    diagnostics: Vec<&'static str>,
+}
+
+#[derive(Debug, Serialize, JsonSchema)]
+#[schemars(inline)]
+struct Cli {
+    supported: bool,
+    binary: &'static str,
+}
+
+#[derive(Debug, Serialize, JsonSchema)]
+#[schemars(inline)]
+struct McpServer {
+    supported: bool,
+    transport: &'static str,
+    endpoint: &'static str,
+    tools: Vec<&'static str>,
+}
+
+#[derive(Debug, Serialize, JsonSchema)]
+#[schemars(inline)]
+struct Supported {
+    supported: &'static [&'static str],
+}
+
+#[derive(Debug, Serialize, JsonSchema)]
+#[schemars(inline)]
+struct Inventory {
+    stock_removals: bool,
+    stock_removal_reasons: &'static [&'static str],
+}
+
+#[derive(Debug, Serialize, JsonSchema)]
+#[schemars(inline)]
+struct Features {
+    people: bool,
+    locations: bool,
+    location_memberships: bool,
+    profile: bool,
+    avatar: bool,
+    medications: bool,
+    dosage_options: bool,
+    stock_removals: bool,
+    schedules: bool,
+    person_medications: bool,
+    medication_pause_periods: bool,
+    medication_takes: bool,
+    dose_occurrences: bool,
+    health_events: bool,
+    notification_preferences: bool,
+    medication_lookup: bool,
+    ai_suggestions: bool,
+    web_push: bool,
+    native_push: bool,
+    reports: bool,
+}
+
+/// `base` is the server's origin (the public URL, or the one the request
+/// was addressed to), which the OAuth URLs hang off.
+pub fn document(state: &AppState, base: &str) -> Capabilities {
+    Capabilities {
+        format: FORMAT,
+        api_version: API_VERSION,
+        authentication: authentication(state, base),
+        administration: Administration {
+            settings: true,
+            memberships: true,
+            person_access_grants: true,
+            app_tokens: true,
+            audit_logs: true,
+            invitations: false,
         },
-    })
+        portable_formats: Vec::new(),
+        backups: Backups {
+            encrypted_migration_bundle: false,
+            unencrypted_zip: false,
+            health_data_json: false,
+        },
+        sync: Sync {
+            mobile_snapshot: true,
+            change_feed: true,
+            batch_mutations: true,
+            idempotency_keys: true,
+            etag_conflicts: true,
+            tombstones: true,
+            operations: crate::sync::batches_ops::operations_document(),
+            online_only_resources: ONLINE_ONLY_RESOURCES,
+        },
+        client_tools: ClientTools {
+            cli: Cli {
+                supported: true,
+                binary: "pillbox",
+            },
+            mcp_server: McpServer {
+                supported: false,
+                transport: "streamable_http",
+                endpoint: "/mcp",
+                tools: Vec::new(),
+            },
+            diagnostics: vec!["request_id", "retry_after"],
+        },
+        medication_pause_periods: Supported {
+            supported: PauseReason::ALL,
+        },
+        inventory: Inventory {
+            stock_removals: true,
+            stock_removal_reasons: StockRemovalReason::ALL,
+        },
+        features: Features {
+            people: true,
+            locations: true,
+            location_memberships: true,
+            profile: true,
+            avatar: true,
+            medications: true,
+            dosage_options: true,
+            stock_removals: true,
+            schedules: true,
+            person_medications: true,
+            medication_pause_periods: true,
+            medication_takes: true,
+            dose_occurrences: true,
+            health_events: true,
+            notification_preferences: true,
+            medication_lookup: false,
+            ai_suggestions: false,
+            web_push: false,
+            native_push: false,
+            reports: false,
+        },
+    }
+}
+
+fn authentication(state: &AppState, base: &str) -> Authentication {
+    let oauth = &state.settings.oauth;
+    let metadata = crate::identity::oauth::routes::metadata_document(base);
+    let mobile = crate::identity::clients::find(&state.settings, base, &oauth.mobile_client_id);
+    let web = crate::identity::clients::find(&state.settings, base, &oauth.web_client_id);
+    Authentication {
+        methods: vec!["oauth_authorization_code", "app_token"],
+        mobile_oauth: MobileOauth {
+            supported: mobile.is_some(),
+            client_id: oauth.mobile_client_id.clone(),
+            redirect_uris: mobile.map(|c| c.redirect_uris).unwrap_or_default(),
+            scopes: vec![crate::identity::clients::SCOPE],
+            metadata_url: crate::identity::oauth::routes::metadata_url(base),
+            issuer: metadata.issuer,
+            authorization_endpoint: metadata.authorization_endpoint,
+            token_endpoint: metadata.token_endpoint,
+            revocation_endpoint: metadata.revocation_endpoint,
+            code_challenge_methods: metadata.code_challenge_methods_supported,
+            grant_types: metadata.grant_types_supported,
+        },
+        web_oauth: WebOauth {
+            client_id: oauth.web_client_id.clone(),
+            redirect_uris: web.map(|c| c.redirect_uris).unwrap_or_default(),
+        },
+        multi_factor: vec!["totp", "recovery_code"],
+        access_token_lifetime_seconds: oauth.access_token_ttl_secs,
+        refresh_token_lifetime_days: oauth.refresh_token_ttl_days,
+    }
 }
 
 pub fn routes(api: Api) -> Api {
-    api.single_schema("Capabilities", schema()).route(
+    api.route(
         Op::get("/capabilities", "getCapabilities", "Capabilities")
             .summary("What this server supports")
             .public()
-            .ok_named("CapabilitiesResponse"),
+            .ok::<Capabilities>(),
         get(show),
     )
 }

@@ -4,7 +4,8 @@ use std::collections::BTreeMap;
 
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
-use serde_json::json;
+use schemars::JsonSchema;
+use serde::Serialize;
 
 use crate::http::request_id;
 
@@ -12,6 +13,46 @@ pub type Result<T, E = ApiError> = std::result::Result<T, E>;
 
 /// Field name -> validation messages, rendered as the envelope's `errors`.
 pub type FieldErrors = BTreeMap<String, Vec<String>>;
+
+// The spec's error envelope (the `Error` component).
+#[derive(Debug, Serialize, JsonSchema)]
+#[schemars(rename = "Error", deny_unknown_fields)]
+pub struct ErrorEnvelope {
+    pub error: ErrorBody,
+}
+
+#[derive(Debug, Serialize, JsonSchema)]
+#[schemars(inline, deny_unknown_fields)]
+pub struct ErrorBody {
+    #[schemars(length(min = 1))]
+    pub code: &'static str,
+    #[schemars(length(min = 1))]
+    pub message: String,
+    #[schemars(length(min = 1))]
+    pub request_id: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "FieldErrors")]
+    pub errors: Option<FieldErrors>,
+}
+
+// The rate-limit envelope (the `RateLimitError` component): the spec gives
+// it no request id.
+#[derive(Debug, Serialize, JsonSchema)]
+#[schemars(rename = "RateLimitError", deny_unknown_fields)]
+pub struct RateLimitEnvelope {
+    pub error: RateLimitBody,
+}
+
+#[derive(Debug, Serialize, JsonSchema)]
+#[schemars(inline, deny_unknown_fields)]
+pub struct RateLimitBody {
+    #[schemars(extend("const" = RATE_LIMITED))]
+    pub code: &'static str,
+    #[schemars(length(min = 1))]
+    pub message: &'static str,
+}
+
+const RATE_LIMITED: &str = "rate_limited";
 
 /// Collects every problem with a submission so one 422 reports them all.
 #[derive(Debug, Default)]
@@ -154,7 +195,7 @@ impl ApiError {
             ApiError::MethodNotAllowed => "method_not_allowed",
             ApiError::UnsupportedMediaType => "unsupported_media_type",
             ApiError::PayloadTooLarge(_) => "payload_too_large",
-            ApiError::RateLimited { .. } => "rate_limited",
+            ApiError::RateLimited { .. } => RATE_LIMITED,
             ApiError::Internal(_) => "internal_error",
         }
     }
@@ -176,8 +217,12 @@ impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
         let status = self.status();
         if let ApiError::RateLimited { retry_after_secs } = self {
-            // The spec's rate-limit envelope has no request_id.
-            let body = json!({"error": {"code": "rate_limited", "message": "rate limit exceeded; retry after the number of seconds in Retry-After"}});
+            let body = RateLimitEnvelope {
+                error: RateLimitBody {
+                    code: RATE_LIMITED,
+                    message: "rate limit exceeded; retry after the number of seconds in Retry-After",
+                },
+            };
             let mut response = (status, axum::Json(body)).into_response();
             response.headers_mut().insert(
                 header::RETRY_AFTER,
@@ -194,16 +239,18 @@ impl IntoResponse for ApiError {
             }
             other => other.to_string(),
         };
-        let mut error = json!({
-            "code": self.code(),
-            "message": message,
-            "request_id": request_id,
-        });
-        if let ApiError::Validation { errors, .. } = &self
-            && !errors.is_empty()
-        {
-            error["errors"] = json!(errors);
-        }
-        (status, axum::Json(json!({ "error": error }))).into_response()
+        let errors = match &self {
+            ApiError::Validation { errors, .. } if !errors.is_empty() => Some(errors.clone()),
+            _ => None,
+        };
+        let body = ErrorEnvelope {
+            error: ErrorBody {
+                code: self.code(),
+                message,
+                request_id,
+                errors,
+            },
+        };
+        (status, axum::Json(body)).into_response()
     }
 }

@@ -53,7 +53,7 @@ pub struct AccountPrefs {
     pub time_zone: Option<String>,
     pub gravatar_enabled: bool,
     pub mobile_shortcuts: Vec<String>,
-    pub updated_at: String,
+    pub updated_at: crate::domain::Timestamp,
 }
 
 pub fn prefs(conn: &Connection, account_id: i64) -> Result<AccountPrefs> {
@@ -62,7 +62,7 @@ pub fn prefs(conn: &Connection, account_id: i64) -> Result<AccountPrefs> {
         Option<String>,
         bool,
         String,
-        String,
+        crate::domain::Timestamp,
     ) = conn
         .prepare_cached(
             "SELECT email, time_zone, gravatar_enabled, mobile_shortcuts, updated_at

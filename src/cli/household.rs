@@ -35,7 +35,7 @@ pub async fn run(command: HouseholdCommand) -> CliResult {
                     h.name,
                     h.time_zone,
                     h.active_members.to_string(),
-                    h.created_at,
+                    h.created_at.into(),
                 ]
             })
             .collect(),

@@ -1,5 +1,6 @@
 //! One page of a list, and the paging facts a collection reports.
 
+use schemars::JsonSchema;
 use serde::Serialize;
 
 /// One page of a list: `page` from 1, `per_page` 1..=100 (default 20).
@@ -31,10 +32,14 @@ impl Page {
     }
 }
 
-/// A collection's `meta`: which page this is and how many records match.
-#[derive(Debug, Clone, Copy, Serialize)]
+// A collection's `meta`: which page this is and how many records match.
+#[derive(Debug, Clone, Copy, Serialize, JsonSchema)]
+#[schemars(rename = "PaginationMeta", deny_unknown_fields)]
 pub struct PageMeta {
+    #[schemars(range(min = 1, max = Page::MAX_PAGE))]
     pub page: u32,
+    #[schemars(range(min = 1, max = Page::MAX_PER_PAGE))]
     pub per_page: u32,
+    #[schemars(range(min = 0))]
     pub total_count: i64,
 }

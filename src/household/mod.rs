@@ -70,7 +70,12 @@ pub fn set_up(conn: &WriteTx, name: &str, time_zone: &str, owner: &NewMember<'_>
         return Err(ApiError::invalid("household", "name must not be blank"));
     }
     let time_zone = canonical_time_zone(time_zone)?;
-    let household_id = store::insert(conn, name.trim(), &time_zone, &crate::time::now())?;
+    let household_id = store::insert(
+        conn,
+        name.trim(),
+        &time_zone,
+        &crate::domain::Timestamp::now(),
+    )?;
     let membership_id = add_member(conn, household_id, owner)?;
     Ok(SetUp {
         household_id,

@@ -5,9 +5,10 @@ use jiff::civil::Date;
 use jiff::tz::TimeZone;
 use rusqlite::{Connection, OptionalExtension, params};
 
+use crate::domain::Timestamp;
 use crate::error::{ApiError, Result};
 
-pub fn insert(conn: &WriteTx, name: &str, time_zone: &str, now: &str) -> Result<i64> {
+pub fn insert(conn: &WriteTx, name: &str, time_zone: &str, now: &Timestamp) -> Result<i64> {
     conn.execute(
         "INSERT INTO households (portable_id, name, time_zone, created_at, updated_at)
          VALUES (?1, ?2, ?3, ?4, ?4)",
@@ -48,7 +49,7 @@ pub struct HouseholdSummary {
     pub name: String,
     pub time_zone: String,
     pub active_members: i64,
-    pub created_at: String,
+    pub created_at: Timestamp,
 }
 
 /// Every household on this server, oldest first.

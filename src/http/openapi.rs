@@ -930,61 +930,18 @@ fn common_schemas(api: &mut Api) {
         generate::<crate::domain::Timestamp>(Contract::Serialize).1,
         generate::<Date>(Contract::Serialize).1,
         generate::<TimeZone>(Contract::Serialize).1,
+        generate::<crate::domain::PageMeta>(Contract::Serialize).1,
+        generate::<crate::error::ErrorEnvelope>(Contract::Serialize).1,
+        generate::<crate::error::RateLimitEnvelope>(Contract::Serialize).1,
     ] {
         for (name, schema) in &components {
             api.register_generated(name, schema);
         }
     }
-    let schemas = [
-        (
-            "ResourceIdentifier",
-            json!({"description": "A numeric id or a portable id",
-                "anyOf": [schema_ref("NumericId"), schema_ref("PortableId")]}),
-        ),
-        (
-            "PaginationMeta",
-            json!({
-                "type": "object", "additionalProperties": false,
-                "required": ["page", "per_page", "total_count"],
-                "properties": {
-                    "page": {"type": "integer", "minimum": 1, "maximum": i64::MAX},
-                    "per_page": {"type": "integer", "minimum": 1, "maximum": 100},
-                    "total_count": {"type": "integer", "minimum": 0},
-                },
-            }),
-        ),
-        (
-            "Error",
-            json!({
-                "type": "object", "required": ["error"], "additionalProperties": false,
-                "properties": {"error": {
-                    "type": "object", "required": ["code", "message", "request_id"],
-                    "additionalProperties": false,
-                    "properties": {
-                        "code": {"type": "string", "minLength": 1},
-                        "message": {"type": "string", "minLength": 1},
-                        "request_id": {"type": "string", "minLength": 1},
-                        "errors": {"type": "object",
-                            "additionalProperties": {"type": "array", "items": {"type": "string"}}},
-                    },
-                }},
-            }),
-        ),
-        (
-            "RateLimitError",
-            json!({
-                "type": "object", "required": ["error"], "additionalProperties": false,
-                "properties": {"error": {
-                    "type": "object", "required": ["code", "message"], "additionalProperties": false,
-                    "properties": {
-                        "code": {"const": "rate_limited"},
-                        "message": {"type": "string", "minLength": 1},
-                    },
-                }},
-            }),
-        ),
-    ];
-    for (name, schema) in schemas {
-        api.schemas.insert(name.to_string(), schema);
-    }
+    // A path parameter's schema: a numeric or a portable id.
+    api.schemas.insert(
+        "ResourceIdentifier".to_string(),
+        json!({"description": "A numeric id or a portable id",
+            "anyOf": [schema_ref("NumericId"), schema_ref("PortableId")]}),
+    );
 }

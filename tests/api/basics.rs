@@ -102,7 +102,12 @@ async fn another_households_paths_reveal_nothing() {
     // Household 999 does not exist; household 2 exists but the owner is not in it.
     app.db
         .write(|conn| {
-            pillbox::household::store::insert(conn, "Other", "UTC", &pillbox::time::now())?;
+            pillbox::household::store::insert(
+                conn,
+                "Other",
+                "UTC",
+                &pillbox::domain::Timestamp::now(),
+            )?;
             Ok(())
         })
         .await

@@ -405,7 +405,7 @@ async fn invalid_attributes_are_refused_and_nothing_is_written() {
     let (foreign_id, foreign_portable) = app
         .db
         .write(|conn| {
-            let now = pillbox::time::now();
+            let now = pillbox::domain::Timestamp::now();
             let household = pillbox::household::store::insert(conn, "Other", "UTC", &now)?;
             let portable = pillbox::db::new_portable_id();
             conn.execute(

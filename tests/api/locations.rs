@@ -592,8 +592,12 @@ async fn credentials_and_other_households() {
     let (other_household, foreign_id, foreign_portable) = app
         .db
         .write(|conn| {
-            let household =
-                pillbox::household::store::insert(conn, "Other", "UTC", &pillbox::time::now())?;
+            let household = pillbox::household::store::insert(
+                conn,
+                "Other",
+                "UTC",
+                &pillbox::domain::Timestamp::now(),
+            )?;
             let portable = pillbox::db::new_portable_id();
             conn.execute(
                 "INSERT INTO locations (portable_id, household_id, name, created_at, updated_at)

@@ -345,3 +345,89 @@ async fn stock_changes_need_the_inventory_permission() {
     .await
     .assert_status(200);
 }
+
+/// The limits declared by the body types: each refusal names its field with
+/// the message the rule gave before and changes nothing, and the served
+/// schema states the same limit.
+#[tokio::test]
+async fn limits_declared_by_the_body_types_name_the_field_and_change_nothing() {
+    let app = TestApp::new().await;
+    let created = app
+        .post(&app.hh("/medications"), &app.owner, paracetamol())
+        .await;
+    created.assert_status(201);
+    let id = created.id();
+    let member = app.hh(&format!("/medications/{id}"));
+    for (field, value, message) in [
+        (
+            "name",
+            json!("x".repeat(201)),
+            "must be at most 200 characters",
+        ),
+        ("name", json!("   "), "must not be blank"),
+        (
+            "friendly_name",
+            json!("x".repeat(201)),
+            "must be at most 200 characters",
+        ),
+        (
+            "category",
+            json!("x".repeat(101)),
+            "must be at most 100 characters",
+        ),
+        (
+            "description",
+            json!("x".repeat(2001)),
+            "must be at most 2000 characters",
+        ),
+        (
+            "dmd_system",
+            json!("x".repeat(201)),
+            "must be at most 200 characters",
+        ),
+        ("barcode", json!("50123456789OO"), "must be 13 to 14 digits"),
+        ("dmd_code", json!("12345"), "must be 6 to 18 digits"),
+    ] {
+        let r = app
+            .patch(
+                &member,
+                &app.owner,
+                json!({"medication": {field: value}}),
+                Some(&created.etag()),
+            )
+            .await;
+        r.assert_error(422, "validation_failed");
+        assert_eq!(
+            r.body["error"]["errors"][field],
+            json!([message]),
+            "{field}"
+        );
+    }
+    let note = app
+        .patch(
+            &app.hh(&format!("/medications/{id}/adjust_inventory")),
+            &app.owner,
+            json!({"adjustment": {"quantity": "3", "reason": "stock_count", "note": "x".repeat(1001)}}),
+            Some(&created.etag()),
+        )
+        .await;
+    note.assert_error(422, "validation_failed");
+    assert_eq!(
+        note.body["error"]["errors"]["note"],
+        json!(["must be at most 1000 characters"])
+    );
+    let after = app.get(&member, &app.owner).await;
+    assert_eq!(after.etag(), created.etag());
+    assert_eq!(after.data(), created.data());
+
+    let schemas = &app.document()["components"]["schemas"];
+    let attributes = &schemas["MedicationAttributes"]["properties"];
+    assert_eq!(attributes["name"]["maxLength"], 200);
+    assert_eq!(attributes["friendly_name"]["maxLength"], 200);
+    assert_eq!(attributes["category"]["maxLength"], 100);
+    assert_eq!(attributes["description"]["maxLength"], 2000);
+    assert_eq!(attributes["barcode"]["pattern"], "^[0-9]{13,14}$");
+    assert_eq!(attributes["dmd_code"]["pattern"], "^[0-9]{6,18}$");
+    let adjustment = &schemas["InventoryAdjustmentRequest"]["properties"]["adjustment"];
+    assert_eq!(adjustment["properties"]["note"]["maxLength"], 1000);
+}

@@ -495,7 +495,7 @@ async fn unknown_or_foreign_medications_are_not_found() {
     let (other_household, foreign_id, foreign_portable) = app
         .db
         .write(|conn| {
-            let household = pillbox::household::store::insert(conn, "Other", "UTC", &pillbox::time::now())?;
+            let household = pillbox::household::store::insert(conn, "Other", "UTC", &pillbox::domain::Timestamp::now())?;
             let portable = pillbox::db::new_portable_id();
             conn.execute(
                 "INSERT INTO medications (portable_id, household_id, name, current_supply, created_at, updated_at)
@@ -621,7 +621,7 @@ async fn a_dosage_id_decrements_that_dosage_options_own_stock() {
     let (foreign_household, foreign_medication) = app
         .db
         .write(|conn| {
-            let household = pillbox::household::store::insert(conn, "Other", "UTC", &pillbox::time::now())?;
+            let household = pillbox::household::store::insert(conn, "Other", "UTC", &pillbox::domain::Timestamp::now())?;
             conn.execute(
                 "INSERT INTO medications (portable_id, household_id, name, current_supply, created_at, updated_at)
                  VALUES (?1, ?2, 'Theirs', '20', ?3, ?3)",

@@ -71,7 +71,7 @@ async fn reopening_keeps_data_and_a_newer_database_is_refused() {
     let dir = tempfile::tempdir().unwrap();
     let db = Db::open(dir.path()).unwrap();
     db.write(|c| {
-        pillbox::household::store::insert(c, "Kept", "UTC", &pillbox::time::now())?;
+        pillbox::household::store::insert(c, "Kept", "UTC", &pillbox::domain::Timestamp::now())?;
         Ok(())
     })
     .await

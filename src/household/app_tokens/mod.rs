@@ -14,7 +14,7 @@ use crate::domain::Page;
 use crate::domain::Timestamp;
 use crate::error::{ApiError, Result};
 use crate::household::memberships::model::MembershipStatus;
-use crate::household::memberships::store as membership_store;
+use crate::household::memberships::store as memberships_store;
 use crate::household::{audit, settings};
 use model::{AppToken, CreatedAppToken, MAX_NAME};
 
@@ -58,7 +58,7 @@ pub fn issue(conn: &WriteTx, request: &TokenRequest<'_>) -> Result<CreatedAppTok
             format!("must be from 1 to {max} (the household's app token maximum age)"),
         ));
     }
-    let active = membership_store::find(conn, request.household_id, request.membership_id)?
+    let active = memberships_store::find(conn, request.household_id, request.membership_id)?
         .is_some_and(|m| m.status == MembershipStatus::Active);
     if !active {
         return Err(ApiError::NotFound(

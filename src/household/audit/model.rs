@@ -25,6 +25,5 @@ pub struct AuditEvent {
     /// Event details; never secrets or clinical values
     #[schemars(with = "Map<String, Value>")]
     pub metadata: Value,
-    #[schemars(with = "crate::domain::Timestamp")]
-    pub occurred_at: String,
+    pub occurred_at: crate::domain::Timestamp,
 }

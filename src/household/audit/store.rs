@@ -29,7 +29,7 @@ pub fn insert(
         subject_type,
         subject_id,
         metadata.to_string(),
-        crate::time::now(),
+        crate::domain::Timestamp::now(),
     ])?;
     Ok(())
 }

@@ -97,7 +97,7 @@ pub fn create(
         id: 0,
         location_id: location.id,
         person_id: person.id,
-        created_at: crate::time::now(),
+        created_at: crate::domain::Timestamp::now(),
     };
     row.id = store::insert_membership(conn, actor.household_id, &row)?;
     let membership = shape(&row, &location, &person);

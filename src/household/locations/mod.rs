@@ -18,7 +18,7 @@ use rusqlite::Connection;
 
 use crate::auth::Actor;
 use crate::db::change_feed::{self, Action, Change};
-use crate::domain::{IfMatch, Page, ResourceId, etag};
+use crate::domain::{IfMatch, Page, ResourceId, Timestamp, etag};
 use crate::error::{ApiError, Problems, Result};
 
 use model::{Location, LocationAttributes};
@@ -111,7 +111,7 @@ fn record(conn: &WriteTx, actor: &Actor, row: &LocationRow, action: Action) -> R
 pub fn create(conn: &WriteTx, actor: &Actor, attrs: LocationAttributes) -> Result<Location> {
     require_location_manager(actor)?;
     validate(&attrs, true)?;
-    let now = crate::time::now();
+    let now = Timestamp::now();
     let mut row = LocationRow {
         id: 0,
         portable_id: crate::db::new_portable_id(),
@@ -149,7 +149,7 @@ fn save(
 ) -> Result<Location> {
     apply(&mut row, attrs);
     row.lock_version += 1;
-    row.updated_at = crate::time::now();
+    row.updated_at = Timestamp::now();
     store::update(conn, &row)?;
     record(conn, actor, &row, Action::Update)?;
     Ok(row.into())
@@ -191,7 +191,7 @@ pub fn replace(
 pub fn delete(conn: &WriteTx, actor: &Actor, id: &ResourceId, if_match: &IfMatch) -> Result<()> {
     let mut row = find_for_change(conn, actor, id, if_match)?;
     row.lock_version += 1;
-    row.updated_at = crate::time::now();
+    row.updated_at = Timestamp::now();
     store::soft_delete(conn, &row)?;
     for person_id in store::people_at(conn, row.id)? {
         if let Some(person) = crate::household::people::store::find(

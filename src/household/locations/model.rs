@@ -4,7 +4,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use crate::domain::{Name, Text};
-use crate::domain::{ResourceId, Versioned, etag, present};
+use crate::domain::{ResourceId, Timestamp, Versioned, etag, present};
 use crate::http::openapi;
 use crate::http::replace::Whole;
 
@@ -25,10 +25,8 @@ pub struct Location {
     pub name: String,
     #[schemars(with = "Option<LocationDescription>")]
     pub description: Option<String>,
-    #[schemars(with = "crate::domain::Timestamp")]
-    pub created_at: String,
-    #[schemars(with = "crate::domain::Timestamp")]
-    pub updated_at: String,
+    pub created_at: Timestamp,
+    pub updated_at: Timestamp,
     #[serde(skip)]
     pub lock_version: i64,
 }
@@ -79,8 +77,7 @@ pub struct LocationMembership {
     pub person_id: i64,
     #[schemars(with = "openapi::PortableId")]
     pub person_portable_id: String,
-    #[schemars(with = "crate::domain::Timestamp")]
-    pub created_at: String,
+    pub created_at: Timestamp,
 }
 
 /// The person to assign, by numeric id (number or numeric string) or

@@ -5,7 +5,7 @@ use crate::db::WriteTx;
 use rusqlite::{Connection, OptionalExtension, Row, named_params, params};
 
 use crate::db::page::{self, PageQuery};
-use crate::domain::{Page, ResourceId};
+use crate::domain::{Page, ResourceId, Timestamp};
 use crate::error::Result;
 
 #[derive(Debug, Clone)]
@@ -15,8 +15,8 @@ pub struct LocationRow {
     pub name: String,
     pub description: Option<String>,
     pub lock_version: i64,
-    pub created_at: String,
-    pub updated_at: String,
+    pub created_at: Timestamp,
+    pub updated_at: Timestamp,
 }
 
 const COLUMNS: &str =
@@ -117,7 +117,7 @@ pub struct MembershipRow {
     pub id: i64,
     pub location_id: i64,
     pub person_id: i64,
-    pub created_at: String,
+    pub created_at: Timestamp,
 }
 
 const MEMBERSHIP_COLUMNS: &str = "lm.id, lm.location_id, lm.person_id, lm.created_at";

@@ -14,7 +14,7 @@ use jiff::civil::Date;
 use rusqlite::Connection;
 
 use crate::auth::{AccessLevel, Actor};
-use crate::domain::{IfMatch, ResourceId};
+use crate::domain::{IfMatch, ResourceId, Timestamp};
 use crate::error::{ApiError, Problems, Result};
 use crate::household::people::{self, model::PersonAttributes, store::PersonRow};
 use crate::household::store as household_store;
@@ -48,17 +48,12 @@ fn shape(conn: &Connection, actor: &Actor, person: PersonRow) -> Result<Profile>
         .as_deref()
         .and_then(|d| d.parse::<Date>().ok())
         .map(|dob| people::age_on(dob, today));
-    // Stored timestamps share one fixed format, so they compare as text.
-    let updated_at = [
-        Some(person.updated_at.as_str()),
-        Some(prefs.updated_at.as_str()),
-        avatar_at.as_deref(),
-    ]
-    .into_iter()
-    .flatten()
-    .max()
-    .map(str::to_owned)
-    .unwrap_or_default();
+    let has_avatar = avatar_at.is_some();
+    let updated_at = [person.updated_at, prefs.updated_at]
+        .into_iter()
+        .chain(avatar_at)
+        .max()
+        .ok_or_else(|| ApiError::internal("a profile without a timestamp"))?;
     Ok(Profile {
         id: person.id.to_string(),
         portable_id: person.portable_id,
@@ -69,7 +64,7 @@ fn shape(conn: &Connection, actor: &Actor, person: PersonRow) -> Result<Profile>
         time_zone: prefs.time_zone,
         gravatar_enabled: prefs.gravatar_enabled,
         mobile_shortcuts: prefs.mobile_shortcuts,
-        has_avatar: avatar_at.is_some(),
+        has_avatar,
         updated_at,
     })
 }
@@ -169,7 +164,7 @@ pub fn update(conn: &WriteTx, actor: &Actor, attrs: ProfileAttributes) -> Result
 
     let mut prefs = accounts::prefs(conn, actor.account_id)?;
     if apply_to_account(&mut prefs, &attrs) {
-        prefs.updated_at = crate::time::now();
+        prefs.updated_at = Timestamp::now();
         accounts::update_prefs(conn, &prefs)?;
     }
 
@@ -225,7 +220,7 @@ pub fn replace_avatar(conn: &WriteTx, actor: &Actor, data: Vec<u8>) -> Result<Pr
         content_type: content_type.to_string(),
         data,
     };
-    store::upsert_avatar(conn, person.id, &avatar, &crate::time::now())?;
+    store::upsert_avatar(conn, person.id, &avatar, &Timestamp::now())?;
     shape(conn, actor, person)
 }
 

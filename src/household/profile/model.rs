@@ -1,46 +1,74 @@
 //! Profile API shapes.
 
-use crate::domain::present;
+use crate::domain::{Timestamp, present};
+use crate::http::openapi;
 use jiff::civil::Date;
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
-/// The signed-in member's own profile: their linked person and the
-/// preferences of their account. Every key is always present.
-#[derive(Debug, Clone, Serialize)]
+// The signed-in member's own profile: their linked person and the
+// preferences of their account. Every key is always present.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+#[schemars(deny_unknown_fields)]
 pub struct Profile {
-    /// The person's numeric id, as a string (the spec's profile identifiers are strings).
+    /// The linked person's numeric id, as a string
+    #[schemars(pattern("^[1-9][0-9]*$"))]
     pub id: String,
+    #[schemars(with = "openapi::PortableId")]
     pub portable_id: String,
+    #[schemars(length(min = 1))]
     pub name: String,
-    /// The account's email.
+    /// The account's email; not changeable through the profile
+    #[schemars(extend("format" = "email"))]
     pub email: String,
+    #[schemars(with = "Option<openapi::Date>")]
     pub date_of_birth: Option<String>,
+    #[schemars(range(min = 0))]
     pub age: Option<i64>,
+    /// IANA time zone name, or null to follow the household
+    #[schemars(length(min = 1))]
     pub time_zone: Option<String>,
     pub gravatar_enabled: bool,
+    #[schemars(length(max = super::MAX_SHORTCUTS), inner(length(min = 1, max = super::MAX_SHORTCUT_CHARS)))]
     pub mobile_shortcuts: Vec<String>,
     pub has_avatar: bool,
-    /// The latest change to the person, the account preferences or the avatar.
-    pub updated_at: String,
+    // The latest change to the person, the account preferences or the avatar.
+    pub updated_at: Timestamp,
 }
 
-/// ProfileAttributes: absent fields stay as they are; only `time_zone` may be null.
-#[derive(Debug, Default, Deserialize)]
+/// Absent fields stay as they are; only `time_zone` may be null.
+#[derive(Debug, Default, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
+#[schemars(inline)]
 pub struct ProfileAttributes {
+    /// Not in the future; saved on the linked person
     #[serde(default, deserialize_with = "present")]
+    #[schemars(with = "openapi::Date")]
     pub date_of_birth: Option<Option<Date>>,
+    /// IANA time zone name; null clears it
     #[serde(default, deserialize_with = "present")]
+    #[schemars(with = "Option<openapi::TimeZone>")]
     pub time_zone: Option<Option<String>>,
     #[serde(default, deserialize_with = "present")]
+    #[schemars(with = "bool")]
     pub gravatar_enabled: Option<Option<bool>>,
+    // Entries are trimmed before they are counted, compared and saved, so
+    // the rule checks them.
+    /// Entries are trimmed before saving and must not be blank
     #[serde(default, deserialize_with = "present")]
+    #[schemars(
+        with = "Vec<String>",
+        length(max = super::MAX_SHORTCUTS),
+        extend("uniqueItems" = true),
+        inner(length(min = 1, max = super::MAX_SHORTCUT_CHARS), pattern("\\S"))
+    )]
     pub mobile_shortcuts: Option<Option<Vec<String>>>,
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
+#[schemars(rename = "ProfileUpdateRequest")]
 pub struct ProfileBody {
     pub profile: ProfileAttributes,
 }
@@ -50,50 +78,6 @@ pub struct ProfileBody {
 pub struct Avatar {
     pub content_type: String,
     pub data: Vec<u8>,
-}
-
-pub fn profile_schema() -> Value {
-    json!({
-        "type": "object",
-        "additionalProperties": false,
-        "required": ["id", "portable_id", "name", "email", "date_of_birth", "age", "time_zone",
-            "gravatar_enabled", "mobile_shortcuts", "has_avatar", "updated_at"],
-        "properties": {
-            "id": {"type": "string", "pattern": "^[1-9][0-9]*$",
-                "description": "The linked person's numeric id, as a string"},
-            "portable_id": {"$ref": "#/components/schemas/PortableId"},
-            "name": {"type": "string", "minLength": 1},
-            "email": {"type": "string", "format": "email",
-                "description": "The account's email; not changeable through the profile"},
-            "date_of_birth": {"type": ["string", "null"], "format": "date"},
-            "age": {"type": ["integer", "null"], "minimum": 0},
-            "time_zone": {"type": ["string", "null"], "minLength": 1,
-                "description": "IANA time zone name, or null to follow the household"},
-            "gravatar_enabled": {"type": "boolean"},
-            "mobile_shortcuts": {"type": "array", "maxItems": super::MAX_SHORTCUTS,
-                "items": {"type": "string", "minLength": 1, "maxLength": super::MAX_SHORTCUT_CHARS}},
-            "has_avatar": {"type": "boolean"},
-            "updated_at": {"$ref": "#/components/schemas/Timestamp"},
-        },
-    })
-}
-
-pub fn profile_attributes_schema() -> Value {
-    json!({
-        "type": "object",
-        "additionalProperties": false,
-        "properties": {
-            "date_of_birth": {"type": "string", "format": "date",
-                "description": "Not in the future; saved on the linked person"},
-            "time_zone": {"anyOf": [{"$ref": "#/components/schemas/TimeZone"}, {"type": "null"}],
-                "description": "IANA time zone name; null clears it"},
-            "gravatar_enabled": {"type": "boolean"},
-            "mobile_shortcuts": {"type": "array", "maxItems": super::MAX_SHORTCUTS,
-                "uniqueItems": true,
-                "items": {"type": "string", "minLength": 1, "maxLength": super::MAX_SHORTCUT_CHARS,
-                    "pattern": "\\S", "description": "Trimmed before saving; not blank"}},
-        },
-    })
 }
 
 pub fn avatar_upload_schema() -> Value {

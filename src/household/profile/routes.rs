@@ -8,7 +8,7 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{delete, get, patch, put};
 
 use super::MAX_AVATAR_BYTES;
-use super::model::{ProfileBody, avatar_upload_schema, profile_attributes_schema, profile_schema};
+use super::model::{Profile, ProfileBody, avatar_upload_schema};
 use crate::auth::{AccessLevel, Actor};
 use crate::error::{ApiError, Result};
 use crate::http::extract::ApiJson;
@@ -24,26 +24,20 @@ const AVATAR_BODY_LIMIT: usize = MAX_AVATAR_BYTES + 64 * 1024;
 const IMAGE_TYPES: &[&str] = &["image/png", "image/jpeg", "image/webp"];
 
 pub fn routes(api: Api) -> Api {
-    api.single_schema("Profile", profile_schema())
-        .request_schema(
-            "ProfileUpdateRequest",
-            "profile",
-            profile_attributes_schema(),
-        )
-        .schema("ProfileAvatarUpload", avatar_upload_schema())
+    api.schema("ProfileAvatarUpload", avatar_upload_schema())
         .route(
             Op::get(PROFILE, "getProfile", TAG)
                 .summary("Your profile: the person linked to your membership and your account's preferences")
                 .description("404 when no person is linked to your membership. Needs current view access to that person.")
-                .ok_named("ProfileResponse"),
+                .ok::<Profile>(),
             get(show),
         )
         .route(
             Op::patch(PROFILE, "updateProfile", TAG)
                 .summary("Update your profile")
                 .description("date_of_birth is saved on your linked person, the other fields on your account, both in one transaction. Unknown fields (including email and roles) are refused. Needs manage access to your linked person; online only.")
-                .body_named("ProfileUpdateRequest")
-                .ok_named("ProfileResponse"),
+                .body::<ProfileBody>()
+                .ok::<Profile>(),
             patch(update),
         )
         .route(
@@ -51,7 +45,7 @@ pub fn routes(api: Api) -> Api {
                 .summary("Upload or replace your avatar")
                 .description("multipart/form-data with one file part named `avatar`: a PNG, JPEG or WebP image of at most 5 MiB, recognised by its content. An invalid upload keeps the existing image. Needs manage access to your linked person.")
                 .multipart_body("ProfileAvatarUpload")
-                .ok_named("ProfileResponse"),
+                .ok::<Profile>(),
             put(replace_avatar).layer(DefaultBodyLimit::max(AVATAR_BODY_LIMIT)),
         )
         .route(

@@ -5,10 +5,11 @@ use crate::db::WriteTx;
 use rusqlite::{Connection, OptionalExtension, params};
 
 use super::model::Avatar;
+use crate::domain::Timestamp;
 use crate::error::Result;
 
 /// When the person's avatar was last replaced, if they have one.
-pub fn avatar_updated_at(conn: &Connection, person_id: i64) -> Result<Option<String>> {
+pub fn avatar_updated_at(conn: &Connection, person_id: i64) -> Result<Option<Timestamp>> {
     Ok(conn
         .prepare_cached("SELECT updated_at FROM avatars WHERE person_id = ?1")?
         .query_row([person_id], |r| r.get(0))
@@ -28,7 +29,12 @@ pub fn avatar(conn: &Connection, person_id: i64) -> Result<Option<Avatar>> {
 }
 
 /// Stores the person's avatar, replacing any earlier one.
-pub fn upsert_avatar(conn: &WriteTx, person_id: i64, avatar: &Avatar, now: &str) -> Result<()> {
+pub fn upsert_avatar(
+    conn: &WriteTx,
+    person_id: i64,
+    avatar: &Avatar,
+    now: &Timestamp,
+) -> Result<()> {
     conn.prepare_cached(
         "INSERT INTO avatars (person_id, content_type, data, updated_at) VALUES (?1, ?2, ?3, ?4)
          ON CONFLICT (person_id) DO UPDATE SET

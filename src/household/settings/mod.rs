@@ -97,7 +97,7 @@ fn change(
         return Ok(settings);
     }
     settings.lock_version += 1;
-    settings.updated_at = crate::time::now();
+    settings.updated_at = crate::domain::Timestamp::now();
     // Doses before the change keep the zone they were scheduled in.
     history::record(
         conn,
@@ -106,7 +106,7 @@ fn change(
         actor.household_id,
         &history::time_zone_state(&before.time_zone),
         &history::time_zone_state(&settings.time_zone),
-        &settings.updated_at,
+        settings.updated_at.as_str(),
     )?;
     store::update(conn, &settings)?;
     audit::record(

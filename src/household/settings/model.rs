@@ -4,7 +4,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use crate::domain::Name;
-use crate::domain::{Versioned, etag, present};
+use crate::domain::{Timestamp, Versioned, etag, present};
 use crate::http::openapi;
 use crate::http::replace::Whole;
 
@@ -27,10 +27,8 @@ pub struct HouseholdSettings {
     /// Longest life, in days, of a new household app token
     #[schemars(range(min = 1, max = super::MAX_TOKEN_AGE_DAYS))]
     pub app_token_max_age_days: i64,
-    #[schemars(with = "crate::domain::Timestamp")]
-    pub created_at: String,
-    #[schemars(with = "crate::domain::Timestamp")]
-    pub updated_at: String,
+    pub created_at: Timestamp,
+    pub updated_at: Timestamp,
     #[serde(skip)]
     pub lock_version: i64,
 }

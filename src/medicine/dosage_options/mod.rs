@@ -17,7 +17,7 @@ use crate::decimal::Dec;
 use crate::domain::{IfMatch, Page, ResourceId, Timestamp, etag, trimmed};
 use crate::error::{ApiError, Problems, Result};
 use crate::medicine::forecast::{Holder, Plan, StockStatus};
-use crate::medicine::medications::store as medication_store;
+use crate::medicine::medications::store as medications_store;
 use model::{
     DosageOption, DosageOptionAttributes, DosageOptionView, MAX_DESCRIPTION, MAX_FREQUENCY,
 };
@@ -93,7 +93,7 @@ pub fn list(
     let medication_id = match medication {
         None => None,
         Some(id) => Some(
-            medication_store::find(conn, actor.household_id, id)?
+            medications_store::find(conn, actor.household_id, id)?
                 .map(|m| m.id)
                 .ok_or_else(|| ApiError::not_found("medication"))?,
         ),
@@ -248,7 +248,7 @@ pub fn create(
     let medication = match attrs.medication_id.take() {
         None => return Err(ApiError::invalid("medication_id", "is required")),
         Some(None) => return Err(ApiError::invalid("medication_id", "must not be null")),
-        Some(Some(id)) => medication_store::find(conn, actor.household_id, &id)?
+        Some(Some(id)) => medications_store::find(conn, actor.household_id, &id)?
             .ok_or_else(|| ApiError::not_found("medication"))?,
     };
     let mut row = DosageOption {
