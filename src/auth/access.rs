@@ -41,7 +41,12 @@ pub fn person_access(
     if actor.is_manager() {
         return Ok(Some(AccessLevel::Manage));
     }
-    store::granted_level(conn, actor.membership_id, person_id, &crate::time::now())
+    store::granted_level(
+        conn,
+        actor.membership_id,
+        person_id,
+        &crate::domain::Timestamp::now(),
+    )
 }
 
 /// The one check every administrative act on another membership's

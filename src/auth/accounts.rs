@@ -26,7 +26,7 @@ pub fn create(
             format!("an account with the email {email} already exists"),
         ));
     }
-    let now = crate::time::now();
+    let now = crate::domain::Timestamp::now();
     conn.execute(
         "INSERT INTO accounts (email, display_name, password_hash, created_at, updated_at)
          VALUES (?1, ?2, ?3, ?4, ?4)",
@@ -39,7 +39,7 @@ pub fn create(
 pub fn set_password_hash(conn: &WriteTx, account_id: i64, password_hash: &str) -> Result<()> {
     conn.execute(
         "UPDATE accounts SET password_hash = ?2, updated_at = ?3 WHERE id = ?1",
-        params![account_id, password_hash, crate::time::now()],
+        params![account_id, password_hash, crate::domain::Timestamp::now()],
     )?;
     Ok(())
 }

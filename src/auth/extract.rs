@@ -42,7 +42,7 @@ async fn authenticate(parts: &Parts, state: &AppState) -> Result<Authenticated> 
 fn note_use(state: &AppState, authenticated: &Authenticated) {
     const EVERY_MINUTES: i64 = 10;
     let credential = authenticated.credential;
-    let stale_before = crate::time::format(
+    let stale_before = crate::domain::Timestamp::from_jiff(
         jiff::Timestamp::now() - jiff::SignedDuration::from_mins(EVERY_MINUTES),
     );
     if authenticated
@@ -54,7 +54,7 @@ fn note_use(state: &AppState, authenticated: &Authenticated) {
     }
     let db = state.db.clone();
     tokio::spawn(async move {
-        let now = crate::time::now();
+        let now = crate::domain::Timestamp::now();
         if let Err(e) = db
             .write(move |conn| store::touch(conn, credential, &now))
             .await

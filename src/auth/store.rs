@@ -52,7 +52,7 @@ fn authenticate_app_token(conn: &Connection, presented: &str) -> Result<Authenti
     if revoked_at.is_some() {
         return Err(ApiError::Unauthorized("this app token has been revoked"));
     }
-    if expires_at <= crate::time::now() {
+    if expires_at <= crate::domain::Timestamp::now() {
         return Err(ApiError::Unauthorized("this app token has expired"));
     }
     if status != "active" {
@@ -98,7 +98,7 @@ fn authenticate_access_token(conn: &Connection, presented: &str) -> Result<Authe
     if revoked_at.is_some() {
         return Err(ApiError::Unauthorized("this session has been signed out"));
     }
-    if expires_at <= crate::time::now() {
+    if expires_at <= crate::domain::Timestamp::now() {
         return Err(ApiError::Unauthorized("this access token has expired"));
     }
     Ok(Authenticated {
@@ -211,7 +211,7 @@ pub struct Visibility {
     household_id: i64,
     membership_id: i64,
     is_manager: bool,
-    now: String,
+    now: crate::domain::Timestamp,
 }
 
 impl Visibility {
@@ -220,7 +220,7 @@ impl Visibility {
             household_id: actor.household_id,
             membership_id: actor.membership_id,
             is_manager: actor.is_manager(),
-            now: crate::time::now(),
+            now: crate::domain::Timestamp::now(),
         }
     }
 

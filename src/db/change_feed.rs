@@ -47,7 +47,7 @@ pub fn append(conn: &WriteTx, change: Change<'_>) -> Result<()> {
         change.record_portable_id,
         change.action.as_str(),
         change.person_id,
-        crate::time::now(),
+        crate::domain::Timestamp::now(),
     ])?;
     Ok(())
 }

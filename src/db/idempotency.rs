@@ -146,8 +146,10 @@ pub fn key_owner(owner: &impl KeyOwner) -> String {
     format!("membership:{}", owner.membership_id())
 }
 
-fn cutoff() -> String {
-    crate::time::format(jiff::Timestamp::now() - jiff::SignedDuration::from_hours(WINDOW_HOURS))
+fn cutoff() -> crate::domain::Timestamp {
+    crate::domain::Timestamp::from_jiff(
+        jiff::Timestamp::now() - jiff::SignedDuration::from_hours(WINDOW_HOURS),
+    )
 }
 
 /// Runs a write under an optional Idempotency-Key, in the caller's
@@ -192,7 +194,7 @@ where
         key,
         replay,
         &saved,
-        &crate::time::now(),
+        &crate::domain::Timestamp::now(),
     )?;
     Ok(saved)
 }

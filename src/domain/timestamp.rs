@@ -62,6 +62,34 @@ impl fmt::Display for Timestamp {
     }
 }
 
+/// Its stored text, for SQL bounds and text comparisons (the stored form
+/// sorts as time does). The other way needs `parse`.
+impl std::ops::Deref for Timestamp {
+    type Target = str;
+
+    fn deref(&self) -> &str {
+        &self.0
+    }
+}
+
+impl PartialEq<&str> for Timestamp {
+    fn eq(&self, other: &&str) -> bool {
+        self.0 == *other
+    }
+}
+
+impl PartialEq<Timestamp> for String {
+    fn eq(&self, other: &Timestamp) -> bool {
+        *self == other.0
+    }
+}
+
+impl PartialOrd<Timestamp> for String {
+    fn partial_cmp(&self, other: &Timestamp) -> Option<std::cmp::Ordering> {
+        Some(self.as_str().cmp(other.as_str()))
+    }
+}
+
 impl From<Timestamp> for String {
     fn from(ts: Timestamp) -> String {
         ts.0

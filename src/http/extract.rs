@@ -192,9 +192,11 @@ impl QueryParams {
     pub fn timestamp(&self, name: &str) -> Result<Option<String>> {
         match self.get(name) {
             None => Ok(None),
-            Some(text) => crate::time::parse(text).map(Some).ok_or_else(|| {
-                ApiError::invalid(name, "must be an ISO 8601 date-time with an offset")
-            }),
+            Some(text) => crate::domain::Timestamp::parse(text)
+                .map(|at| Some(at.into_string()))
+                .ok_or_else(|| {
+                    ApiError::invalid(name, "must be an ISO 8601 date-time with an offset")
+                }),
         }
     }
 }

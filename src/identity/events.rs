@@ -19,7 +19,7 @@ pub fn record(
     address: &str,
     metadata: Value,
 ) -> Result<()> {
-    let now = crate::time::now();
+    let now = crate::domain::Timestamp::now();
     tx.prepare_cached(
         "INSERT INTO sign_in_events (account_id, event_type, address, metadata, occurred_at)
          VALUES (?1, ?2, ?3, ?4, ?5)",
@@ -103,17 +103,21 @@ pub fn fail(tx: &WriteTx, key: &str, free: i64) -> Result<()> {
     };
     // Counters quiet for an hour, whose wait is over, would start from
     // nothing anyway; dropping them keeps a spray of emails from piling up.
-    let forget_before =
-        crate::time::format(now - jiff::SignedDuration::from_secs(FORGET_AFTER_SECS));
+    let forget_before = crate::domain::Timestamp::from_jiff(
+        now - jiff::SignedDuration::from_secs(FORGET_AFTER_SECS),
+    );
     tx.prepare_cached(
         "DELETE FROM sign_in_failures WHERE last_failure_at < ?1
              AND (locked_until IS NULL OR locked_until < ?2)",
     )?
-    .execute(params![forget_before, crate::time::format(now)])?;
+    .execute(params![
+        forget_before,
+        crate::domain::Timestamp::from_jiff(now)
+    ])?;
     let locked_until = (failures > free).then(|| {
         let exponent = (failures - free - 1).min(20) as u32;
         let delay = 2i64.saturating_pow(exponent).min(MAX_DELAY_SECS);
-        crate::time::format(now + jiff::SignedDuration::from_secs(delay))
+        crate::domain::Timestamp::from_jiff(now + jiff::SignedDuration::from_secs(delay))
     });
     tx.prepare_cached(
         "INSERT INTO sign_in_failures (key, failures, last_failure_at, locked_until)
@@ -124,7 +128,7 @@ pub fn fail(tx: &WriteTx, key: &str, free: i64) -> Result<()> {
     .execute(params![
         key,
         failures,
-        crate::time::format(now),
+        crate::domain::Timestamp::from_jiff(now),
         locked_until
     ])?;
     Ok(())

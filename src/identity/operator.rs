@@ -17,7 +17,7 @@ pub fn account_by_email(tx: &WriteTx, email: &str) -> Result<i64> {
 /// old password may be what leaked). Answers how many sessions ended.
 pub fn set_password(tx: &WriteTx, email: &str, password_hash: &str) -> Result<usize> {
     let account_id = account_by_email(tx, email)?;
-    let now = crate::time::now();
+    let now = crate::domain::Timestamp::now();
     crate::auth::accounts::set_password_hash(tx, account_id, password_hash)?;
     events::clear(tx, &events::account_key(email))?;
     let ended = sessions::store::revoke_all_of_account(tx, account_id, "password_reset", &now)?;

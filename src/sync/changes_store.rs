@@ -61,7 +61,7 @@ pub fn scan(
         ":after": after,
         ":membership_id": actor.membership_id,
         ":is_manager": actor.is_manager(),
-        ":now": crate::time::now(),
+        ":now": crate::domain::Timestamp::now(),
         ":scan": scan_limit,
     })?;
     let mut found = Vec::new();

@@ -63,8 +63,8 @@ struct Limits {
     source_id: i64,
     person_id: i64,
     medication_id: i64,
-    from: String,
-    until: String,
+    from: crate::domain::Timestamp,
+    until: crate::domain::Timestamp,
     max_doses: Option<i64>,
     min_hours: Option<Dec>,
 }
@@ -244,8 +244,11 @@ impl Projected {
             source_id: source.id,
             person_id: source.person_id,
             medication_id: source.medication_id,
-            from: crate::time::format(start_of(zone, window.0)?),
-            until: crate::time::format(start_of(zone, window.1.tomorrow().unwrap_or(window.1))?),
+            from: crate::domain::Timestamp::from_jiff(start_of(zone, window.0)?),
+            until: crate::domain::Timestamp::from_jiff(start_of(
+                zone,
+                window.1.tomorrow().unwrap_or(window.1),
+            )?),
             max_doses,
             min_hours,
         });
@@ -434,20 +437,20 @@ fn takes_within(conn: &Connection, people: &[i64], projected: &Projected) -> Res
     let limits = &projected.limits;
     let from = limits
         .iter()
-        .map(|l| l.from.clone())
+        .map(|l| l.from.as_str())
         .min()
         .unwrap_or_default();
     let until = limits
         .iter()
-        .map(|l| l.until.clone())
+        .map(|l| l.until.as_str())
         .max()
         .unwrap_or_default();
     store::takes(
         conn,
         people,
         &projected.sources,
-        &from,
-        &until,
+        from,
+        until,
         projected.first_window,
         projected.last_window,
     )

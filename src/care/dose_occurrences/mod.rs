@@ -209,7 +209,9 @@ mod tests {
     #[test]
     fn daylight_saving_changes_give_one_instant_per_time() {
         let tz = TimeZone::get("Europe/London").unwrap();
-        let at = |date: &str, time: Time| crate::time::format(instant(&tz, d(date), time).unwrap());
+        let at = |date: &str, time: Time| {
+            crate::domain::Timestamp::from_jiff(instant(&tz, d(date), time).unwrap())
+        };
         assert_eq!(at("2027-03-27", t(8, 0)), "2027-03-27T08:00:00.000000Z");
         assert_eq!(at("2027-03-28", t(8, 0)), "2027-03-28T07:00:00.000000Z");
         // Skipped: 01:30 GMT does not exist; it moves forward to 02:30 BST.

@@ -125,7 +125,10 @@ impl Judged<'_> {
     /// window's end.
     fn count_around(&self, at: Timestamp) -> Result<(i64, i64, Timestamp)> {
         let (start, end) = window(at, &self.tz, self.cycle)?;
-        let (start, end_text) = (crate::time::format(start), crate::time::format(end));
+        let (start, end_text) = (
+            crate::domain::Timestamp::from_jiff(start),
+            crate::domain::Timestamp::from_jiff(end),
+        );
         let own = store::count_in_window(
             self.conn,
             self.source.source_type,
@@ -263,8 +266,8 @@ impl Judged<'_> {
             for (at, their_hours) in store::other_sources_between(
                 self.conn,
                 &self.others,
-                &crate::time::format(since),
-                &crate::time::format(Timestamp::MAX),
+                &crate::domain::Timestamp::from_jiff(since),
+                &crate::domain::Timestamp::from_jiff(Timestamp::MAX),
             )? {
                 if let Some(limit) = their_hours.and_then(positive_gap).max(self.min_gap) {
                     let until = timestamp(&at)?.checked_add(limit).unwrap_or(Timestamp::MAX);
@@ -320,8 +323,8 @@ fn too_close_to_other_sources(
     for (at, their_hours) in store::other_sources_between(
         conn,
         others,
-        &crate::time::format(from),
-        &crate::time::format(until),
+        &crate::domain::Timestamp::from_jiff(from),
+        &crate::domain::Timestamp::from_jiff(until),
     )? {
         let gap = taken_at.duration_since(timestamp(&at)?).abs();
         let Some(limit) = their_hours.and_then(positive_gap).max(own_gap) else {

@@ -72,7 +72,7 @@ pub fn begin(
         tx,
         auth.account_id,
         &key.encrypt(&secret)?,
-        &crate::time::now(),
+        &crate::domain::Timestamp::now(),
     )?;
     let email: String = tx.query_row(
         "SELECT email FROM accounts WHERE id = ?1",
@@ -148,7 +148,7 @@ pub fn confirm(
             "is not the authenticator's current code",
         ));
     };
-    store::confirm(tx, auth.account_id, step, &crate::time::now())?;
+    store::confirm(tx, auth.account_id, step, &crate::domain::Timestamp::now())?;
     let recovery_codes = new_recovery_codes(tx, auth.account_id)?;
     events::record(
         tx,
@@ -187,7 +187,7 @@ pub fn check(tx: &WriteTx, key: &MfaKey, account_id: i64, code: &str) -> Result<
     }
     match matched {
         Some(id) => {
-            store::use_recovery_code(tx, id, &crate::time::now())?;
+            store::use_recovery_code(tx, id, &crate::domain::Timestamp::now())?;
             Ok(Some(Factor::RecoveryCode))
         }
         None => Ok(None),

@@ -39,14 +39,14 @@ pub fn issue_code(tx: &WriteTx, grant: &Grant) -> Result<String> {
     let expires = now + jiff::SignedDuration::from_secs(CODE_LIFETIME_SECS);
     store::delete_expired(
         tx,
-        &crate::time::format(now - jiff::SignedDuration::from_hours(24)),
+        &crate::domain::Timestamp::from_jiff(now - jiff::SignedDuration::from_hours(24)),
     )?;
     store::insert_code(
         tx,
         &code,
         grant,
-        &crate::time::format(now),
-        &crate::time::format(expires),
+        &crate::domain::Timestamp::from_jiff(now),
+        &crate::domain::Timestamp::from_jiff(expires),
     )?;
     Ok(code.token)
 }
@@ -144,7 +144,7 @@ fn redeem_code(
     if !presented.matches(&stored.secret_sha256) {
         return Ok(Err(OAuthError::invalid_grant(INVALID)));
     }
-    let now = crate::time::now();
+    let now = crate::domain::Timestamp::now();
     if stored.used_at.is_some() {
         // Someone holds a copy of the code: whatever it issued is revoked.
         if let Some(session_id) = stored.session_id {
@@ -210,7 +210,7 @@ fn refresh(tx: &WriteTx, context: &Context, client: &Client, form: &TokenForm) -
         Some(t) if t.kind == "refresh" && presented.matches(&t.secret_sha256) => t,
         _ => return Ok(Err(OAuthError::invalid_grant(INVALID))),
     };
-    let now = crate::time::now();
+    let now = crate::domain::Timestamp::now();
     if stored.session_revoked || stored.expires_at <= now || stored.session_expires_at <= now {
         return Ok(Err(OAuthError::invalid_grant(INVALID)));
     }

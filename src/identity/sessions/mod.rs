@@ -41,8 +41,8 @@ impl From<&OAuthSettings> for Lifetimes {
     }
 }
 
-fn after(secs: u64) -> String {
-    crate::time::format(
+fn after(secs: u64) -> crate::domain::Timestamp {
+    crate::domain::Timestamp::from_jiff(
         jiff::Timestamp::now() + jiff::SignedDuration::from_secs(secs.min(i64::MAX as u64) as i64),
     )
 }
@@ -55,7 +55,7 @@ pub fn start(
     device_label: &str,
     lifetimes: Lifetimes,
 ) -> Result<Issued> {
-    let now = crate::time::now();
+    let now = crate::domain::Timestamp::now();
     let ends = after(lifetimes.refresh_days * 86_400);
     let session_id = store::insert_session(tx, account_id, client_id, device_label, &now, &ends)?;
     issue(tx, session_id, lifetimes)
@@ -64,7 +64,7 @@ pub fn start(
 /// A new access and refresh token for the session; the session's end moves
 /// to a full refresh lifetime from now (sliding).
 pub fn issue(tx: &WriteTx, session_id: i64, lifetimes: Lifetimes) -> Result<Issued> {
-    let now = crate::time::now();
+    let now = crate::domain::Timestamp::now();
     let access = token::generate(ACCESS_TOKEN_PREFIX);
     let refresh = token::generate(REFRESH_TOKEN_PREFIX);
     let refresh_ends = after(lifetimes.refresh_days * 86_400);
@@ -96,7 +96,7 @@ pub fn revoke(
     reason: &'static str,
     address: &str,
 ) -> Result<bool> {
-    let revoked = store::revoke(tx, session_id, reason, &crate::time::now())?;
+    let revoked = store::revoke(tx, session_id, reason, &crate::domain::Timestamp::now())?;
     if revoked {
         crate::identity::events::record(
             tx,
@@ -126,7 +126,7 @@ pub fn list(conn: &Connection, auth: &Authenticated, page: Page) -> Result<(Vec<
         conn,
         auth.account_id,
         Some(current),
-        &crate::time::now(),
+        &crate::domain::Timestamp::now(),
         page,
     )
 }
@@ -135,7 +135,7 @@ pub fn list(conn: &Connection, auth: &Authenticated, page: Page) -> Result<(Vec<
 /// one already ended, is not found.
 pub fn delete(tx: &WriteTx, auth: &Authenticated, id: i64, address: &str) -> Result<()> {
     require_session(auth)?;
-    if store::live_owner(tx, id, &crate::time::now())? != Some(auth.account_id) {
+    if store::live_owner(tx, id, &crate::domain::Timestamp::now())? != Some(auth.account_id) {
         return Err(ApiError::not_found("session"));
     }
     revoke(tx, auth.account_id, id, "deleted", address)?;

@@ -294,7 +294,7 @@ pub fn password_accepted(
 ) -> Result<AfterPassword> {
     if mfa::enabled(tx, account_id)? {
         let pending = token::generate(PENDING_PREFIX);
-        let expires = crate::time::format(
+        let expires = crate::domain::Timestamp::from_jiff(
             jiff::Timestamp::now() + jiff::SignedDuration::from_secs(PENDING_SECS),
         );
         store::insert_pending(tx, &pending, account_id, &expires)?;
@@ -339,7 +339,9 @@ pub fn second_step(
     let Some(found) = store::find_pending(tx, presented.selector)? else {
         return Ok(AfterSecondStep::Expired);
     };
-    if !presented.matches(&found.secret_sha256) || found.expires_at <= crate::time::now() {
+    if !presented.matches(&found.secret_sha256)
+        || found.expires_at <= crate::domain::Timestamp::now()
+    {
         return Ok(AfterSecondStep::Expired);
     }
     let (id, account_id) = (found.id, found.account_id);

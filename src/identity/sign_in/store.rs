@@ -13,7 +13,7 @@ pub fn insert_pending(
     expires_at: &str,
 ) -> Result<()> {
     tx.prepare_cached("DELETE FROM sign_in_pending WHERE expires_at <= ?1")?
-        .execute([crate::time::now()])?;
+        .execute([crate::domain::Timestamp::now()])?;
     tx.prepare_cached(
         "INSERT INTO sign_in_pending (selector, secret_sha256, account_id, expires_at)
          VALUES (?1, ?2, ?3, ?4)",
