@@ -23,7 +23,8 @@ pub const ONLINE_ONLY_RESOURCES: &[&str] = &[
     "reports",
 ];
 
-pub fn document(_state: &AppState) -> Value {
+pub fn document(state: &AppState) -> Value {
+    let scheduled = state.backups.get();
     json!({
         "format": "service.api.capabilities.v1",
         "api_version": "v1",
@@ -39,11 +40,16 @@ pub fn document(_state: &AppState) -> Value {
             "audit_logs": true,
             "invitations": false,
         },
-        "portable_formats": [],
+        "portable_formats": crate::portable::FORMATS,
         "backups": {
-            "encrypted_migration_bundle": false,
-            "unencrypted_zip": false,
-            "health_data_json": false,
+            "encrypted_migration_bundle": true,
+            "unencrypted_zip": true,
+            "health_data_json": true,
+            "takes_csv": true,
+            "command_line": true,
+            "scheduled": scheduled.enabled,
+            // Shown so administrators see a failing schedule; the log has why.
+            "scheduled_failing": scheduled.failing,
         },
         "sync": {
             "mobile_snapshot": true,

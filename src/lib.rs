@@ -2,6 +2,7 @@
 //! Medication Tracking API from one binary with SQLite inside.
 
 pub mod auth;
+pub mod backup;
 pub mod capabilities;
 pub mod care;
 pub mod cli;
@@ -14,6 +15,7 @@ pub mod household;
 pub mod http;
 pub mod limits;
 pub mod medicine;
+pub mod portable;
 pub mod state;
 pub mod sync;
 pub mod time;

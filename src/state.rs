@@ -15,6 +15,8 @@ pub struct AppState {
     pub rate_limits: Arc<RateLimits>,
     /// The served OpenAPI document, serialised once at start.
     pub openapi: Bytes,
+    /// Scheduled backups: whether they run and how the last one went.
+    pub backups: Arc<crate::backup::schedule::Status>,
 }
 
 impl AppState {
@@ -29,6 +31,7 @@ impl AppState {
             settings: Arc::new(settings),
             rate_limits,
             openapi: Bytes::new(),
+            backups: Arc::default(),
         }
     }
 }
