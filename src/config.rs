@@ -60,7 +60,7 @@ pub struct ServeArgs {
     /// Directory for scheduled backups of the database; none are taken without it
     #[arg(long, env = "PILLBOX_BACKUP_DIR")]
     pub backup_dir: Option<PathBuf>,
-    /// Time between scheduled backups, e.g. 24h, 6h, 30m or 3600s (at least 1m)
+    /// Time between scheduled backups, e.g. 24h, 6h, 30m or 3600s
     #[arg(long, env = "PILLBOX_BACKUP_INTERVAL", default_value = DEFAULT_BACKUP_INTERVAL, value_parser = parse_interval)]
     pub backup_interval: std::time::Duration,
     /// Scheduled backups kept in the backup directory; older ones are removed
@@ -71,7 +71,7 @@ pub struct ServeArgs {
 pub const DEFAULT_BACKUP_INTERVAL: &str = "24h";
 pub const DEFAULT_BACKUP_KEEP: u32 = 7;
 
-/// `N` seconds, or a number with `s`, `m`, `h` or `d`; at least a minute.
+/// `N` seconds, or a number with `s`, `m`, `h` or `d`; at least a second.
 pub fn parse_interval(text: &str) -> Result<std::time::Duration, String> {
     let text = text.trim();
     let (number, unit) = match text.char_indices().find(|(_, c)| !c.is_ascii_digit()) {
@@ -88,8 +88,8 @@ pub fn parse_interval(text: &str) -> Result<std::time::Duration, String> {
         "d" => n.saturating_mul(86_400),
         _ => return Err("expected a duration such as 24h, 30m or 3600s".into()),
     };
-    if seconds < 60 {
-        return Err("must be at least one minute".into());
+    if seconds == 0 {
+        return Err("must be at least one second".into());
     }
     Ok(std::time::Duration::from_secs(seconds))
 }

@@ -348,6 +348,8 @@ struct Importer<'t, 'c> {
     existing: HashMap<&'static str, HashMap<String, Value>>,
     /// Sources with an open period in the bundle (portable id).
     open_paused: std::collections::HashSet<String>,
+    /// Imported open periods the bundle now closes (portable ids).
+    pending_advances: Vec<String>,
 }
 
 /// Reads one collection of the destination as portable JSON by portable id.
@@ -396,6 +398,7 @@ impl<'t, 'c> Importer<'t, 'c> {
             },
             existing,
             open_paused: Default::default(),
+            pending_advances: Vec::new(),
         })
     }
 
@@ -589,6 +592,7 @@ impl<'t, 'c> Importer<'t, 'c> {
         })?;
         if let Some(periods) = &r.medication_pause_periods {
             self.pause_periods(periods)?;
+            self.advance_periods(periods)?;
         }
         if let Some(outcomes) = &r.dose_occurrences {
             self.dose_occurrences(outcomes)?;
@@ -857,6 +861,9 @@ impl<'t, 'c> Importer<'t, 'c> {
                 .fields
                 .iter()
                 .filter(|field| !IMPORT_MARKED.contains(field))
+                // In v2 a source's active state follows its pause periods,
+                // which are compared (and advanced) on their own.
+                .filter(|field| !(self.v2 && **field == "active"))
                 .find(|field| {
                     let incoming = record.get(**field).unwrap_or(&Value::Null);
                     !same_value(incoming, &existing[**field])
@@ -871,6 +878,11 @@ impl<'t, 'c> Importer<'t, 'c> {
                     .entry(collection.name.to_string())
                     .or_default() += 1;
             }
+            Some("ended_at")
+                if self.advances_open_period(collection, portable_id, record, existing) =>
+            {
+                self.pending_advances.push(portable_id.to_string());
+            }
             Some(field) => self.summary.conflicts.push(Conflict {
                 collection: collection.name.to_string(),
                 record_type: collection.record_type.to_string(),
@@ -880,6 +892,74 @@ impl<'t, 'c> Importer<'t, 'c> {
             }),
         }
         true
+    }
+
+    /// Whether an existing period differs from the incoming one only by
+    /// being open where the bundle has it closed.
+    fn advances_open_period(
+        &self,
+        collection: &'static Collection,
+        portable_id: &str,
+        record: &RawRecord,
+        existing: &Value,
+    ) -> bool {
+        collection.name == PAUSE_PERIODS.name
+            && existing["ended_at"].is_null()
+            && record.get("ended_at").is_some_and(|v| !v.is_null())
+            && self.existing[collection.name].contains_key(portable_id)
+            && collection
+                .fields
+                .iter()
+                .filter(|f| !IMPORT_MARKED.contains(f) && **f != "ended_at")
+                .all(|f| same_value(record.get(*f).unwrap_or(&Value::Null), &existing[*f]))
+    }
+
+    /// Closes the imported open periods the bundle now has closed.
+    fn advance_periods(&mut self, records: &[RawRecord]) -> Result<()> {
+        let household_id = self.actor.household_id;
+        for portable_id in std::mem::take(&mut self.pending_advances) {
+            let Some(record) = records
+                .iter()
+                .find(|r| r.get("portable_id").and_then(Value::as_str) == Some(&portable_id))
+            else {
+                continue;
+            };
+            let ended_at = match timestamp(record, "ended_at") {
+                Ok(Some(at)) => at,
+                _ => {
+                    self.error(
+                        &PAUSE_PERIODS,
+                        Some(&portable_id),
+                        "ended_at",
+                        "must be an ISO 8601 date-time with an offset",
+                    );
+                    continue;
+                }
+            };
+            let resumed_by = match record
+                .get("resumed_by_person_portable_id")
+                .and_then(Value::as_str)
+            {
+                Some(person) => store::sole_membership_of(self.tx, household_id, person)?,
+                None => None,
+            };
+            self.tx.execute_batch("SAVEPOINT portable_record")?;
+            match crate::care::pause_periods::advance_imported(
+                self.tx,
+                self.actor,
+                &portable_id,
+                &ended_at,
+                resumed_by,
+            ) {
+                Ok(()) => self.tx.execute_batch("RELEASE portable_record")?,
+                Err(err) => {
+                    self.tx
+                        .execute_batch("ROLLBACK TO portable_record; RELEASE portable_record")?;
+                    self.rule_error(&PAUSE_PERIODS, &portable_id, err)?;
+                }
+            }
+        }
+        Ok(())
     }
 
     fn error(

@@ -320,3 +320,92 @@ fn an_import_killed_at_any_moment_leaves_nothing_partial() {
         assert_eq!(count(&database, "people"), 1);
     }
 }
+
+#[test]
+fn the_server_takes_scheduled_backups_prunes_them_and_shows_a_failing_schedule() {
+    use crate::process::wait_until_serving;
+    let (dir, data, _household) = set_up_household();
+    let backups = dir.path().join("backups");
+    let port = free_port();
+    let listen = format!("127.0.0.1:{port}");
+    let mut cmd = pillbox(&[
+        "serve",
+        "--data-dir",
+        data.to_str().unwrap(),
+        "--listen",
+        &listen,
+    ]);
+    cmd.env("PILLBOX_BACKUP_DIR", &backups)
+        .env("PILLBOX_BACKUP_INTERVAL", "1s")
+        .env("PILLBOX_BACKUP_KEEP", "2")
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null());
+    let mut server = Guard(cmd.spawn().unwrap());
+    wait_until_serving(&mut server, port);
+    // Every second a backup; after four seconds three or more were taken
+    // and the newest two are kept.
+    let started = std::time::Instant::now();
+    let files = loop {
+        let mut files: Vec<_> = std::fs::read_dir(&backups)
+            .map(|d| d.filter_map(|e| e.ok()).map(|e| e.path()).collect())
+            .unwrap_or_default();
+        files.sort();
+        let waited = started.elapsed();
+        if (files.len() == 2 && waited > Duration::from_secs(4)) || waited > Duration::from_secs(15)
+        {
+            break files;
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    };
+    assert_eq!(files.len(), 2, "{files:?}");
+    for file in &files {
+        let name = file.file_name().unwrap().to_string_lossy().to_string();
+        assert!(
+            name.starts_with("pillbox-") && name.ends_with("Z.sqlite3"),
+            "{name}"
+        );
+        let check: String = read_only(file)
+            .query_row("PRAGMA integrity_check", [], |r| r.get(0))
+            .unwrap();
+        assert_eq!(check, "ok");
+    }
+    let caps = http_get(port, "/api/v1/capabilities", None).unwrap().json();
+    assert_eq!(caps["data"]["backups"]["scheduled"], true);
+    assert_eq!(caps["data"]["backups"]["scheduled_failing"], false);
+    server_stop(&mut server);
+
+    // A backup directory that cannot be one: the failure shows.
+    let blocked = dir.path().join("not-a-dir");
+    std::fs::write(&blocked, b"a file").unwrap();
+    let port = free_port();
+    let listen = format!("127.0.0.1:{port}");
+    let mut cmd = pillbox(&[
+        "serve",
+        "--data-dir",
+        data.to_str().unwrap(),
+        "--listen",
+        &listen,
+        "--backup-dir",
+        blocked.to_str().unwrap(),
+        "--backup-interval",
+        "1s",
+    ]);
+    cmd.stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null());
+    let mut server = Guard(cmd.spawn().unwrap());
+    wait_until_serving(&mut server, port);
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    loop {
+        let caps = http_get(port, "/api/v1/capabilities", None).unwrap().json();
+        if caps["data"]["backups"]["scheduled_failing"] == true {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the failure never showed: {caps}"
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}

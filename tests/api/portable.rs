@@ -1083,3 +1083,93 @@ async fn mutated_bundles_and_payloads_never_give_a_500_or_a_partial_write() {
         }
     }
 }
+
+#[tokio::test]
+async fn an_imported_open_pause_closes_when_it_arrives_again_closed() {
+    let source = TestApp::new().await;
+    let ada = new_person(&source, "Ada").await;
+    let med = new_medication(&source, "Paracetamol").await;
+    let daily = schedule(&source, &ada, &med, "daily", json!({"times": ["08:00"]})).await;
+    let paused = source
+        .post(
+            &source.hh("/medication_pause_periods"),
+            &source.owner,
+            json!({"medication_pause_period": {"source_type": "schedule",
+                "source_id": daily.portable, "reason": "clinician_advice"}}),
+        )
+        .await;
+    paused.assert_status(201);
+    let period = paused.data()["portable_id"].as_str().unwrap().to_string();
+    let open_bundle = export(&source, "?version=2").await.data().clone();
+    let destination = TestApp::new().await;
+    import(&destination, "/portable_imports", &open_bundle, PASSPHRASE)
+        .await
+        .assert_status(201);
+
+    source
+        .post(
+            &source.hh(&format!("/medication_pause_periods/{period}/resume")),
+            &source.owner,
+            json!({}),
+        )
+        .await
+        .assert_status(200);
+    let closed_bundle = export(&source, "?version=2").await.data().clone();
+    let applied = import(
+        &destination,
+        "/portable_imports",
+        &closed_bundle,
+        PASSPHRASE,
+    )
+    .await;
+    applied.assert_status(201);
+    let after = snapshot(&destination).await;
+    let restored = after["records"]["medication_pause_periods"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["portable_id"] == period.as_str())
+        .unwrap()
+        .clone();
+    let original = snapshot(&source).await["records"]["medication_pause_periods"][0].clone();
+    assert_eq!(restored["ended_at"], original["ended_at"]);
+    assert_eq!(restored["imported_context"], true);
+    let schedule = after["records"]["schedules"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["portable_id"] == daily.portable.as_str())
+        .unwrap()
+        .clone();
+    assert_eq!(schedule["active"], true);
+
+    // A native open period is never closed by an import.
+    let native = destination
+        .post(
+            &destination.hh("/medication_pause_periods"),
+            &destination.owner,
+            json!({"medication_pause_period": {"source_type": "schedule",
+                "source_id": daily.portable, "reason": "side_effects"}}),
+        )
+        .await;
+    native.assert_status(201);
+    let native_id = native.data()["portable_id"].as_str().unwrap().to_string();
+    let dry = import(
+        &destination,
+        "/portable_imports/dry_run",
+        &closed_bundle,
+        PASSPHRASE,
+    )
+    .await;
+    dry.assert_status(200);
+    assert_eq!(dry.data()["errors"], json!([]), "{}", dry.body);
+    let still = snapshot(&destination).await;
+    let native_after = still["records"]["medication_pause_periods"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["portable_id"] == native_id.as_str())
+        .unwrap()
+        .clone();
+    assert!(native_after["ended_at"].is_null());
+}

@@ -304,6 +304,53 @@ pub fn restore(conn: &WriteTx, actor: &Actor, period: &Restored<'_>) -> Result<(
     Ok((id, portable_id))
 }
 
+/// An imported open period arriving again, now closed (the state table's
+/// "imported open period" row): it closes at the bundle's end time with its
+/// recording context unchanged, and its source becomes active again. Only
+/// an open period that was itself imported may advance this way.
+pub fn advance_imported(
+    conn: &WriteTx,
+    actor: &Actor,
+    portable_id: &str,
+    ended_at: &str,
+    resumed_by_membership_id: Option<i64>,
+) -> Result<()> {
+    let period = authorize_resume(conn, actor, portable_id)?;
+    if !period.is_open() || !period.imported_context {
+        return Err(ApiError::conflict(
+            "pause_history_conflict",
+            "only an imported open pause period can be closed by an import",
+        ));
+    }
+    if period
+        .started_at
+        .as_deref()
+        .is_some_and(|start| ended_at < start)
+    {
+        return Err(ApiError::invalid(
+            "ended_at",
+            "must not be before started_at",
+        ));
+    }
+    let source = live_source(
+        conn,
+        actor.household_id,
+        period.source_type,
+        &ResourceId::Numeric(period.source_numeric_id),
+    )?
+    .ok_or_else(|| ApiError::not_found(period.source_type.noun()))?;
+    store::close(conn, period.row_id, resumed_by_membership_id, ended_at)?;
+    record(
+        conn,
+        actor.household_id,
+        RECORD_TYPE,
+        (period.row_id, &period.portable_id),
+        Action::Update,
+        period.person_id,
+    )?;
+    set_active(conn, actor, &source, true)
+}
+
 /// The permission check of [`resume`]: the period's person is in the
 /// actor's scope (404), with manage access (403). Runs before a saved
 /// response is replayed.
@@ -349,7 +396,7 @@ pub fn resume(
     if !store::close(
         conn,
         period.row_id,
-        actor.membership_id,
+        Some(actor.membership_id),
         &crate::time::now(),
     )? {
         return Err(ApiError::conflict(

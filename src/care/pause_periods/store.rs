@@ -247,7 +247,12 @@ pub fn overlaps(
 }
 
 /// Closes an open period; false when it was already closed.
-pub fn close(conn: &WriteTx, id: i64, resumed_by_membership_id: i64, now: &str) -> Result<bool> {
+pub fn close(
+    conn: &WriteTx,
+    id: i64,
+    resumed_by_membership_id: Option<i64>,
+    now: &str,
+) -> Result<bool> {
     let changed = conn
         .prepare_cached(
             "UPDATE medication_pause_periods
