@@ -15,7 +15,7 @@ use serde_json::{Map, Value, json};
 
 use super::model::{Conflict, ImportSummary, Payload, RawRecord, RecordError};
 use super::store;
-use crate::auth::Actor;
+use crate::auth::{AccessLevel, Actor};
 use crate::care::person_medications::{self, model::PersonMedicationRow};
 use crate::care::schedules::{self, model::ScheduleRow};
 use crate::care::sources;
@@ -404,6 +404,7 @@ impl<'t, 'c> Importer<'t, 'c> {
 
     fn all(&mut self, payload: Payload) -> Result<()> {
         let r = payload.records;
+        self.require_manage_of_existing_people(&r.people)?;
         self.each(&LOCATIONS, &r.locations, |tx, actor, rec| {
             let attrs = typed(attributes(
                 rec,
@@ -706,6 +707,27 @@ impl<'t, 'c> Importer<'t, 'c> {
             };
             crate::care::dose_occurrences::outcomes::restore(tx, actor, &restored)
         })
+    }
+
+    /// Import rule 8: the importer needs a current manage grant for every
+    /// person of the bundle the destination already holds (new people are
+    /// checked by the person rule as they are made).
+    fn require_manage_of_existing_people(&mut self, people: &[RawRecord]) -> Result<()> {
+        for record in people {
+            let Some(portable_id) = record.get("portable_id").and_then(Value::as_str) else {
+                continue;
+            };
+            if store::portable_id_owner(self.tx, PEOPLE.table, portable_id)?
+                != Some(self.actor.household_id)
+            {
+                continue;
+            }
+            let id = ResourceId::Portable(portable_id.to_string());
+            if let Err(err) = people::find_for(self.tx, self.actor, &id, AccessLevel::Manage) {
+                self.rule_error(&PEOPLE, portable_id, err)?;
+            }
+        }
+        Ok(())
     }
 
     /// Applies `create` to every record of a collection, each in its own

@@ -1173,3 +1173,56 @@ async fn an_imported_open_pause_closes_when_it_arrives_again_closed() {
         .clone();
     assert!(native_after["ended_at"].is_null());
 }
+
+#[tokio::test]
+async fn the_importer_needs_manage_access_to_every_person_of_the_bundle_already_here() {
+    let app = TestApp::new().await;
+    let ada = new_person(&app, "Ada").await;
+    let bundle = export(&app, "?version=2").await.data().clone();
+    let (membership, token) = app
+        .add_member(
+            "viewer@example.org",
+            pillbox::auth::Role::Member,
+            Some("Vi"),
+        )
+        .await;
+    crate::schedules::grant(&app, membership, ada.id, "view").await;
+    let got = app
+        .send(
+            Method::POST,
+            &app.hh("/portable_imports/dry_run"),
+            Some(&token),
+            Some(bundle.clone()),
+            &[(HEADER, PASSPHRASE)],
+        )
+        .await;
+    got.assert_status(200);
+    let errors = got.data()["errors"].as_array().unwrap();
+    assert!(
+        errors
+            .iter()
+            .any(|e| e["portable_id"] == ada.portable.as_str() && e["field"] == "access"),
+        "{}",
+        got.body
+    );
+    crate::schedules::grant(&app, membership, ada.id, "manage").await;
+    let got = app
+        .send(
+            Method::POST,
+            &app.hh("/portable_imports/dry_run"),
+            Some(&token),
+            Some(bundle),
+            &[(HEADER, PASSPHRASE)],
+        )
+        .await;
+    got.assert_status(200);
+    assert!(
+        !got.data()["errors"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|e| e["portable_id"] == ada.portable.as_str()),
+        "{}",
+        got.body
+    );
+}
