@@ -1,6 +1,7 @@
 //! Portable household data: the encrypted envelope, export, dry run and
 //! import of portable bundles, and the data exports.
 
+pub mod collections;
 pub mod data_exports;
 pub mod envelope;
 pub mod export;

@@ -1226,3 +1226,39 @@ async fn the_importer_needs_manage_access_to_every_person_of_the_bundle_already_
         got.body
     );
 }
+
+#[tokio::test]
+async fn an_older_v2_outcome_without_a_window_end_takes_its_sources_cycle() {
+    let source = TestApp::new().await;
+    let ada = new_person(&source, "Ada").await;
+    let med = new_medication(&source, "Paracetamol").await;
+    created(
+        &source,
+        "/person_medications",
+        json!({"person_medication": {"person_id": ada.id, "medication_id": med.id,
+            "administration_kind": "routine", "dose_cycle": "weekly"}}),
+    )
+    .await;
+    let mut payload = open(&export(&source, "?version=2").await.data().clone());
+    let assignment = payload["records"]["person_medications"][0]["portable_id"].clone();
+    payload["records"]["dose_occurrences"] = json!([{
+        "portable_id": "0199b0a0-0000-7000-8000-0000000000d1",
+        "source_type": "person_medication", "source_portable_id": assignment,
+        "window_starts_on": "2026-03-02", "position": 1, "scheduled_at": null,
+        "outcome": "not_taken", "reason": "away", "note": null,
+        "resolved_at": "2026-03-05T10:00:00Z", "medication_take_portable_id": null}]);
+    let destination = TestApp::new().await;
+    import(
+        &destination,
+        "/portable_imports",
+        &seal(&payload),
+        PASSPHRASE,
+    )
+    .await
+    .assert_status(201);
+    let outcome = snapshot(&destination).await["records"]["dose_occurrences"][0].clone();
+    // The week of Monday 2 March 2026 ends on Sunday 8 March.
+    assert_eq!(outcome["window_starts_on"], "2026-03-02");
+    assert_eq!(outcome["window_ends_on"], "2026-03-08");
+    assert_eq!(outcome["resolved_at"], "2026-03-05T10:00:00.000000Z");
+}

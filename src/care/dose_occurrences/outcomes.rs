@@ -403,9 +403,27 @@ pub fn restore(conn: &WriteTx, actor: &Actor, r: &Restored<'_>) -> Result<(i64, 
     if r.note.is_some_and(|t| t.chars().count() > MAX_NOTE) {
         problems.add("note", format!("must be at most {MAX_NOTE} characters"));
     }
+    let starts = r.window_starts_on.parse::<jiff::civil::Date>();
+    if starts.is_err() {
+        problems.add("window_starts_on", "must be a date (YYYY-MM-DD)");
+    }
     problems.check("the dose outcome is invalid")?;
+    let window_end = match (r.window_ends_on, starts) {
+        (Some(end), _) => end.to_string(),
+        (None, Ok(start)) => match r.source_type {
+            SourceType::Schedule => start.to_string(),
+            SourceType::PersonMedication => cycle_window(source.dose_cycle, start).1.to_string(),
+        },
+        (None, Err(_)) => return Err(ApiError::internal("window start checked above")),
+    };
     let take_id = match r.medication_take_id {
-        Some(take) => Some(restored_take(conn, &source, take, r)?),
+        Some(take) => Some(restored_take(
+            conn,
+            &source,
+            take,
+            r.window_starts_on,
+            &window_end,
+        )?),
         None => None,
     };
     let source_text = match r.source_type {
@@ -430,6 +448,7 @@ pub fn restore(conn: &WriteTx, actor: &Actor, r: &Restored<'_>) -> Result<(i64, 
             source_type: source_text,
             source_id: source.id,
             restored: r,
+            window_ends_on: &window_end,
             medication_take_id: take_id,
             membership_id: actor.membership_id,
         },
@@ -454,7 +473,8 @@ fn restored_take(
     conn: &Connection,
     source: &takes_store::Source,
     take: i64,
-    r: &Restored<'_>,
+    window_starts_on: &str,
+    window_ends_on: &str,
 ) -> Result<i64> {
     let found =
         takes_store::find(conn, take)?.ok_or_else(|| ApiError::not_found("medication take"))?;
@@ -470,8 +490,8 @@ fn restored_take(
     let day = found.taken_at.get(..10).unwrap_or_default();
     let (Ok(day), Ok(starts), Ok(ends)) = (
         day.parse::<jiff::civil::Date>(),
-        r.window_starts_on.parse::<jiff::civil::Date>(),
-        r.window_ends_on.parse::<jiff::civil::Date>(),
+        window_starts_on.parse::<jiff::civil::Date>(),
+        window_ends_on.parse::<jiff::civil::Date>(),
     ) else {
         return Err(mismatch());
     };

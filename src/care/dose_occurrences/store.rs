@@ -544,7 +544,9 @@ pub struct Restored<'a> {
     pub source_type: crate::care::medication_takes::model::SourceType,
     pub source_id: &'a ResourceId,
     pub window_starts_on: &'a str,
-    pub window_ends_on: &'a str,
+    /// None for an older v2 row saved without one: the source's cycle
+    /// decides it on first import.
+    pub window_ends_on: Option<&'a str>,
     pub position: i64,
     pub scheduled_at: Option<&'a str>,
     pub outcome: &'a str,
@@ -563,6 +565,7 @@ pub struct RestoredOutcome<'a> {
     pub source_type: &'a str,
     pub source_id: i64,
     pub restored: &'a Restored<'a>,
+    pub window_ends_on: &'a str,
     pub medication_take_id: Option<i64>,
     pub membership_id: i64,
 }
@@ -583,7 +586,7 @@ pub fn insert_restored(conn: &WriteTx, new: &RestoredOutcome<'_>) -> Result<i64>
         new.source_type,
         new.source_id,
         r.window_starts_on,
-        r.window_ends_on,
+        new.window_ends_on,
         r.position,
         r.scheduled_at,
         r.outcome,
