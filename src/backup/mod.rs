@@ -138,10 +138,19 @@ pub fn backup(
             .map_err(|e| format!("cannot finish {}: {e}", partial.display()))?;
         drop(copy);
         let version = verify(&partial)?;
-        File::open(&partial)
+        let finished = if is_zip_name(out) {
+            let zipped = partial.with_extension("zip.partial");
+            let zipped_result = zip_database(&partial, &zipped);
+            let _ = std::fs::remove_file(&partial);
+            zipped_result?;
+            zipped
+        } else {
+            partial.clone()
+        };
+        File::open(&finished)
             .and_then(|f| f.sync_all())
-            .map_err(|e| format!("cannot sync {}: {e}", partial.display()))?;
-        std::fs::rename(&partial, out)
+            .map_err(|e| format!("cannot sync {}: {e}", finished.display()))?;
+        std::fs::rename(&finished, out)
             .map_err(|e| format!("cannot move the backup to {}: {e}", out.display()))?;
         sync_dir(out);
         let bytes = std::fs::metadata(out).map(|m| m.len()).unwrap_or(0);
@@ -155,6 +164,59 @@ pub fn backup(
         let _ = std::fs::remove_file(&partial);
     }
     result
+}
+
+/// `--out backup.zip` asks for the database inside a ZIP archive (as
+/// `pillbox.sqlite3`); any other name gets the database file itself.
+fn is_zip_name(out: &Path) -> bool {
+    out.extension()
+        .is_some_and(|e| e.eq_ignore_ascii_case("zip"))
+}
+
+fn zip_database(database: &Path, zipped: &Path) -> Result<(), String> {
+    use zip::write::SimpleFileOptions;
+    let failed = |e: &dyn std::fmt::Display| format!("cannot write {}: {e}", zipped.display());
+    let file = File::create(zipped).map_err(|e| failed(&e))?;
+    let mut archive = zip::ZipWriter::new(file);
+    let options = SimpleFileOptions::default()
+        .compression_method(zip::CompressionMethod::Deflated)
+        .large_file(true)
+        .unix_permissions(0o600);
+    archive
+        .start_file(DATABASE_FILE, options)
+        .map_err(|e| failed(&e))?;
+    let mut source = File::open(database).map_err(|e| failed(&e))?;
+    std::io::copy(&mut source, &mut archive).map_err(|e| failed(&e))?;
+    archive.finish().map_err(|e| failed(&e))?;
+    Ok(())
+}
+
+/// Puts the database a backup file holds at `target`: the file itself, or
+/// the `pillbox.sqlite3` inside a ZIP backup.
+fn unpack(backup_file: &Path, target: &Path) -> Result<(), String> {
+    let mut magic = [0u8; 4];
+    let is_zip = File::open(backup_file)
+        .and_then(|mut f| std::io::Read::read_exact(&mut f, &mut magic))
+        .is_ok()
+        && magic == *b"PK\x03\x04";
+    if !is_zip {
+        std::fs::copy(backup_file, target)
+            .map_err(|e| format!("cannot copy {}: {e}", backup_file.display()))?;
+        return Ok(());
+    }
+    let unreadable = |e: &dyn std::fmt::Display| {
+        format!(
+            "{} is not a pillbox backup archive: {e}",
+            backup_file.display()
+        )
+    };
+    let file = File::open(backup_file).map_err(|e| unreadable(&e))?;
+    let mut archive = zip::ZipArchive::new(file).map_err(|e| unreadable(&e))?;
+    let mut entry = archive.by_name(DATABASE_FILE).map_err(|e| unreadable(&e))?;
+    let mut out =
+        File::create(target).map_err(|e| format!("cannot create {}: {e}", target.display()))?;
+    std::io::copy(&mut entry, &mut out).map_err(|e| unreadable(&e))?;
+    Ok(())
 }
 
 fn partial_path(out: &Path) -> PathBuf {
@@ -201,11 +263,16 @@ pub fn restore(data_dir: &Path, backup_file: &Path) -> Result<Restored, String> 
             .map_err(|e| format!("cannot create {}: {e}", data_dir.display()))?;
     }
     let _lock = lock(data_dir)?;
-    let schema_version = verify(backup_file)?;
     let database = data_dir.join(DATABASE_FILE);
     let incoming = data_dir.join(format!(".{DATABASE_FILE}.restoring"));
-    std::fs::copy(backup_file, &incoming)
-        .map_err(|e| format!("cannot copy {}: {e}", backup_file.display()))?;
+    let checked = unpack(backup_file, &incoming).and_then(|()| verify(&incoming));
+    let schema_version = match checked {
+        Ok(version) => version,
+        Err(message) => {
+            let _ = std::fs::remove_file(&incoming);
+            return Err(message);
+        }
+    };
     File::open(&incoming)
         .and_then(|f| f.sync_all())
         .map_err(|e| format!("cannot sync {}: {e}", incoming.display()))?;

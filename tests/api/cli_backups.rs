@@ -409,3 +409,33 @@ fn the_server_takes_scheduled_backups_prunes_them_and_shows_a_failing_schedule()
         std::thread::sleep(Duration::from_millis(200));
     }
 }
+
+#[test]
+fn a_backup_named_zip_is_the_database_inside_a_zip_and_restores() {
+    let (dir, data, _household) = set_up_household();
+    let zipped = dir.path().join("pillbox-backup.zip");
+    let out = run(
+        pillbox(&[
+            "backup",
+            "--data-dir",
+            data.to_str().unwrap(),
+            "--out",
+            zipped.to_str().unwrap(),
+        ]),
+        None,
+    );
+    out.assert_success();
+    let mut archive = zip::ZipArchive::new(std::fs::File::open(&zipped).unwrap()).unwrap();
+    assert!(archive.by_name(DATABASE_FILE).is_ok());
+    let restored = run(
+        pillbox(&[
+            "restore",
+            "--data-dir",
+            data.to_str().unwrap(),
+            zipped.to_str().unwrap(),
+        ]),
+        None,
+    );
+    restored.assert_success();
+    assert_eq!(count(&data.join(DATABASE_FILE), "households"), 1);
+}
