@@ -109,6 +109,12 @@ struct Backups {
     encrypted_migration_bundle: bool,
     unencrypted_zip: bool,
     health_data_json: bool,
+    takes_csv: bool,
+    command_line: bool,
+    /// The server takes backups on a schedule (`--backup-dir`).
+    scheduled: bool,
+    /// The last scheduled backup failed (the server's log says why).
+    scheduled_failing: bool,
 }
 
 #[derive(Debug, Serialize, JsonSchema)]
@@ -191,6 +197,7 @@ struct Features {
 /// `base` is the server's origin (the public URL, or the one the request
 /// was addressed to), which the OAuth URLs hang off.
 pub fn document(state: &AppState, base: &str) -> Capabilities {
+    let scheduled = state.backups.get();
     Capabilities {
         format: FORMAT,
         api_version: API_VERSION,
@@ -203,11 +210,15 @@ pub fn document(state: &AppState, base: &str) -> Capabilities {
             audit_logs: true,
             invitations: false,
         },
-        portable_formats: Vec::new(),
+        portable_formats: crate::portable::FORMATS.to_vec(),
         backups: Backups {
-            encrypted_migration_bundle: false,
-            unencrypted_zip: false,
-            health_data_json: false,
+            encrypted_migration_bundle: true,
+            unencrypted_zip: true,
+            health_data_json: true,
+            takes_csv: true,
+            command_line: true,
+            scheduled: scheduled.enabled,
+            scheduled_failing: scheduled.failing,
         },
         sync: Sync {
             mobile_snapshot: true,

@@ -82,6 +82,41 @@ pub struct ServeArgs {
     /// Log format
     #[arg(long, env = "PILLBOX_LOG_FORMAT", value_enum, default_value_t = LogFormat::Text)]
     pub log_format: LogFormat,
+    /// Directory for scheduled backups of the database; none are taken without it
+    #[arg(long, env = "PILLBOX_BACKUP_DIR")]
+    pub backup_dir: Option<PathBuf>,
+    /// Time between scheduled backups, e.g. 24h, 6h, 30m or 3600s
+    #[arg(long, env = "PILLBOX_BACKUP_INTERVAL", default_value = DEFAULT_BACKUP_INTERVAL, value_parser = parse_interval)]
+    pub backup_interval: std::time::Duration,
+    /// Scheduled backups kept in the backup directory; older ones are removed
+    #[arg(long, env = "PILLBOX_BACKUP_KEEP", default_value_t = DEFAULT_BACKUP_KEEP, value_parser = clap::value_parser!(u32).range(1..=10_000))]
+    pub backup_keep: u32,
+}
+
+pub const DEFAULT_BACKUP_INTERVAL: &str = "24h";
+pub const DEFAULT_BACKUP_KEEP: u32 = 7;
+
+/// `N` seconds, or a number with `s`, `m`, `h` or `d`; at least a second.
+pub fn parse_interval(text: &str) -> Result<std::time::Duration, String> {
+    let text = text.trim();
+    let (number, unit) = match text.char_indices().find(|(_, c)| !c.is_ascii_digit()) {
+        Some((i, _)) => text.split_at(i),
+        None => (text, "s"),
+    };
+    let n: u64 = number
+        .parse()
+        .map_err(|_| "expected a duration such as 24h, 30m or 3600s".to_string())?;
+    let seconds = match unit {
+        "s" => n,
+        "m" => n.saturating_mul(60),
+        "h" => n.saturating_mul(3600),
+        "d" => n.saturating_mul(86_400),
+        _ => return Err("expected a duration such as 24h, 30m or 3600s".into()),
+    };
+    if seconds == 0 {
+        return Err("must be at least one second".into());
+    }
+    Ok(std::time::Duration::from_secs(seconds))
 }
 
 impl ServeArgs {

@@ -2,6 +2,7 @@
 //! Medication Tracking API from one binary with SQLite inside.
 
 pub mod auth;
+pub mod backup;
 pub mod capabilities;
 pub mod care;
 pub mod cli;
@@ -15,6 +16,7 @@ pub mod http;
 pub mod identity;
 pub mod limits;
 pub mod medicine;
+pub mod portable;
 pub mod state;
 pub mod sync;
 pub mod time;

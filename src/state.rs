@@ -20,6 +20,8 @@ pub struct AppState {
     /// when it could not be read or made (logged at start; enrolment and
     /// second-factor sign-in then fail with 500).
     pub mfa_key: Option<MfaKey>,
+    /// Scheduled backups: whether they run and how the last one went.
+    pub backups: Arc<crate::backup::schedule::Status>,
 }
 
 impl AppState {
@@ -44,6 +46,7 @@ impl AppState {
             rate_limits,
             openapi: Bytes::new(),
             mfa_key,
+            backups: Arc::default(),
         }
     }
 

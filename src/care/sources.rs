@@ -176,8 +176,19 @@ pub fn delete<R: SourceRow>(
     id: &ResourceId,
     if_match: &IfMatch,
 ) -> Result<()> {
+    delete_at::<R>(conn, actor, id, if_match, &crate::domain::Timestamp::now())
+}
+
+/// [`delete`] with the retirement time a portable import restores.
+pub fn delete_at<R: SourceRow>(
+    conn: &WriteTx,
+    actor: &Actor,
+    id: &ResourceId,
+    if_match: &IfMatch,
+    retired_at: &Timestamp,
+) -> Result<()> {
     let row: R = find_for_change(conn, actor, id, if_match)?;
-    R::retire(conn, row.id(), &Timestamp::now())?;
+    R::retire(conn, row.id(), retired_at)?;
     record(conn, actor, &row, Action::Update)?;
     record(conn, actor, &row, Action::Delete)
 }

@@ -2,12 +2,14 @@
 //! with one clear line on failure; secrets never travel as arguments.
 
 mod account;
+mod backup;
 mod check;
 mod health;
 mod household;
 mod member;
 mod name;
 mod password;
+mod portable;
 mod serve;
 mod setup;
 mod token;
@@ -56,6 +58,14 @@ pub enum Command {
     Version,
     /// Exit 0 when the server on this machine answers (the container health check)
     Health(health::HealthArgs),
+    /// Write a consistent, checked copy of the whole database (safe while serving)
+    Backup(backup::BackupArgs),
+    /// Replace the database with a backup (the server must be stopped; the replaced database is kept beside it)
+    Restore(backup::RestoreArgs),
+    /// Write a household's encrypted portable bundle (passphrase from stdin or a prompt)
+    Export(portable::ExportArgs),
+    /// Import an encrypted portable bundle into a household (passphrase from stdin or a prompt)
+    Import(portable::ImportArgs),
 }
 
 /// A failed command: its one line for the operator.
@@ -88,6 +98,10 @@ pub fn run(cli: Cli) -> ExitCode {
             Command::Household(command) => household::run(command).await,
             Command::Check(args) => check::run(args).await,
             Command::Health(args) => health::run(args),
+            Command::Backup(args) => backup::backup(args).await,
+            Command::Restore(args) => backup::restore(args).await,
+            Command::Export(args) => portable::export(args).await,
+            Command::Import(args) => portable::import(args).await,
             Command::Version => {
                 println!(
                     "pillbox {} (database schema {})",

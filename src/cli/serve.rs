@@ -10,10 +10,30 @@ pub async fn run(args: ServeArgs) -> CliResult {
     raise_open_file_limit();
     let db = open_db(&args.data, OpenMode::Create).await?;
     let listener = bind(&args.listen).await?;
+    // Held until the process ends: `pillbox restore` (and a second server)
+    // refuses while it is.
+    let _running = crate::backup::lock(&args.data.data_dir)?;
     let local = listener
         .local_addr()
         .map_err(|e| format!("cannot read the listening address: {e}"))?;
-    let state = AppState::new(db.clone(), Settings::from(&args));
+    let mut state = AppState::new(db.clone(), Settings::from(&args));
+    if let Some(dir) = &args.backup_dir {
+        let status = std::sync::Arc::new(crate::backup::schedule::Status::enabled());
+        state.backups = status.clone();
+        let plan = crate::backup::schedule::Plan {
+            data_dir: args.data.data_dir.clone(),
+            dir: dir.clone(),
+            interval: args.backup_interval,
+            keep: args.backup_keep as usize,
+        };
+        tracing::info!(
+            "scheduled backups every {}s into {}, keeping {}",
+            plan.interval.as_secs(),
+            plan.dir.display(),
+            plan.keep
+        );
+        tokio::spawn(crate::backup::schedule::run(plan, status));
+    }
     let app = crate::http::app(state);
     tracing::info!(
         "pillbox {} listening on http://{local} with data in {}",

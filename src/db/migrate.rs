@@ -26,7 +26,7 @@ pub const SCHEMA_VERSION: i64 = MIGRATIONS.len() as i64;
 
 /// Refuses a database some other program made: one with tables but no
 /// schema version of ours, or a version without our tables. Reads only.
-pub(super) fn check_is_ours(conn: &Connection, path: &Path) -> Result<(), OpenError> {
+pub fn check_is_ours(conn: &Connection, path: &Path) -> Result<(), OpenError> {
     let foreign = || OpenError::Foreign {
         path: path.to_path_buf(),
     };

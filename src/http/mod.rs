@@ -36,7 +36,8 @@ pub fn api() -> Api {
     let api = crate::household::routes(api);
     let api = crate::medicine::routes(api);
     let api = crate::care::routes(api);
-    crate::sync::routes(api)
+    let api = crate::sync::routes(api);
+    crate::portable::routes(api)
 }
 
 fn openapi_route(api: Api) -> Api {

@@ -86,6 +86,10 @@ const RESOURCE_TAGS: &[(&str, &str)] = &[
     ("Sessions", "Signed-in devices of the account"),
     ("Multi-factor", "TOTP second factor and recovery codes"),
     ("Sync", "Snapshots and the change feed for offline clients"),
+    (
+        "Portability",
+        "Encrypted household export and import, and data exports",
+    ),
 ];
 
 fn audience_tags() -> [(&'static str, &'static str); 4] {
@@ -510,6 +514,15 @@ impl Op {
         self
     }
 
+    /// A request header parameter (string valued).
+    pub fn header(mut self, name: &str, required: bool, schema: Value, description: &str) -> Op {
+        self.params.push(json!({
+            "name": name, "in": "header", "required": required,
+            "description": description, "schema": schema,
+        }));
+        self
+    }
+
     pub fn paginated(self) -> Op {
         self.query(
             "page",
@@ -614,16 +627,20 @@ impl Op {
             "description": match status { 201 => "Created", 204 => "No content", _ => "OK" },
             "headers": {"X-Request-Id": {"$ref": "#/components/headers/RequestId"}},
         });
+        // A success may be JSON, raw bytes of some media types, or either
+        // (an export whose mode picks the form).
+        let mut content = Map::new();
         if let Some(schema) = schema {
-            success["content"] = json!({"application/json": {"schema": schema}});
-        } else if !self.binary.is_empty() {
-            let binary = json!({"schema": {"type": "string", "format": "binary"}});
-            success["content"] = Value::Object(
-                self.binary
-                    .iter()
-                    .map(|t| (t.clone(), binary.clone()))
-                    .collect(),
+            content.insert("application/json".into(), json!({"schema": schema}));
+        }
+        for media_type in &self.binary {
+            content.insert(
+                media_type.clone(),
+                json!({"schema": {"type": "string", "format": "binary"}}),
             );
+        }
+        if !content.is_empty() {
+            success["content"] = Value::Object(content);
         }
         if *etag {
             success["headers"]["ETag"] = json!({"$ref": "#/components/headers/ETag"});

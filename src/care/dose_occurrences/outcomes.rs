@@ -352,3 +352,154 @@ pub fn reopen(
     )?;
     store::outcome_by_id(conn, saved.id)
 }
+
+pub use super::store::Restored;
+
+/// Restores a saved outcome (import rules 6 and 7): it needs record access
+/// to the person and a routine source; a taken outcome names a take of the
+/// same source given inside the window (widened by a day either side, as a
+/// dose may be given late at night or early); the dose slot must be free.
+/// Nothing is administered and stock is untouched; the original resolution
+/// time is kept and the importing member is the local actor.
+pub fn restore(conn: &WriteTx, actor: &Actor, r: &Restored<'_>) -> Result<(i64, String)> {
+    let noun = r.source_type.noun();
+    let source = takes_store::find_source(conn, actor.household_id, r.source_type, r.source_id)?
+        .ok_or_else(|| ApiError::not_found(noun))?;
+    authorize_record(conn, actor, source.person_id, noun)?;
+    let mut problems = Problems::default();
+    if source.as_needed {
+        problems.add(
+            "source_portable_id",
+            "names an as-needed source, which has no expected doses",
+        );
+    }
+    if !matches!(r.outcome, "not_taken" | "taken" | "open") {
+        problems.add("outcome", "must be not_taken, taken or open");
+    }
+    if r.outcome == "taken" && r.medication_take_id.is_none() {
+        problems.add(
+            "medication_take_portable_id",
+            "is required for a taken outcome",
+        );
+    }
+    if r.outcome != "taken" && r.medication_take_id.is_some() {
+        problems.add(
+            "medication_take_portable_id",
+            "must be null unless the outcome is taken",
+        );
+    }
+    if !source.as_needed
+        && r.scheduled_at.is_some()
+        && r.source_type == SourceType::PersonMedication
+    {
+        problems.add(
+            "scheduled_at",
+            "must be null: a routine assignment has no scheduled time",
+        );
+    }
+    if r.reason.is_some_and(|t| t.chars().count() > MAX_REASON) {
+        problems.add("reason", format!("must be at most {MAX_REASON} characters"));
+    }
+    if r.note.is_some_and(|t| t.chars().count() > MAX_NOTE) {
+        problems.add("note", format!("must be at most {MAX_NOTE} characters"));
+    }
+    let starts = r.window_starts_on.parse::<jiff::civil::Date>();
+    if starts.is_err() {
+        problems.add("window_starts_on", "must be a date (YYYY-MM-DD)");
+    }
+    problems.check("the dose outcome is invalid")?;
+    let window_end = match (r.window_ends_on, starts) {
+        (Some(end), _) => end.to_string(),
+        (None, Ok(start)) => match r.source_type {
+            SourceType::Schedule => start.to_string(),
+            SourceType::PersonMedication => cycle_window(source.dose_cycle, start).1.to_string(),
+        },
+        (None, Err(_)) => return Err(ApiError::internal("window start checked above")),
+    };
+    let take_id = match r.medication_take_id {
+        Some(take) => Some(restored_take(
+            conn,
+            &source,
+            take,
+            r.window_starts_on,
+            &window_end,
+        )?),
+        None => None,
+    };
+    let source_text = match r.source_type {
+        SourceType::Schedule => SCHEDULE,
+        SourceType::PersonMedication => PERSON_MEDICATION,
+    };
+    if store::outcome_by_occurrence(conn, source_text, source.id, r.window_starts_on, r.position)?
+        .is_some()
+    {
+        return Err(ApiError::conflict(
+            CONFLICT,
+            "this expected dose already has a saved outcome",
+        ));
+    }
+    let portable_id = crate::db::new_portable_id();
+    let id = store::insert_restored(
+        conn,
+        &store::RestoredOutcome {
+            portable_id: &portable_id,
+            household_id: actor.household_id,
+            person_id: source.person_id,
+            source_type: source_text,
+            source_id: source.id,
+            restored: r,
+            window_ends_on: &window_end,
+            medication_take_id: take_id,
+            membership_id: actor.membership_id,
+        },
+    )?;
+    change_feed::append(
+        conn,
+        Change {
+            household_id: actor.household_id,
+            record_type: RECORD_TYPE,
+            record_id: id,
+            record_portable_id: &portable_id,
+            action: Action::Create,
+            person_id: Some(source.person_id),
+        },
+    )?;
+    Ok((id, portable_id))
+}
+
+/// The take a restored taken outcome names: one of the same source, given
+/// within a day of the window.
+fn restored_take(
+    conn: &Connection,
+    source: &takes_store::Source,
+    take: i64,
+    window_starts_on: &str,
+    window_ends_on: &str,
+) -> Result<i64> {
+    let found =
+        takes_store::find(conn, take)?.ok_or_else(|| ApiError::not_found("medication take"))?;
+    let mismatch = || {
+        ApiError::invalid(
+            "medication_take_portable_id",
+            "names a take of another source or outside the saved window",
+        )
+    };
+    if found.source_type != source.source_type || found.source_id != source.id {
+        return Err(mismatch());
+    }
+    let day = found.taken_at.get(..10).unwrap_or_default();
+    let (Ok(day), Ok(starts), Ok(ends)) = (
+        day.parse::<jiff::civil::Date>(),
+        window_starts_on.parse::<jiff::civil::Date>(),
+        window_ends_on.parse::<jiff::civil::Date>(),
+    ) else {
+        return Err(mismatch());
+    };
+    let slack = jiff::Span::new().days(1);
+    let inside = starts.checked_sub(slack).is_ok_and(|s| day >= s)
+        && ends.checked_add(slack).is_ok_and(|e| day <= e);
+    if !inside {
+        return Err(mismatch());
+    }
+    Ok(found.id)
+}

@@ -539,6 +539,67 @@ pub fn insert_not_taken(conn: &WriteTx, new: &NewNotTaken<'_>) -> Result<i64> {
     Ok(conn.last_insert_rowid())
 }
 
+/// An outcome as a portable import restores it.
+pub struct Restored<'a> {
+    pub source_type: crate::care::medication_takes::model::SourceType,
+    pub source_id: &'a ResourceId,
+    pub window_starts_on: &'a str,
+    /// None for an older v2 row saved without one: the source's cycle
+    /// decides it on first import.
+    pub window_ends_on: Option<&'a str>,
+    pub position: i64,
+    pub scheduled_at: Option<&'a str>,
+    pub outcome: &'a str,
+    pub reason: Option<&'a str>,
+    pub note: Option<&'a str>,
+    pub resolved_at: Option<&'a str>,
+    /// The linked take's row id (the importer resolves its portable id).
+    pub medication_take_id: Option<i64>,
+}
+
+/// A restored outcome (portable import) with its own times.
+pub struct RestoredOutcome<'a> {
+    pub portable_id: &'a str,
+    pub household_id: i64,
+    pub person_id: i64,
+    pub source_type: &'a str,
+    pub source_id: i64,
+    pub restored: &'a Restored<'a>,
+    pub window_ends_on: &'a str,
+    pub medication_take_id: Option<i64>,
+    pub membership_id: i64,
+}
+
+pub fn insert_restored(conn: &WriteTx, new: &RestoredOutcome<'_>) -> Result<i64> {
+    let r = new.restored;
+    conn.prepare_cached(
+        "INSERT INTO dose_occurrences
+           (portable_id, household_id, person_id, source_type, source_id, window_starts_on,
+            window_ends_on, position, scheduled_at, outcome, reason, note, resolved_at,
+            medication_take_id, actor_membership_id, lock_version, created_at, updated_at)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, 1, ?16, ?16)",
+    )?
+    .execute(params![
+        new.portable_id,
+        new.household_id,
+        new.person_id,
+        new.source_type,
+        new.source_id,
+        r.window_starts_on,
+        new.window_ends_on,
+        r.position,
+        r.scheduled_at,
+        r.outcome,
+        r.reason,
+        r.note,
+        r.resolved_at,
+        new.medication_take_id,
+        new.membership_id,
+        crate::time::now(),
+    ])?;
+    Ok(conn.last_insert_rowid())
+}
+
 /// Decides a reopened row `not_taken` again (a new version).
 pub fn decide_not_taken(
     conn: &WriteTx,

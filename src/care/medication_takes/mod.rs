@@ -153,6 +153,22 @@ fn same_facts(
 /// changes nothing; with other facts it is a 409 `client_uuid_reused`.
 /// Access is checked before anything, a replay included.
 pub fn create(conn: &WriteTx, actor: &Actor, input: NewMedicationTake) -> Result<Recorded> {
+    record(conn, actor, input, true)
+}
+
+/// A take restored by a portable import: the same rule as `create`, except
+/// that the stock it used is not deducted again (the imported stock figures
+/// already count it).
+pub fn restore(conn: &WriteTx, actor: &Actor, input: NewMedicationTake) -> Result<Recorded> {
+    record(conn, actor, input, false)
+}
+
+fn record(
+    conn: &WriteTx,
+    actor: &Actor,
+    input: NewMedicationTake,
+    deduct_stock: bool,
+) -> Result<Recorded> {
     let taken_at_ts: Timestamp = input.taken_at.parse().map_err(|_| {
         ApiError::invalid("taken_at", "must be an ISO 8601 date-time with an offset")
     })?;
@@ -221,15 +237,19 @@ pub fn create(conn: &WriteTx, actor: &Actor, input: NewMedicationTake) -> Result
         (id, &portable_id),
         occurrence.as_ref(),
     )?;
-    let stock_warnings = crate::medicine::stock::deduct_take(
-        conn,
-        actor.household_id,
-        &medication,
-        source.source_dosage_option_id,
-        dose_amount,
-        dose_unit,
-        now.as_str(),
-    )?
+    let stock_warnings = if deduct_stock {
+        crate::medicine::stock::deduct_take(
+            conn,
+            actor.household_id,
+            &medication,
+            source.source_dosage_option_id,
+            dose_amount,
+            dose_unit,
+            &now,
+        )?
+    } else {
+        Vec::new()
+    }
     .into_iter()
     .map(|(code, message)| Warning { code, message });
 

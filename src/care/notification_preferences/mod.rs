@@ -263,7 +263,31 @@ fn write(
     attrs: NotificationPreferenceAttributes,
     whole: bool,
 ) -> Result<NotificationPreference> {
-    let mut person = linked_person(conn, actor, AccessLevel::Manage)?;
+    let person = linked_person(conn, actor, AccessLevel::Manage)?;
+    write_for(conn, actor, person, if_match, attrs, whole)
+}
+
+/// A portable import's preferences of any person of the household (the
+/// REST operations only reach the caller's own person): manage access to
+/// that person, then the same rule as a PUT.
+pub fn restore_for(
+    conn: &WriteTx,
+    actor: &Actor,
+    person_id: &ResourceId,
+    attrs: NotificationPreferenceAttributes,
+) -> Result<NotificationPreference> {
+    let person = people::find_for(conn, actor, person_id, AccessLevel::Manage)?;
+    write_for(conn, actor, person, &IfMatch(None), attrs, true)
+}
+
+fn write_for(
+    conn: &WriteTx,
+    actor: &Actor,
+    mut person: PersonRow,
+    if_match: &IfMatch,
+    attrs: NotificationPreferenceAttributes,
+    whole: bool,
+) -> Result<NotificationPreference> {
     let existing = store::find_by_person(conn, person.id)?;
     match &existing {
         Some(row) => if_match.check(&etag(&row.portable_id, row.lock_version))?,

@@ -211,6 +211,142 @@ pub fn create(conn: &WriteTx, actor: &Actor, attrs: &PausePeriodAttributes) -> R
     reload(conn, id)
 }
 
+/// A period as a portable import restores it: its own times and context,
+/// actors resolved by the importer (None when not exactly one membership
+/// matches).
+pub struct Restored<'a> {
+    pub source_type: SourceType,
+    pub source_id: &'a ResourceId,
+    pub reason: PauseReason,
+    pub note: Option<&'a str>,
+    pub started_at: Option<&'a str>,
+    pub ended_at: Option<&'a str>,
+    pub created_at: &'a str,
+    pub legacy_context: bool,
+    pub recorded_by_membership_id: Option<i64>,
+    pub resumed_by_membership_id: Option<i64>,
+}
+
+/// Restores a period without pausing or resuming (import rule 1): manage
+/// access to the source's person, no second open period and no overlap
+/// with the source's other periods (rule 2); an open period makes the
+/// source inactive (rule 3). The restored period is `imported_context`.
+pub fn restore(conn: &WriteTx, actor: &Actor, period: &Restored<'_>) -> Result<(i64, String)> {
+    let noun = period.source_type.noun();
+    let source = live_source(
+        conn,
+        actor.household_id,
+        period.source_type,
+        period.source_id,
+    )?
+    .ok_or_else(|| ApiError::not_found(noun))?;
+    require_manage(conn, actor, source.person_id, noun)?;
+    let mut problems = crate::error::Problems::default();
+    crate::domain::bounded_text(
+        "note",
+        period.note.map(str::to_string),
+        model::PauseNote::MAX,
+        &mut problems,
+    );
+    if let (Some(start), Some(end)) = (period.started_at, period.ended_at)
+        && end < start
+    {
+        problems.add("ended_at", "must not be before started_at");
+    }
+    problems.check("the pause period's attributes are invalid")?;
+    let open = period.ended_at.is_none();
+    if open && !store::open_for(conn, source.source_type, &[source.id])?.is_empty() {
+        return Err(ApiError::conflict(
+            PERIOD_OPEN,
+            format!("this {noun} already has an open pause period"),
+        ));
+    }
+    if store::overlaps(
+        conn,
+        source.source_type,
+        source.id,
+        period.started_at,
+        period.ended_at,
+    )? {
+        return Err(ApiError::conflict(
+            "pause_history_conflict",
+            format!("this period overlaps another pause period of the {noun}"),
+        ));
+    }
+    let portable_id = crate::db::new_portable_id();
+    let id = store::insert_restored(
+        conn,
+        &store::RestoredRow {
+            portable_id: &portable_id,
+            household_id: actor.household_id,
+            source_type: source.source_type,
+            source_id: source.id,
+            person_id: source.person_id,
+            period,
+            now: &crate::domain::Timestamp::now(),
+        },
+    )?;
+    record(
+        conn,
+        actor.household_id,
+        RECORD_TYPE,
+        (id, &portable_id),
+        Action::Create,
+        source.person_id,
+    )?;
+    if open {
+        set_active(conn, actor, &source, false)?;
+    }
+    Ok((id, portable_id))
+}
+
+/// An imported open period arriving again, now closed (the state table's
+/// "imported open period" row): it closes at the bundle's end time with its
+/// recording context unchanged, and its source becomes active again. Only
+/// an open period that was itself imported may advance this way.
+pub fn advance_imported(
+    conn: &WriteTx,
+    actor: &Actor,
+    portable_id: &str,
+    ended_at: &Timestamp,
+    resumed_by_membership_id: Option<i64>,
+) -> Result<()> {
+    let period = authorize_resume(conn, actor, portable_id)?;
+    if !period.is_open() || !period.imported_context {
+        return Err(ApiError::conflict(
+            "pause_history_conflict",
+            "only an imported open pause period can be closed by an import",
+        ));
+    }
+    if period
+        .started_at
+        .as_deref()
+        .is_some_and(|start| ended_at.as_str() < start)
+    {
+        return Err(ApiError::invalid(
+            "ended_at",
+            "must not be before started_at",
+        ));
+    }
+    let source = live_source(
+        conn,
+        actor.household_id,
+        period.source_type,
+        &ResourceId::Numeric(period.source_numeric_id),
+    )?
+    .ok_or_else(|| ApiError::not_found(period.source_type.noun()))?;
+    store::close(conn, period.row_id, resumed_by_membership_id, ended_at)?;
+    record(
+        conn,
+        actor.household_id,
+        RECORD_TYPE,
+        (period.row_id, &period.portable_id),
+        Action::Update,
+        period.person_id,
+    )?;
+    set_active(conn, actor, &source, true)
+}
+
 /// The permission check of [`resume`]: the period's person is in the
 /// actor's scope (404), with manage access (403). Runs before a saved
 /// response is replayed.
@@ -253,7 +389,12 @@ pub fn resume(
         &ResourceId::Numeric(period.source_numeric_id),
     )?
     .ok_or_else(|| ApiError::not_found(period.source_type.noun()))?;
-    if !store::close(conn, period.row_id, actor.membership_id, &Timestamp::now())? {
+    if !store::close(
+        conn,
+        period.row_id,
+        Some(actor.membership_id),
+        &crate::domain::Timestamp::now(),
+    )? {
         return Err(ApiError::conflict(
             PERIOD_CLOSED,
             "this pause period has already ended; nothing was changed",

@@ -189,11 +189,68 @@ pub fn insert(conn: &WriteTx, p: &NewPeriod<'_>) -> Result<i64> {
     Ok(conn.last_insert_rowid())
 }
 
+/// A period restored by an import, with its own times.
+pub struct RestoredRow<'a> {
+    pub portable_id: &'a str,
+    pub household_id: i64,
+    pub source_type: SourceType,
+    pub source_id: i64,
+    pub person_id: i64,
+    pub period: &'a super::Restored<'a>,
+    pub now: &'a str,
+}
+
+pub fn insert_restored(conn: &WriteTx, r: &RestoredRow<'_>) -> Result<i64> {
+    conn.prepare_cached(
+        "INSERT INTO medication_pause_periods
+           (portable_id, household_id, source_type, source_id, person_id, reason, note,
+            started_at, ended_at, legacy_context, imported_context, recorded_by_membership_id,
+            resumed_by_membership_id, lock_version, created_at, updated_at)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, 1, ?11, ?12, 1, ?13, ?14)",
+    )?
+    .execute(params![
+        r.portable_id,
+        r.household_id,
+        r.source_type,
+        r.source_id,
+        r.person_id,
+        r.period.reason,
+        r.period.note,
+        r.period.started_at,
+        r.period.ended_at,
+        r.period.legacy_context,
+        r.period.recorded_by_membership_id,
+        r.period.resumed_by_membership_id,
+        r.period.created_at,
+        r.now,
+    ])?;
+    Ok(conn.last_insert_rowid())
+}
+
+/// Whether [start, end) overlaps another period of the source (an unknown
+/// start counts from the beginning, an open end to the end of time).
+pub fn overlaps(
+    conn: &Connection,
+    source_type: SourceType,
+    source_id: i64,
+    start: Option<&str>,
+    end: Option<&str>,
+) -> Result<bool> {
+    Ok(conn
+        .prepare_cached(
+            "SELECT EXISTS (SELECT 1 FROM medication_pause_periods
+             WHERE source_type = ?1 AND source_id = ?2
+               AND (?4 IS NULL OR started_at IS NULL OR started_at < ?4)
+               AND (ended_at IS NULL OR ?3 IS NULL OR ended_at > ?3))",
+        )?
+        .query_row(params![source_type, source_id, start, end], |r| r.get(0))?)
+}
+
 /// Closes an open period; false when it was already closed.
 pub fn close(
     conn: &WriteTx,
     id: i64,
-    resumed_by_membership_id: i64,
+    resumed_by_membership_id: Option<i64>,
     now: &Timestamp,
 ) -> Result<bool> {
     let changed = conn

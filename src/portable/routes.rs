@@ -1,0 +1,307 @@
+//! Portable export, dry run and import handlers: parse, call the rule,
+//! shape the response. Bundles are sensitive health data: every response
+//! is `no-store` (as every household response) and nothing of a bundle or
+//! its passphrase is logged.
+
+use axum::body::Bytes;
+use axum::extract::rejection::BytesRejection;
+use axum::extract::{DefaultBodyLimit, State};
+use axum::http::{HeaderMap, StatusCode, header};
+use axum::response::Response;
+use axum::routing::{get, post};
+use serde::Deserialize;
+use serde_json::json;
+use sha2::{Digest, Sha256};
+
+use super::envelope::{self, Envelope, PASSPHRASE_HEADER, Passphrase};
+use super::export::{self, Version};
+use super::import;
+use super::model::{ImportSummary, Payload};
+use crate::auth::{AccessLevel, Actor};
+use crate::db::idempotency::{self, Replay, SavedResponse};
+use crate::domain::ResourceId;
+use crate::error::{ApiError, Result};
+use crate::household::{audit, people};
+use crate::http::extract::{IdempotencyKey, QueryParams};
+use crate::http::openapi::{Api, Op};
+use crate::http::respond;
+use crate::state::AppState;
+
+const TAG: &str = "Portability";
+const EXPORT: &str = "/households/{household_id}/portable_export";
+const DRY_RUN: &str = "/households/{household_id}/portable_imports/dry_run";
+const IMPORT: &str = "/households/{household_id}/portable_imports";
+/// Largest import body: a bundle of years of a household's takes.
+pub const MAX_IMPORT_BODY: usize = 32 * 1024 * 1024;
+
+pub fn routes(api: Api) -> Api {
+    let passphrase = json!({"type": "string", "minLength": envelope::MIN_PASSPHRASE_CHARS,
+        "maxLength": envelope::MAX_PASSPHRASE_BYTES});
+    api.route(
+        Op::get(EXPORT, "exportPortableHouseholdBundle", TAG)
+            .summary("Export the household as an encrypted portable bundle")
+            .description(
+                "The records the caller may see (as in the sync snapshot) as a \
+                 service.portable.encrypted.v1 envelope: argon2id derives an AES-256-GCM key \
+                 from the passphrase with a random salt; the envelope holds the KDF \
+                 parameters, salt, nonce, the hex SHA-256 checksum of the plaintext and the \
+                 base64 ciphertext. The plaintext is service.portable.v1 by default (without \
+                 health events, pause periods or dose outcomes); portable_format=\
+                 service.portable.v2 or version=2 selects v2 (with health events, pause periods \
+                 and persisted dose outcomes). The whole envelope is sensitive health data. \
+                 Audited.",
+            )
+            .header(
+                PASSPHRASE_HEADER,
+                true,
+                passphrase.clone(),
+                "The passphrase the bundle is encrypted with; never sent in a URL or body",
+            )
+            .query(
+                "portable_format",
+                json!({"type": "string", "enum": [export::Version::V1.format(), export::Version::V2.format()]}),
+                "The plaintext format (default service.portable.v1)",
+            )
+            .query(
+                "version",
+                json!({"type": "string", "enum": ["1", "2"]}),
+                "Short form of portable_format",
+            )
+            .errors(&[422])
+            .ok::<Envelope>(),
+        get(export_bundle),
+    )
+    .route(
+        Op::post(DRY_RUN, "dryRunPortableImport", TAG)
+            .summary("Check an encrypted bundle against the household without writing")
+            .description(
+                "Decrypts the bundle (the envelope as exported, bare or inside {\"data\": ...}) \
+                 and runs the whole import through the same rules, then rolls it back: record \
+                 counts per collection, conflicts (collection, incoming portable id, field, \
+                 existing portable id) and validation errors. Writes nothing. A wrong \
+                 passphrase or a changed byte is one 422 on `bundle`.",
+            )
+            .header(PASSPHRASE_HEADER, true, passphrase.clone(), "The bundle's passphrase")
+            .body::<Envelope>()
+            .errors(&[422])
+            .ok::<ImportSummary>(),
+        post(dry_run).layer(DefaultBodyLimit::max(MAX_IMPORT_BODY)),
+    )
+    .route(
+        Op::post(IMPORT, "createPortableImport", TAG)
+            .summary("Import an encrypted bundle into the household")
+            .description(
+                "Applies the bundle in one transaction, or nothing: any conflict or validation \
+                 error is a 422 listing them (run the dry run first). Records keep their \
+                 portable ids; existing takes stay authoritative; outcomes are restored without \
+                 administering doses or changing stock; the importer needs manage access to \
+                 every affected person. Accepts service.portable.v1 and v2 payloads. Audited \
+                 as the importing member. Bodies up to 32 MiB.",
+            )
+            .header(PASSPHRASE_HEADER, true, passphrase, "The bundle's passphrase")
+            .idempotency_key()
+            .body::<Envelope>()
+            .errors(&[422])
+            .created::<ImportSummary>(),
+        post(create_import).layer(DefaultBodyLimit::max(MAX_IMPORT_BODY)),
+    )
+}
+
+/// The passphrase header; never logged or echoed.
+pub fn passphrase(headers: &HeaderMap) -> Result<Passphrase> {
+    let value = headers
+        .get(PASSPHRASE_HEADER)
+        .map(|v| {
+            v.to_str()
+                .map_err(|_| ApiError::invalid(PASSPHRASE_HEADER, "must be visible ASCII text"))
+        })
+        .transpose()?;
+    Passphrase::new(value)
+}
+
+fn version_of(query: &QueryParams) -> Result<Version> {
+    let by_format = match query.get("portable_format") {
+        None => None,
+        Some(f) if f == Version::V1.format() => Some(Version::V1),
+        Some(f) if f == Version::V2.format() => Some(Version::V2),
+        Some(_) => {
+            return Err(ApiError::invalid(
+                "portable_format",
+                "must be service.portable.v1 or service.portable.v2",
+            ));
+        }
+    };
+    let by_version = match query.get("version") {
+        None => None,
+        Some("1") => Some(Version::V1),
+        Some("2") => Some(Version::V2),
+        Some(_) => return Err(ApiError::invalid("version", "must be 1 or 2")),
+    };
+    match (by_format, by_version) {
+        (Some(a), Some(b)) if a != b => Err(ApiError::invalid(
+            "version",
+            "disagrees with portable_format",
+        )),
+        (a, b) => Ok(a.or(b).unwrap_or(Version::V1)),
+    }
+}
+
+/// Builds and seals a bundle (off the async threads), then audits it.
+pub async fn sealed_bundle(
+    state: &AppState,
+    actor: Actor,
+    version: Version,
+    passphrase: Passphrase,
+) -> Result<Envelope> {
+    let reader = actor.clone();
+    let sealed = state
+        .db
+        .read(move |conn| {
+            let plain = export::payload(conn, &reader, version)?;
+            envelope::seal(plain, &passphrase)
+        })
+        .await?;
+    state
+        .db
+        .write(move |tx| {
+            audit::record(
+                tx,
+                actor.household_id,
+                Some(actor.membership_id),
+                "portable.exported",
+                ("household", actor.household_id),
+                json!({"format": version.format(), "encrypted": true}),
+            )
+        })
+        .await?;
+    Ok(sealed)
+}
+
+async fn export_bundle(
+    State(state): State<AppState>,
+    actor: Actor,
+    headers: HeaderMap,
+    query: QueryParams,
+) -> Result<Response> {
+    let version = version_of(&query)?;
+    let passphrase = passphrase(&headers)?;
+    let sealed = sealed_bundle(&state, actor, version, passphrase).await?;
+    Ok(respond::ok(sealed))
+}
+
+/// The envelope as exported: bare, or still inside the export's `data`.
+#[derive(Deserialize)]
+#[serde(untagged)]
+enum Body {
+    Wrapped { data: Envelope },
+    Bare(Envelope),
+}
+
+fn is_json(headers: &HeaderMap) -> bool {
+    headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.split(';').next())
+        .is_some_and(|v| v.trim().eq_ignore_ascii_case("application/json"))
+}
+
+fn body_bytes(body: std::result::Result<Bytes, BytesRejection>) -> Result<Bytes> {
+    body.map_err(|rejection| {
+        if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE {
+            ApiError::PayloadTooLarge(MAX_IMPORT_BODY)
+        } else {
+            ApiError::invalid("body", "could not be read")
+        }
+    })
+}
+
+/// Opens a bundle (argon2id and AES-GCM off the async threads): the
+/// payload, and a digest of the body for Idempotency-Key fingerprints.
+pub async fn open_bundle(
+    headers: &HeaderMap,
+    body: std::result::Result<Bytes, BytesRejection>,
+) -> Result<(Payload, String)> {
+    if !is_json(headers) {
+        return Err(ApiError::UnsupportedMediaType);
+    }
+    let passphrase = passphrase(headers)?;
+    let bytes = body_bytes(body)?;
+    tokio::task::spawn_blocking(move || {
+        let digest: String = Sha256::digest(&bytes)
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect();
+        let envelope = match serde_json::from_slice::<Body>(&bytes) {
+            Ok(Body::Wrapped { data }) | Ok(Body::Bare(data)) => data,
+            Err(_) => return Err(envelope::unreadable()),
+        };
+        drop(bytes);
+        let plain = envelope::open(envelope, &passphrase)?;
+        Ok((import::parse(&plain)?, digest))
+    })
+    .await
+    .map_err(|e| ApiError::internal(format!("import task failed: {e}")))?
+}
+
+async fn dry_run(
+    State(state): State<AppState>,
+    actor: Actor,
+    headers: HeaderMap,
+    body: std::result::Result<Bytes, BytesRejection>,
+) -> Result<Response> {
+    let (payload, _) = open_bundle(&headers, body).await?;
+    let summary = state
+        .db
+        .write(move |tx| import::run(tx, &actor, payload, false))
+        .await?;
+    Ok(respond::ok(summary))
+}
+
+async fn create_import(
+    State(state): State<AppState>,
+    actor: Actor,
+    IdempotencyKey(key): IdempotencyKey,
+    headers: HeaderMap,
+    uri: axum::http::Uri,
+    body: std::result::Result<Bytes, BytesRejection>,
+) -> Result<Response> {
+    let (payload, digest) = open_bundle(&headers, body).await?;
+    let replay = Replay::new(key, "POST", uri.path(), Some(&json!({"sha256": digest})));
+    let people: Vec<String> = payload
+        .records
+        .people
+        .iter()
+        .filter_map(|p| {
+            p.get("portable_id")
+                .and_then(|v| v.as_str())
+                .map(str::to_string)
+        })
+        .collect();
+    let saved = state
+        .db
+        .write(move |tx| {
+            idempotency::run(
+                tx,
+                &actor,
+                &replay,
+                |conn, _saved| {
+                    // The importer still manages every person of the bundle.
+                    for person in &people {
+                        people::find_for(
+                            conn,
+                            &actor,
+                            &ResourceId::Portable(person.clone()),
+                            AccessLevel::Manage,
+                        )?;
+                    }
+                    Ok(())
+                },
+                |tx| {
+                    let summary = import::run(tx, &actor, payload, true)?;
+                    SavedResponse::data(StatusCode::CREATED, &summary)
+                },
+            )
+        })
+        .await?;
+    Ok(axum::response::IntoResponse::into_response(saved))
+}
