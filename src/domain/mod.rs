@@ -5,6 +5,7 @@
 pub mod body;
 pub mod bounded;
 pub mod id;
+pub mod json_object;
 pub mod page;
 pub mod record_type;
 pub mod text;

@@ -105,9 +105,11 @@ async fn data_export(
     match mode.as_str() {
         "health_data_json" => {
             stream::json(&state.db, move |conn, out| {
-                out.write_all(b"{\"data\":").map_err(stream::write_error)?;
+                out.write_all(b"{\"data\":")
+                    .map_err(crate::domain::json_object::write_error)?;
                 export::write_payload_as(conn, &actor, HEALTH_DATA_FORMAT, Version::V2, out)?;
-                out.write_all(b"}").map_err(stream::write_error)
+                out.write_all(b"}")
+                    .map_err(crate::domain::json_object::write_error)
             })
             .await
         }

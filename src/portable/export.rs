@@ -13,8 +13,8 @@ use rusqlite::Connection;
 
 use crate::auth::Actor;
 use crate::db::instance;
+use crate::domain::json_object::JsonObject;
 use crate::error::Result;
-use crate::http::stream::JsonObject;
 use crate::sync::snapshot::{FORMAT_V1, FORMAT_V2};
 use crate::sync::snapshot_store::{self, Reader, Scope};
 

@@ -25,9 +25,10 @@ use super::snapshot_model::{MobileSnapshot, Scope, SyncSnapshot};
 use super::snapshot_store::{self, Reader};
 use crate::auth::Actor;
 use crate::db::instance;
+use crate::domain::json_object::JsonObject;
 use crate::error::Result;
 use crate::http::openapi::{Api, Op};
-use crate::http::stream::{self, JsonObject};
+use crate::http::stream;
 use crate::state::AppState;
 
 const TAG: &str = "Sync";
