@@ -23,7 +23,8 @@ pub const ONLINE_ONLY_RESOURCES: &[&str] = &[
     "reports",
 ];
 
-pub fn document(_state: &AppState) -> Value {
+/// `vapid_public_key`: the server's Web Push key (base64url), when readable.
+pub fn document(_state: &AppState, vapid_public_key: Option<&str>) -> Value {
     json!({
         "format": "service.api.capabilities.v1",
         "api_version": "v1",
@@ -83,9 +84,19 @@ pub fn document(_state: &AppState) -> Value {
             "notification_preferences": true,
             "medication_lookup": false,
             "ai_suggestions": false,
-            "web_push": false,
+            "web_push": vapid_public_key.is_some(),
             "native_push": false,
+            "ntfy": true,
             "reports": false,
+        },
+        "notifications": {
+            "kinds": [crate::reminders::DOSE_DUE, crate::reminders::MISSED_DOSE,
+                crate::reminders::LOW_STOCK, crate::reminders::TEST],
+            "web_push": vapid_public_key.is_some(),
+            "web_push_vapid_public_key": vapid_public_key,
+            "native_push": false,
+            "native_push_unavailable_reason": crate::reminders::NATIVE_PUSH_OFF,
+            "ntfy": true,
         },
     })
 }
@@ -132,6 +143,21 @@ fn schema() -> Value {
                 },
             },
             "features": flags,
+            "notifications": {
+                "type": "object",
+                "required": ["kinds", "web_push", "web_push_vapid_public_key", "native_push",
+                    "native_push_unavailable_reason", "ntfy"],
+                "properties": {
+                    "kinds": {"type": "array", "items": {"type": "string"}},
+                    "web_push": {"type": "boolean"},
+                    "web_push_vapid_public_key": {"type": ["string", "null"],
+                        "description": "The VAPID public key (base64url, uncompressed P-256) browsers subscribe with (applicationServerKey)"},
+                    "native_push": {"type": "boolean"},
+                    "native_push_unavailable_reason": {"type": ["string", "null"],
+                        "description": "Why native push is off; null when it works"},
+                    "ntfy": {"type": "boolean"},
+                },
+            },
         },
     })
 }
@@ -147,5 +173,12 @@ pub fn routes(api: Api) -> Api {
 }
 
 async fn show(State(state): State<AppState>) -> Response {
-    respond::ok(document(&state))
+    let key = state
+        .db
+        .read(|conn| crate::reminders::vapid(conn).map(|v| v.public_key))
+        .await;
+    if let Err(e) = &key {
+        tracing::warn!("capabilities: the VAPID key cannot be read: {e}");
+    }
+    respond::ok(document(&state, key.ok().as_deref()))
 }

@@ -14,6 +14,7 @@ pub const DEFAULT_HEADER_READ_TIMEOUT_SECS: u64 = 10;
 pub const DEFAULT_IDLE_TIMEOUT_SECS: u64 = 5;
 pub const DEFAULT_MAX_CONNECTIONS: u32 = 256;
 pub const DEFAULT_BLOCKING_THREADS: u32 = 8;
+pub const DEFAULT_REMINDER_CATCH_UP_MINUTES: i64 = 360;
 
 /// Where the data lives; every command takes it.
 #[derive(Debug, Clone, Args)]
@@ -54,6 +55,15 @@ pub struct ServeArgs {
     /// Threads for blocking work (database reads, password hashing); bounds memory under load
     #[arg(long, env = "PILLBOX_BLOCKING_THREADS", default_value_t = DEFAULT_BLOCKING_THREADS, value_parser = clap::value_parser!(u32).range(1..=1024))]
     pub blocking_threads: u32,
+    /// Accept http:// push endpoints and ntfy topics (a push service on the home network, or tests); otherwise only https
+    #[arg(long, env = "PILLBOX_PUSH_ALLOW_HTTP", action = clap::ArgAction::SetTrue, value_parser = clap::builder::BoolishValueParser::new())]
+    pub push_allow_http: bool,
+    /// Minutes a reminder may be late (the server was down) and still be sent; older ones are dropped and counted
+    #[arg(long, env = "PILLBOX_REMINDER_CATCH_UP_MINUTES", default_value_t = DEFAULT_REMINDER_CATCH_UP_MINUTES, value_parser = clap::value_parser!(i64).range(1..=2880))]
+    pub reminder_catch_up_minutes: i64,
+    /// Contact for push services (VAPID "sub"): a mailto: or https: URL; defaults to the public URL
+    #[arg(long, env = "PILLBOX_PUSH_CONTACT")]
+    pub push_contact: Option<String>,
     /// Log format
     #[arg(long, env = "PILLBOX_LOG_FORMAT", value_enum, default_value_t = LogFormat::Text)]
     pub log_format: LogFormat,
@@ -95,7 +105,32 @@ pub struct Settings {
     pub rate_limit_per_minute: u32,
     pub auth_failure_limit_per_minute: u32,
     pub trusted_proxies: usize,
+    pub reminders: ReminderSettings,
 }
+
+/// How reminders are delivered.
+#[derive(Debug, Clone)]
+pub struct ReminderSettings {
+    /// http:// push endpoints and ntfy topics are accepted.
+    pub push_allow_http: bool,
+    /// How late a reminder may still be sent.
+    pub catch_up: jiff::SignedDuration,
+    /// The VAPID `sub` claim.
+    pub push_contact: String,
+}
+
+impl Default for ReminderSettings {
+    fn default() -> Self {
+        ReminderSettings {
+            push_allow_http: false,
+            catch_up: jiff::SignedDuration::from_mins(DEFAULT_REMINDER_CATCH_UP_MINUTES),
+            push_contact: DEFAULT_PUSH_CONTACT.to_string(),
+        }
+    }
+}
+
+/// A contact push services accept when none is configured.
+const DEFAULT_PUSH_CONTACT: &str = "mailto:pillbox@localhost.invalid";
 
 impl Default for Settings {
     fn default() -> Self {
@@ -104,6 +139,7 @@ impl Default for Settings {
             rate_limit_per_minute: DEFAULT_RATE_LIMIT,
             auth_failure_limit_per_minute: DEFAULT_AUTH_FAILURE_LIMIT,
             trusted_proxies: 0,
+            reminders: ReminderSettings::default(),
         }
     }
 }
@@ -115,6 +151,15 @@ impl From<&ServeArgs> for Settings {
             rate_limit_per_minute: args.rate_limit,
             auth_failure_limit_per_minute: args.auth_failure_limit,
             trusted_proxies: args.trusted_proxies,
+            reminders: ReminderSettings {
+                push_allow_http: args.push_allow_http,
+                catch_up: jiff::SignedDuration::from_mins(args.reminder_catch_up_minutes),
+                push_contact: args
+                    .push_contact
+                    .clone()
+                    .or_else(|| args.public_url.clone())
+                    .unwrap_or_else(|| DEFAULT_PUSH_CONTACT.to_string()),
+            },
         }
     }
 }

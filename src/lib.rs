@@ -14,6 +14,7 @@ pub mod household;
 pub mod http;
 pub mod limits;
 pub mod medicine;
+pub mod reminders;
 pub mod state;
 pub mod sync;
 pub mod time;

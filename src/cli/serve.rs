@@ -13,7 +13,11 @@ pub async fn run(args: ServeArgs) -> CliResult {
     let local = listener
         .local_addr()
         .map_err(|e| format!("cannot read the listening address: {e}"))?;
-    let state = AppState::new(db.clone(), Settings::from(&args));
+    let settings = Settings::from(&args);
+    let reminders = crate::reminders::task::spawn(db.clone(), settings.reminders.clone())
+        .await
+        .map_err(|e| format!("cannot start reminders: {e}"))?;
+    let state = AppState::new(db.clone(), settings);
     let app = crate::http::app(state);
     tracing::info!(
         "pillbox {} listening on http://{local} with data in {}",
@@ -22,6 +26,7 @@ pub async fn run(args: ServeArgs) -> CliResult {
     );
     crate::http::server::serve(listener, app, args.connection_limits(), shutdown_signal()).await;
     tracing::info!("shutting down: finishing queued writes");
+    reminders.abort();
     db.close().await;
     Ok(())
 }

@@ -19,6 +19,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("migrations/0001_initial.sql"),
     include_str!("migrations/0002_plan_revisions.sql"),
     include_str!("migrations/0003_admin_access_repair.sql"),
+    include_str!("migrations/0004_reminders.sql"),
 ];
 
 pub const SCHEMA_VERSION: i64 = MIGRATIONS.len() as i64;

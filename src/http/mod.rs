@@ -35,6 +35,7 @@ pub fn api() -> Api {
     let api = crate::household::routes(api);
     let api = crate::medicine::routes(api);
     let api = crate::care::routes(api);
+    let api = crate::reminders::routes::routes(api);
     crate::sync::routes(api)
 }
 

@@ -30,6 +30,7 @@ mod person_medications;
 mod plan_history;
 mod profile;
 mod readme;
+mod reminders;
 mod schedules;
 mod stock_removals;
 mod storage;

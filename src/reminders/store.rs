@@ -1,0 +1,636 @@
+//! SQL for reminders: the member's channels, the outbox and the engine's
+//! progress. The only writer of these tables.
+
+use rusqlite::{Connection, OptionalExtension, Row, params};
+
+use crate::auth::{Actor, Credential, Permissions, Role};
+use crate::db::WriteTx;
+use crate::domain::Timestamp;
+use crate::error::{ApiError, Result};
+
+/// Channels the outbox delivers through.
+pub const WEB_PUSH: &str = "web_push";
+pub const FCM: &str = "fcm";
+pub const APNS: &str = "apns";
+pub const NTFY: &str = "ntfy";
+pub const CHANNELS: [&str; 4] = [WEB_PUSH, FCM, APNS, NTFY];
+
+pub struct SubscriptionRow {
+    pub id: i64,
+    pub membership_id: i64,
+    pub endpoint: String,
+    pub p256dh: String,
+    pub auth: String,
+    pub created_at: String,
+}
+
+fn subscription(r: &Row<'_>) -> rusqlite::Result<SubscriptionRow> {
+    Ok(SubscriptionRow {
+        id: r.get(0)?,
+        membership_id: r.get(1)?,
+        endpoint: r.get(2)?,
+        p256dh: r.get(3)?,
+        auth: r.get(4)?,
+        created_at: r.get(5)?,
+    })
+}
+
+const SUBSCRIPTION: &str = "SELECT id, membership_id, endpoint, p256dh, auth, created_at
+    FROM push_subscriptions";
+
+/// The credential's subscription (a credential is one device).
+pub fn subscription_of(
+    conn: &Connection,
+    membership_id: i64,
+    app_token_id: i64,
+) -> Result<Option<SubscriptionRow>> {
+    Ok(conn
+        .prepare_cached(&format!(
+            "{SUBSCRIPTION} WHERE membership_id = ?1 AND app_token_id = ?2"
+        ))?
+        .query_row(params![membership_id, app_token_id], subscription)
+        .optional()?)
+}
+
+pub fn subscription_by_id(conn: &Connection, id: i64) -> Result<Option<SubscriptionRow>> {
+    Ok(conn
+        .prepare_cached(&format!("{SUBSCRIPTION} WHERE id = ?1"))?
+        .query_row([id], subscription)
+        .optional()?)
+}
+
+/// A subscription to save for a member's credential.
+#[derive(Clone, Copy)]
+pub struct NewSubscription<'a> {
+    pub household_id: i64,
+    pub membership_id: i64,
+    pub app_token_id: i64,
+    pub endpoint: &'a str,
+    pub p256dh: &'a str,
+    pub auth: &'a str,
+    pub now: &'a Timestamp,
+}
+
+/// Saves the credential's subscription, replacing the one it had.
+pub fn put_subscription(conn: &WriteTx, s: &NewSubscription<'_>) -> Result<i64> {
+    let NewSubscription {
+        household_id,
+        membership_id,
+        app_token_id,
+        endpoint,
+        p256dh,
+        auth,
+        now,
+    } = *s;
+    conn.prepare_cached(
+        "DELETE FROM push_subscriptions WHERE membership_id = ?1 AND app_token_id = ?2",
+    )?
+    .execute(params![membership_id, app_token_id])?;
+    conn.prepare_cached(
+        "INSERT INTO push_subscriptions
+           (household_id, membership_id, app_token_id, endpoint, p256dh, auth, created_at)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+    )?
+    .execute(params![
+        household_id,
+        membership_id,
+        app_token_id,
+        endpoint,
+        p256dh,
+        auth,
+        now.as_str()
+    ])?;
+    Ok(conn.last_insert_rowid())
+}
+
+pub fn delete_subscription(conn: &WriteTx, id: i64) -> Result<bool> {
+    Ok(conn
+        .prepare_cached("DELETE FROM push_subscriptions WHERE id = ?1")?
+        .execute([id])?
+        > 0)
+}
+
+pub struct DeviceTokenRow {
+    pub id: i64,
+    pub membership_id: i64,
+    pub platform: String,
+    pub token: String,
+    pub device_name: Option<String>,
+    pub created_at: String,
+}
+
+const DEVICE_TOKEN: &str =
+    "SELECT id, membership_id, platform, token, device_name, created_at FROM native_device_tokens";
+
+fn device_token(r: &Row<'_>) -> rusqlite::Result<DeviceTokenRow> {
+    Ok(DeviceTokenRow {
+        id: r.get(0)?,
+        membership_id: r.get(1)?,
+        platform: r.get(2)?,
+        token: r.get(3)?,
+        device_name: r.get(4)?,
+        created_at: r.get(5)?,
+    })
+}
+
+/// Saves a phone's token for the member (the same token again replaces
+/// its platform and name).
+pub fn put_device_token(
+    conn: &WriteTx,
+    household_id: i64,
+    membership_id: i64,
+    platform: &str,
+    token: &str,
+    device_name: Option<&str>,
+    now: &Timestamp,
+) -> Result<DeviceTokenRow> {
+    conn.prepare_cached(
+        "INSERT INTO native_device_tokens
+           (household_id, membership_id, platform, token, device_name, created_at)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6)
+         ON CONFLICT (membership_id, token)
+         DO UPDATE SET platform = excluded.platform, device_name = excluded.device_name",
+    )?
+    .execute(params![
+        household_id,
+        membership_id,
+        platform,
+        token,
+        device_name,
+        now.as_str()
+    ])?;
+    conn.prepare_cached(&format!(
+        "{DEVICE_TOKEN} WHERE membership_id = ?1 AND token = ?2"
+    ))?
+    .query_row(params![membership_id, token], device_token)
+    .map_err(Into::into)
+}
+
+/// The member's token named by its value or its numeric id.
+pub fn find_device_token(
+    conn: &Connection,
+    membership_id: i64,
+    id: &str,
+) -> Result<Option<DeviceTokenRow>> {
+    let by_value = conn
+        .prepare_cached(&format!(
+            "{DEVICE_TOKEN} WHERE membership_id = ?1 AND token = ?2"
+        ))?
+        .query_row(params![membership_id, id], device_token)
+        .optional()?;
+    if by_value.is_some() {
+        return Ok(by_value);
+    }
+    let Some(numeric) = crate::domain::numeric_id(id) else {
+        return Ok(None);
+    };
+    Ok(conn
+        .prepare_cached(&format!(
+            "{DEVICE_TOKEN} WHERE membership_id = ?1 AND id = ?2"
+        ))?
+        .query_row(params![membership_id, numeric], device_token)
+        .optional()?)
+}
+
+pub fn device_token_by_id(conn: &Connection, id: i64) -> Result<Option<DeviceTokenRow>> {
+    Ok(conn
+        .prepare_cached(&format!("{DEVICE_TOKEN} WHERE id = ?1"))?
+        .query_row([id], device_token)
+        .optional()?)
+}
+
+pub fn delete_device_token(conn: &WriteTx, id: i64) -> Result<()> {
+    conn.prepare_cached("DELETE FROM native_device_tokens WHERE id = ?1")?
+        .execute([id])?;
+    Ok(())
+}
+
+pub struct NtfyRow {
+    pub id: i64,
+    pub membership_id: i64,
+    pub topic_url: String,
+    pub created_at: String,
+    pub updated_at: String,
+}
+
+const NTFY_ROW: &str =
+    "SELECT id, membership_id, topic_url, created_at, updated_at FROM ntfy_channels";
+
+fn ntfy(r: &Row<'_>) -> rusqlite::Result<NtfyRow> {
+    Ok(NtfyRow {
+        id: r.get(0)?,
+        membership_id: r.get(1)?,
+        topic_url: r.get(2)?,
+        created_at: r.get(3)?,
+        updated_at: r.get(4)?,
+    })
+}
+
+pub fn ntfy_of(conn: &Connection, membership_id: i64) -> Result<Option<NtfyRow>> {
+    Ok(conn
+        .prepare_cached(&format!("{NTFY_ROW} WHERE membership_id = ?1"))?
+        .query_row([membership_id], ntfy)
+        .optional()?)
+}
+
+pub fn ntfy_by_id(conn: &Connection, id: i64) -> Result<Option<NtfyRow>> {
+    Ok(conn
+        .prepare_cached(&format!("{NTFY_ROW} WHERE id = ?1"))?
+        .query_row([id], ntfy)
+        .optional()?)
+}
+
+pub fn put_ntfy(
+    conn: &WriteTx,
+    household_id: i64,
+    membership_id: i64,
+    topic_url: &str,
+    now: &Timestamp,
+) -> Result<NtfyRow> {
+    conn.prepare_cached(
+        "INSERT INTO ntfy_channels (household_id, membership_id, topic_url, created_at, updated_at)
+         VALUES (?1, ?2, ?3, ?4, ?4)
+         ON CONFLICT (membership_id)
+         DO UPDATE SET topic_url = excluded.topic_url, updated_at = excluded.updated_at",
+    )?
+    .execute(params![
+        household_id,
+        membership_id,
+        topic_url,
+        now.as_str()
+    ])?;
+    ntfy_of(conn, membership_id)?.ok_or_else(|| ApiError::internal("ntfy channel vanished"))
+}
+
+pub fn delete_ntfy(conn: &WriteTx, membership_id: i64) -> Result<bool> {
+    Ok(conn
+        .prepare_cached("DELETE FROM ntfy_channels WHERE membership_id = ?1")?
+        .execute([membership_id])?
+        > 0)
+}
+
+/// One place a member is reached.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Target {
+    pub channel: &'static str,
+    pub id: i64,
+}
+
+/// Every channel of a member: push subscriptions, phone tokens (FCM for
+/// android, APNs for ios) and the ntfy topic.
+pub fn targets_of(conn: &Connection, membership_id: i64) -> Result<Vec<Target>> {
+    let mut out = Vec::new();
+    let mut stmt = conn.prepare_cached(
+        "SELECT 'web_push', id FROM push_subscriptions WHERE membership_id = ?1
+         UNION ALL
+         SELECT CASE platform WHEN 'ios' THEN 'apns' ELSE 'fcm' END, id
+           FROM native_device_tokens WHERE membership_id = ?1
+         UNION ALL
+         SELECT 'ntfy', id FROM ntfy_channels WHERE membership_id = ?1
+         ORDER BY 1, 2",
+    )?;
+    let rows = stmt.query_map([membership_id], |r| {
+        Ok((r.get::<_, String>(0)?, r.get::<_, i64>(1)?))
+    })?;
+    for row in rows {
+        let (channel, id) = row?;
+        if let Some(channel) = CHANNELS.iter().find(|c| **c == channel) {
+            out.push(Target { channel, id });
+        }
+    }
+    Ok(out)
+}
+
+/// The active members of a household that have at least one channel, as
+/// the actors whose access decides what they are told about.
+pub fn reachable_members(conn: &Connection, household_id: i64) -> Result<Vec<Actor>> {
+    let mut stmt = conn.prepare_cached(
+        "SELECT m.id, m.account_id, m.role, m.person_id, m.inventory_management,
+                m.location_management, m.adult_review
+           FROM memberships m
+          WHERE m.household_id = ?1 AND m.status = 'active'
+            AND (EXISTS (SELECT 1 FROM push_subscriptions s WHERE s.membership_id = m.id)
+              OR EXISTS (SELECT 1 FROM native_device_tokens t WHERE t.membership_id = m.id)
+              OR EXISTS (SELECT 1 FROM ntfy_channels n WHERE n.membership_id = m.id))
+          ORDER BY m.id",
+    )?;
+    let rows = stmt.query_map([household_id], |r| {
+        Ok((
+            r.get::<_, i64>(0)?,
+            r.get::<_, i64>(1)?,
+            r.get::<_, String>(2)?,
+            r.get::<_, Option<i64>>(3)?,
+            Permissions {
+                inventory_management: r.get(4)?,
+                location_management: r.get(5)?,
+                adult_review: r.get(6)?,
+            },
+        ))
+    })?;
+    let mut out = Vec::new();
+    for row in rows {
+        let (membership_id, account_id, role, person_id, permissions) = row?;
+        let Some(role) = Role::parse(&role) else {
+            continue;
+        };
+        out.push(Actor {
+            account_id,
+            membership_id,
+            household_id,
+            role,
+            person_id,
+            permissions,
+            // The engine acts for the member, with no credential of theirs:
+            // only the membership's access is read.
+            credential: Credential::AppToken {
+                id: 0,
+                membership_id,
+            },
+        });
+    }
+    Ok(out)
+}
+
+pub fn household_ids(conn: &Connection) -> Result<Vec<i64>> {
+    let mut stmt = conn.prepare_cached("SELECT id FROM households ORDER BY id")?;
+    let ids = stmt
+        .query_map([], |r| r.get(0))?
+        .collect::<rusqlite::Result<Vec<i64>>>()?;
+    Ok(ids)
+}
+
+pub fn person_name(conn: &Connection, person_id: i64) -> Result<String> {
+    Ok(conn
+        .prepare_cached("SELECT name FROM people WHERE id = ?1")?
+        .query_row([person_id], |r| r.get(0))
+        .optional()?
+        .unwrap_or_default())
+}
+
+/// (scanned_until, missed-dose grace minutes) of a household.
+pub fn progress(conn: &Connection, household_id: i64) -> Result<(Option<Timestamp>, i64)> {
+    Ok(conn
+        .prepare_cached(
+            "SELECT scanned_until, missed_dose_grace_minutes FROM reminder_households
+             WHERE household_id = ?1",
+        )?
+        .query_row([household_id], |r| {
+            Ok((
+                r.get::<_, Option<String>>(0)?.map(Timestamp::from_stored),
+                r.get(1)?,
+            ))
+        })
+        .optional()?
+        .unwrap_or((None, super::DEFAULT_GRACE_MINUTES)))
+}
+
+pub fn set_scanned_until(conn: &WriteTx, household_id: i64, at: &Timestamp) -> Result<()> {
+    conn.prepare_cached(
+        "INSERT INTO reminder_households (household_id, scanned_until) VALUES (?1, ?2)
+         ON CONFLICT (household_id) DO UPDATE SET scanned_until = excluded.scanned_until",
+    )?
+    .execute(params![household_id, at.as_str()])?;
+    Ok(())
+}
+
+pub fn set_grace_minutes(conn: &WriteTx, household_id: i64, minutes: i64) -> Result<()> {
+    conn.prepare_cached(
+        "INSERT INTO reminder_households (household_id, missed_dose_grace_minutes) VALUES (?1, ?2)
+         ON CONFLICT (household_id) DO UPDATE SET missed_dose_grace_minutes = excluded.missed_dose_grace_minutes",
+    )?
+    .execute(params![household_id, minutes])?;
+    Ok(())
+}
+
+/// A medication with a reorder threshold: (id, name, supply, threshold).
+pub struct Stocked {
+    pub id: i64,
+    pub name: String,
+    pub supply: String,
+    pub threshold: String,
+}
+
+pub fn stocked_medications(conn: &Connection, household_id: i64) -> Result<Vec<Stocked>> {
+    let mut stmt = conn.prepare_cached(
+        "SELECT id, coalesce(friendly_name, name), current_supply, reorder_threshold
+           FROM medications
+          WHERE household_id = ?1 AND deleted_at IS NULL AND reorder_threshold IS NOT NULL
+          ORDER BY id",
+    )?;
+    let rows = stmt
+        .query_map([household_id], |r| {
+            Ok(Stocked {
+                id: r.get(0)?,
+                name: r.get(1)?,
+                supply: r.get(2)?,
+                threshold: r.get(3)?,
+            })
+        })?
+        .collect::<rusqlite::Result<Vec<_>>>()?;
+    Ok(rows)
+}
+
+/// The people with a live (not retired) schedule or assignment of a medication.
+pub fn people_using(conn: &Connection, medication_id: i64) -> Result<Vec<i64>> {
+    let mut stmt = conn.prepare_cached(
+        "SELECT person_id FROM schedules WHERE medication_id = ?1 AND retired_at IS NULL
+         UNION
+         SELECT person_id FROM person_medications WHERE medication_id = ?1 AND retired_at IS NULL
+         ORDER BY 1",
+    )?;
+    let ids = stmt
+        .query_map([medication_id], |r| r.get(0))?
+        .collect::<rusqlite::Result<Vec<i64>>>()?;
+    Ok(ids)
+}
+
+/// (episode, low) of a medication's low-stock state.
+pub fn low_stock_state(conn: &Connection, medication_id: i64) -> Result<Option<(i64, bool)>> {
+    Ok(conn
+        .prepare_cached("SELECT episode, low FROM reminder_low_stock WHERE medication_id = ?1")?
+        .query_row([medication_id], |r| Ok((r.get(0)?, r.get(1)?)))
+        .optional()?)
+}
+
+pub fn set_low_stock_state(
+    conn: &WriteTx,
+    medication_id: i64,
+    episode: i64,
+    low: bool,
+) -> Result<()> {
+    conn.prepare_cached(
+        "INSERT INTO reminder_low_stock (medication_id, episode, low) VALUES (?1, ?2, ?3)
+         ON CONFLICT (medication_id) DO UPDATE SET episode = excluded.episode, low = excluded.low",
+    )?
+    .execute(params![medication_id, episode, low])?;
+    Ok(())
+}
+
+/// A notification to queue for one target.
+pub struct NewNotification<'a> {
+    pub household_id: i64,
+    pub membership_id: i64,
+    pub target: Target,
+    pub kind: &'static str,
+    pub subject: &'a str,
+    pub due_at: &'a Timestamp,
+    pub title: &'a str,
+    pub body: &'a str,
+    /// Queued for delivery, or recorded as dropped (too old to send).
+    pub dropped: bool,
+    pub now: &'a Timestamp,
+}
+
+/// Queues a notification once: the same subject, kind and target again
+/// changes nothing. Whether a row was added.
+pub fn enqueue(conn: &WriteTx, n: &NewNotification<'_>) -> Result<bool> {
+    let status = if n.dropped { "dropped" } else { "pending" };
+    let finished = n.dropped.then(|| n.now.as_str());
+    Ok(conn
+        .prepare_cached(
+            "INSERT INTO reminder_outbox
+               (household_id, membership_id, channel, target_id, kind, subject, due_at, title,
+                body, status, next_attempt_at, created_at, finished_at)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?7, ?11, ?12)
+             ON CONFLICT (subject, kind, channel, target_id) DO NOTHING",
+        )?
+        .execute(params![
+            n.household_id,
+            n.membership_id,
+            n.target.channel,
+            n.target.id,
+            n.kind,
+            n.subject,
+            n.due_at.as_str(),
+            n.title,
+            n.body,
+            status,
+            n.now.as_str(),
+            finished,
+        ])?
+        > 0)
+}
+
+#[derive(Debug, Clone)]
+pub struct OutboxRow {
+    pub id: i64,
+    pub household_id: i64,
+    pub membership_id: i64,
+    pub channel: String,
+    pub target_id: i64,
+    pub kind: String,
+    pub subject: String,
+    pub due_at: Timestamp,
+    pub title: String,
+    pub body: String,
+    pub attempts: i64,
+}
+
+/// Pending notifications whose next attempt is due, oldest first.
+pub fn due(conn: &Connection, now: &Timestamp, limit: i64) -> Result<Vec<OutboxRow>> {
+    let mut stmt = conn.prepare_cached(
+        "SELECT id, household_id, membership_id, channel, target_id, kind, subject, due_at,
+                title, body, attempts
+           FROM reminder_outbox
+          WHERE status = 'pending' AND next_attempt_at <= ?1
+          ORDER BY next_attempt_at, id
+          LIMIT ?2",
+    )?;
+    let rows = stmt
+        .query_map(params![now.as_str(), limit], |r| {
+            Ok(OutboxRow {
+                id: r.get(0)?,
+                household_id: r.get(1)?,
+                membership_id: r.get(2)?,
+                channel: r.get(3)?,
+                target_id: r.get(4)?,
+                kind: r.get(5)?,
+                subject: r.get(6)?,
+                due_at: Timestamp::from_stored(r.get(7)?),
+                title: r.get(8)?,
+                body: r.get(9)?,
+                attempts: r.get(10)?,
+            })
+        })?
+        .collect::<rusqlite::Result<Vec<_>>>()?;
+    Ok(rows)
+}
+
+/// When the next pending notification is due for an attempt.
+pub fn next_attempt(conn: &Connection) -> Result<Option<Timestamp>> {
+    Ok(conn
+        .prepare_cached(
+            "SELECT min(next_attempt_at) FROM reminder_outbox WHERE status = 'pending'",
+        )?
+        .query_row([], |r| r.get::<_, Option<String>>(0))?
+        .map(Timestamp::from_stored))
+}
+
+/// Ends a pending notification: `delivered`, `failed` or `dropped`.
+pub fn finish(
+    conn: &WriteTx,
+    id: i64,
+    status: &str,
+    error: Option<&str>,
+    now: &Timestamp,
+) -> Result<()> {
+    conn.prepare_cached(
+        "UPDATE reminder_outbox
+            SET status = ?2, attempts = attempts + 1, last_error = ?3, finished_at = ?4
+          WHERE id = ?1 AND status = 'pending'",
+    )?
+    .execute(params![id, status, error, now.as_str()])?;
+    Ok(())
+}
+
+/// Leaves a notification pending for another attempt at `next`.
+pub fn retry_at(conn: &WriteTx, id: i64, error: &str, next: &Timestamp) -> Result<()> {
+    conn.prepare_cached(
+        "UPDATE reminder_outbox
+            SET attempts = attempts + 1, last_error = ?2, next_attempt_at = ?3
+          WHERE id = ?1 AND status = 'pending'",
+    )?
+    .execute(params![id, error, next.as_str()])?;
+    Ok(())
+}
+
+/// Delivery health of one channel in a household.
+pub struct ChannelHealth {
+    pub channel: &'static str,
+    pub last_delivered_at: Option<Timestamp>,
+    pub delivered: i64,
+    pub pending: i64,
+    pub failed: i64,
+    pub dropped: i64,
+    pub last_error: Option<String>,
+}
+
+pub fn health(conn: &Connection, household_id: i64) -> Result<Vec<ChannelHealth>> {
+    let mut stmt = conn.prepare_cached(
+        "SELECT max(CASE WHEN status = 'delivered' THEN finished_at END),
+                count(CASE WHEN status = 'delivered' THEN 1 END),
+                count(CASE WHEN status = 'pending' THEN 1 END),
+                count(CASE WHEN status = 'failed' THEN 1 END),
+                count(CASE WHEN status = 'dropped' THEN 1 END),
+                (SELECT last_error FROM reminder_outbox e
+                  WHERE e.household_id = ?1 AND e.channel = ?2 AND e.last_error IS NOT NULL
+                  ORDER BY coalesce(e.finished_at, e.next_attempt_at) DESC, e.id DESC LIMIT 1)
+           FROM reminder_outbox WHERE household_id = ?1 AND channel = ?2",
+    )?;
+    let mut out = Vec::new();
+    for channel in CHANNELS {
+        let health = stmt.query_row(params![household_id, channel], |r| {
+            Ok(ChannelHealth {
+                channel,
+                last_delivered_at: r.get::<_, Option<String>>(0)?.map(Timestamp::from_stored),
+                delivered: r.get(1)?,
+                pending: r.get(2)?,
+                failed: r.get(3)?,
+                dropped: r.get(4)?,
+                last_error: r.get(5)?,
+            })
+        })?;
+        out.push(health);
+    }
+    Ok(out)
+}
