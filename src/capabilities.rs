@@ -24,7 +24,9 @@ pub const ONLINE_ONLY_RESOURCES: &[&str] = &[
 ];
 
 /// `vapid_public_key`: the server's Web Push key (base64url), when readable.
-pub fn document(_state: &AppState, vapid_public_key: Option<&str>) -> Value {
+pub fn document(state: &AppState, vapid_public_key: Option<&str>) -> Value {
+    let reminders = &state.settings.reminders;
+    let native_push = reminders.fcm.is_some() || reminders.apns.is_some();
     json!({
         "format": "service.api.capabilities.v1",
         "api_version": "v1",
@@ -85,7 +87,7 @@ pub fn document(_state: &AppState, vapid_public_key: Option<&str>) -> Value {
             "medication_lookup": false,
             "ai_suggestions": false,
             "web_push": vapid_public_key.is_some(),
-            "native_push": false,
+            "native_push": native_push,
             "ntfy": true,
             "reports": false,
         },
@@ -94,8 +96,10 @@ pub fn document(_state: &AppState, vapid_public_key: Option<&str>) -> Value {
                 crate::reminders::LOW_STOCK, crate::reminders::TEST],
             "web_push": vapid_public_key.is_some(),
             "web_push_vapid_public_key": vapid_public_key,
-            "native_push": false,
-            "native_push_unavailable_reason": crate::reminders::NATIVE_PUSH_OFF,
+            "native_push": native_push,
+            "fcm": reminders.fcm.is_some(),
+            "apns": reminders.apns.is_some(),
+            "native_push_unavailable_reason": crate::reminders::native_push_off(reminders),
             "ntfy": true,
         },
     })
@@ -146,15 +150,18 @@ fn schema() -> Value {
             "notifications": {
                 "type": "object",
                 "required": ["kinds", "web_push", "web_push_vapid_public_key", "native_push",
-                    "native_push_unavailable_reason", "ntfy"],
+                    "fcm", "apns", "native_push_unavailable_reason", "ntfy"],
                 "properties": {
                     "kinds": {"type": "array", "items": {"type": "string"}},
                     "web_push": {"type": "boolean"},
                     "web_push_vapid_public_key": {"type": ["string", "null"],
                         "description": "The VAPID public key (base64url, uncompressed P-256) browsers subscribe with (applicationServerKey)"},
-                    "native_push": {"type": "boolean"},
+                    "native_push": {"type": "boolean",
+                        "description": "Phone reminders are delivered through FCM, APNs or both"},
+                    "fcm": {"type": "boolean"},
+                    "apns": {"type": "boolean"},
                     "native_push_unavailable_reason": {"type": ["string", "null"],
-                        "description": "Why native push is off; null when it works"},
+                        "description": "Why native push is off for android (FCM), iPhones (APNs) or both; null when both work"},
                     "ntfy": {"type": "boolean"},
                 },
             },

@@ -64,6 +64,35 @@ pub struct ServeArgs {
     /// Contact for push services (VAPID "sub"): a mailto: or https: URL; defaults to the public URL
     #[arg(long, env = "PILLBOX_PUSH_CONTACT")]
     pub push_contact: Option<String>,
+    /// Firebase service account JSON file: reminders to android phones through FCM HTTP v1 (off without it)
+    #[arg(long, env = "PILLBOX_FCM_SERVICE_ACCOUNT")]
+    pub fcm_service_account: Option<PathBuf>,
+    /// FCM API base URL
+    #[arg(
+        long,
+        env = "PILLBOX_FCM_API_URL",
+        default_value = "https://fcm.googleapis.com"
+    )]
+    pub fcm_api_url: String,
+    /// APNs signing key (.p8): reminders to iPhones through APNs, with --apns-key-id, --apns-team-id and --apns-topic (off without them)
+    #[arg(long, env = "PILLBOX_APNS_KEY_FILE")]
+    pub apns_key_file: Option<PathBuf>,
+    /// The APNs key's id (10 characters, from the Apple developer account)
+    #[arg(long, env = "PILLBOX_APNS_KEY_ID")]
+    pub apns_key_id: Option<String>,
+    /// The Apple developer team id
+    #[arg(long, env = "PILLBOX_APNS_TEAM_ID")]
+    pub apns_team_id: Option<String>,
+    /// The phone app's bundle id (the APNs topic)
+    #[arg(long, env = "PILLBOX_APNS_TOPIC")]
+    pub apns_topic: Option<String>,
+    /// APNs base URL (https://api.sandbox.push.apple.com for development builds of the app)
+    #[arg(
+        long,
+        env = "PILLBOX_APNS_URL",
+        default_value = "https://api.push.apple.com"
+    )]
+    pub apns_url: String,
     /// Log format
     #[arg(long, env = "PILLBOX_LOG_FORMAT", value_enum, default_value_t = LogFormat::Text)]
     pub log_format: LogFormat,
@@ -117,6 +146,41 @@ pub struct ReminderSettings {
     pub catch_up: jiff::SignedDuration,
     /// The VAPID `sub` claim.
     pub push_contact: String,
+    /// FCM, when configured.
+    pub fcm: Option<std::sync::Arc<crate::reminders::native::FcmCredentials>>,
+    /// APNs, when configured.
+    pub apns: Option<std::sync::Arc<crate::reminders::native::ApnsCredentials>>,
+}
+
+impl ReminderSettings {
+    /// Reads the FCM and APNs credentials the arguments name; one clear
+    /// line when a file is unreadable or the APNs settings are incomplete.
+    pub fn load_native(&mut self, args: &ServeArgs) -> Result<(), String> {
+        use crate::reminders::native;
+        if let Some(path) = &args.fcm_service_account {
+            self.fcm = Some(std::sync::Arc::new(native::load_fcm(
+                path,
+                &args.fcm_api_url,
+            )?));
+        }
+        let apns = [&args.apns_key_id, &args.apns_team_id, &args.apns_topic];
+        match (&args.apns_key_file, apns) {
+            (Some(path), [Some(key_id), Some(team_id), Some(topic)]) => {
+                self.apns = Some(std::sync::Arc::new(native::load_apns(
+                    path,
+                    key_id,
+                    team_id,
+                    topic,
+                    &args.apns_url,
+                )?));
+            }
+            (None, [None, None, None]) => {}
+            _ => {
+                return Err("APNs needs all of --apns-key-file, --apns-key-id, --apns-team-id and --apns-topic".into());
+            }
+        }
+        Ok(())
+    }
 }
 
 impl Default for ReminderSettings {
@@ -125,6 +189,8 @@ impl Default for ReminderSettings {
             push_allow_http: false,
             catch_up: jiff::SignedDuration::from_mins(DEFAULT_REMINDER_CATCH_UP_MINUTES),
             push_contact: DEFAULT_PUSH_CONTACT.to_string(),
+            fcm: None,
+            apns: None,
         }
     }
 }
@@ -159,6 +225,8 @@ impl From<&ServeArgs> for Settings {
                     .clone()
                     .or_else(|| args.public_url.clone())
                     .unwrap_or_else(|| DEFAULT_PUSH_CONTACT.to_string()),
+                fcm: None,
+                apns: None,
             },
         }
     }

@@ -13,7 +13,8 @@ pub async fn run(args: ServeArgs) -> CliResult {
     let local = listener
         .local_addr()
         .map_err(|e| format!("cannot read the listening address: {e}"))?;
-    let settings = Settings::from(&args);
+    let mut settings = Settings::from(&args);
+    settings.reminders.load_native(&args)?;
     let reminders = crate::reminders::task::spawn(db.clone(), settings.reminders.clone())
         .await
         .map_err(|e| format!("cannot start reminders: {e}"))?;

@@ -42,6 +42,7 @@ pub struct Deliverer {
     http: reqwest::Client,
     vapid: Vapid,
     settings: ReminderSettings,
+    native: super::native::NativeSender,
 }
 
 /// The outbound HTTP client: rustls with the ring provider, no redirects
@@ -64,6 +65,7 @@ impl Deliverer {
             http: http_client()?,
             vapid,
             settings,
+            native: super::native::NativeSender::default(),
         })
     }
 
@@ -97,7 +99,7 @@ impl Deliverer {
         let outcome = match row.channel.as_str() {
             store::WEB_PUSH => self.web_push(db, &row).await?,
             store::NTFY => self.ntfy(db, &row).await?,
-            _ => Outcome::Failed(super::NATIVE_PUSH_OFF.to_string()),
+            _ => self.phone(db, &row).await?,
         };
         let (id, target, channel, attempts) =
             (row.id, row.target_id, row.channel.clone(), row.attempts);
@@ -106,12 +108,14 @@ impl Deliverer {
             Outcome::Gone => {
                 if channel == store::WEB_PUSH {
                     store::delete_subscription(tx, target)?;
+                } else {
+                    store::delete_device_token(tx, target)?;
                 }
                 store::finish(
                     tx,
                     id,
                     "failed",
-                    Some("the push service no longer knows this subscription; it was removed"),
+                    Some("the push service no longer knows this subscription or token; it was removed"),
                     &stored_now,
                 )
             }
@@ -181,6 +185,39 @@ impl Deliverer {
             .send()
             .await;
         Ok(classify("push service", response))
+    }
+
+    /// A phone: FCM for android tokens, APNs for ios ones.
+    async fn phone(&self, db: &Db, row: &OutboxRow) -> Result<Outcome> {
+        let target = row.target_id;
+        let Some(device) = db
+            .read(move |conn| store::device_token_by_id(conn, target))
+            .await?
+        else {
+            return Ok(Outcome::Failed("the phone token was removed".into()));
+        };
+        let message = super::native::Message {
+            token: &device.token,
+            kind: &row.kind,
+            title: &row.title,
+            body: &row.body,
+        };
+        Ok(
+            match (
+                row.channel.as_str(),
+                &self.settings.fcm,
+                &self.settings.apns,
+            ) {
+                (store::FCM, Some(fcm), _) => self.native.send_fcm(&self.http, fcm, &message).await,
+                (store::APNS, _, Some(apns)) => {
+                    self.native.send_apns(&self.http, apns, &message).await
+                }
+                (store::FCM, None, _) => {
+                    Outcome::Failed(super::fcm_off(&self.settings).unwrap_or_default().into())
+                }
+                _ => Outcome::Failed(super::apns_off(&self.settings).unwrap_or_default().into()),
+            },
+        )
     }
 
     async fn ntfy(&self, db: &Db, row: &OutboxRow) -> Result<Outcome> {

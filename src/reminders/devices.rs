@@ -13,6 +13,7 @@ use super::model::{
 use super::store::{self, NewNotification, Target};
 use super::webpush::{ClientKeys, PushKeyError};
 use crate::auth::{Actor, Credential};
+use crate::config::ReminderSettings;
 use crate::db::WriteTx;
 use crate::domain::Timestamp;
 use crate::error::{ApiError, Problems, Result};
@@ -155,13 +156,18 @@ pub fn test_subscription(conn: &WriteTx, actor: &Actor) -> Result<()> {
     Ok(())
 }
 
-fn device_token_api(row: store::DeviceTokenRow) -> NativeDeviceToken {
+fn device_token_api(row: store::DeviceTokenRow, settings: &ReminderSettings) -> NativeDeviceToken {
+    let channel = if row.platform == "ios" {
+        store::APNS
+    } else {
+        store::FCM
+    };
     NativeDeviceToken {
+        delivery_enabled: super::channel_enabled(settings, channel),
         id: row.id,
         membership_id: row.membership_id,
         platform: Platform::parse(&row.platform).unwrap_or(Platform::Android),
         device_name: row.device_name,
-        delivery_enabled: false,
         created_at: Timestamp::from_stored(row.created_at),
     }
 }
@@ -172,6 +178,7 @@ pub fn create_device_token(
     conn: &WriteTx,
     actor: &Actor,
     attrs: NativeDeviceTokenAttributes,
+    settings: &ReminderSettings,
 ) -> Result<NativeDeviceToken> {
     let token = attrs.token.trim().to_string();
     if token.chars().any(|c| c.is_whitespace() || c.is_control()) {
@@ -190,7 +197,7 @@ pub fn create_device_token(
         device_name.as_deref(),
         &Timestamp::now(),
     )?;
-    Ok(device_token_api(row))
+    Ok(device_token_api(row, settings))
 }
 
 /// `deleteNativeDeviceToken`: removes one of the caller's tokens, named by

@@ -31,6 +31,7 @@ use super::{DOSE_DUE, LOW_STOCK, MISSED_DOSE};
 use crate::auth::{Actor, access};
 use crate::care::dose_occurrences::{self, model::DoseOccurrence};
 use crate::care::notification_preferences::store as preference_store;
+use crate::config::ReminderSettings;
 use crate::db::WriteTx;
 use crate::decimal::Dec;
 use crate::domain::Timestamp as Stored;
@@ -91,17 +92,21 @@ fn preference(conn: &Connection, actor: &Actor) -> Result<Preference> {
 
 /// The member's channels this server delivers to now: phone tokens wait
 /// while native push is off.
-fn targets(conn: &Connection, membership_id: i64) -> Result<Vec<Target>> {
+fn targets(
+    conn: &Connection,
+    membership_id: i64,
+    settings: &ReminderSettings,
+) -> Result<Vec<Target>> {
     let mut all = store::targets_of(conn, membership_id)?;
-    all.retain(|t| matches!(t.channel, store::WEB_PUSH | store::NTFY));
+    all.retain(|t| super::channel_enabled(settings, t.channel));
     Ok(all)
 }
 
 /// Scans every household at `now`.
-pub fn scan(conn: &WriteTx, now: Timestamp, catch_up: SignedDuration) -> Result<Scan> {
+pub fn scan(conn: &WriteTx, now: Timestamp, settings: &ReminderSettings) -> Result<Scan> {
     let mut out = Scan::default();
     for household_id in store::household_ids(conn)? {
-        scan_household(conn, household_id, now, catch_up, &mut out)?;
+        scan_household(conn, household_id, now, settings, &mut out)?;
     }
     Ok(out)
 }
@@ -125,9 +130,10 @@ fn scan_household(
     conn: &WriteTx,
     household_id: i64,
     now: Timestamp,
-    catch_up: SignedDuration,
+    settings: &ReminderSettings,
     out: &mut Scan,
 ) -> Result<()> {
+    let catch_up = settings.catch_up;
     let (scanned, grace_minutes) = store::progress(conn, household_id)?;
     let grace = SignedDuration::from_mins(grace_minutes);
     let window = Window {
@@ -155,7 +161,7 @@ fn scan_household(
         if !preference.enabled || !(preference.dose_due || preference.missed_dose) {
             continue;
         }
-        let targets = targets(conn, actor.membership_id)?;
+        let targets = targets(conn, actor.membership_id, settings)?;
         let mut date = first_date;
         while date <= last_date {
             let (doses, _) = dose_occurrences::list(conn, actor, Some(date), None)?;
@@ -195,7 +201,7 @@ fn scan_household(
             };
         }
     }
-    low_stock(conn, household_id, &members, &window, out)?;
+    low_stock(conn, household_id, &members, &window, settings, out)?;
     store::set_scanned_until(conn, household_id, &Stored::from_jiff(now))
 }
 
@@ -285,6 +291,7 @@ fn low_stock(
     household_id: i64,
     members: &[Actor],
     window: &Window,
+    settings: &ReminderSettings,
     out: &mut Scan,
 ) -> Result<()> {
     let plan = Plan::default();
@@ -330,7 +337,7 @@ fn low_stock(
             } else {
                 format!("A medicine for {name} is running low")
             };
-            let targets = targets(conn, actor.membership_id)?;
+            let targets = targets(conn, actor.membership_id, settings)?;
             queue(
                 conn,
                 actor,

@@ -9,6 +9,7 @@ pub mod deliver;
 pub mod devices;
 pub mod engine;
 pub mod model;
+pub mod native;
 pub mod routes;
 pub mod store;
 pub mod task;
@@ -16,6 +17,7 @@ pub mod webpush;
 
 use rusqlite::Connection;
 
+use crate::config::ReminderSettings;
 use crate::db::instance;
 use crate::error::{ApiError, Result};
 
@@ -48,21 +50,58 @@ pub fn vapid(conn: &Connection) -> Result<webpush::Vapid> {
         .ok_or_else(|| ApiError::internal("the stored VAPID key is not a P-256 private key"))
 }
 
-/// Why native push is off: this build has no FCM or APNs sender, so phone
-/// tokens are kept (and reached once it has) but nothing is sent to them.
-pub const NATIVE_PUSH_OFF: &str = "Firebase Cloud Messaging and APNs delivery are not configured on this server; phone tokens are kept but receive nothing";
+/// Why phone push is off, per service: `None` when it is configured.
+pub fn fcm_off(settings: &ReminderSettings) -> Option<&'static str> {
+    settings
+        .fcm
+        .is_none()
+        .then_some("Firebase Cloud Messaging is not configured (--fcm-service-account); android tokens are kept but receive nothing")
+}
+
+pub fn apns_off(settings: &ReminderSettings) -> Option<&'static str> {
+    settings
+        .apns
+        .is_none()
+        .then_some("APNs is not configured (--apns-key-file, --apns-key-id, --apns-team-id, --apns-topic); iPhone tokens are kept but receive nothing")
+}
+
+/// Why native push is (partly) off, or `None` when both services work.
+pub fn native_push_off(settings: &ReminderSettings) -> Option<String> {
+    let reasons: Vec<&str> = [fcm_off(settings), apns_off(settings)]
+        .into_iter()
+        .flatten()
+        .collect();
+    (!reasons.is_empty()).then(|| reasons.join("; "))
+}
+
+/// Whether this server delivers through `channel` now.
+pub fn channel_enabled(settings: &ReminderSettings, channel: &str) -> bool {
+    match channel {
+        store::FCM => settings.fcm.is_some(),
+        store::APNS => settings.apns.is_some(),
+        _ => true,
+    }
+}
 
 /// Delivery health of every channel of a household, for its administrators.
-pub fn delivery_health(conn: &Connection, household_id: i64) -> Result<Vec<model::ChannelHealth>> {
+pub fn delivery_health(
+    conn: &Connection,
+    household_id: i64,
+    settings: &ReminderSettings,
+) -> Result<Vec<model::ChannelHealth>> {
     Ok(store::health(conn, household_id)?
         .into_iter()
         .filter_map(|h| {
             let channel = model::Channel::parse(h.channel)?;
-            let native = matches!(channel, model::Channel::Fcm | model::Channel::Apns);
+            let off = match channel {
+                model::Channel::Fcm => fcm_off(settings),
+                model::Channel::Apns => apns_off(settings),
+                _ => None,
+            };
             Some(model::ChannelHealth {
                 channel,
-                enabled: !native,
-                unavailable_reason: native.then(|| NATIVE_PUSH_OFF.to_string()),
+                enabled: off.is_none(),
+                unavailable_reason: off.map(str::to_string),
                 last_delivered_at: h.last_delivered_at,
                 delivered_count: h.delivered,
                 pending_count: h.pending,

@@ -121,9 +121,17 @@ async fn create_device_token(
     actor: Actor,
     ApiJson(body): ApiJson<NativeDeviceTokenBody>,
 ) -> Result<Response> {
+    let config = state.settings.clone();
     let token = state
         .db
-        .write(move |tx| super::devices::create_device_token(tx, &actor, body.native_device_token))
+        .write(move |tx| {
+            super::devices::create_device_token(
+                tx,
+                &actor,
+                body.native_device_token,
+                &config.reminders,
+            )
+        })
         .await?;
     Ok(respond::created(token))
 }

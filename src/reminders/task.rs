@@ -46,9 +46,9 @@ impl Reminders {
     /// Queues what fell due up to the clock's now.
     pub async fn scan(&self) -> Result<Scan> {
         let now = self.clock.now();
-        let catch_up = self.settings.catch_up;
+        let settings = self.settings.clone();
         self.db
-            .write(move |tx| engine::scan(tx, now, catch_up))
+            .write(move |tx| engine::scan(tx, now, &settings))
             .await
     }
 

@@ -31,6 +31,7 @@ mod plan_history;
 mod profile;
 mod readme;
 mod reminders;
+mod reminders_native;
 mod schedules;
 mod stock_removals;
 mod storage;

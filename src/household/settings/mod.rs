@@ -34,7 +34,6 @@ fn current(conn: &Connection, actor: &Actor) -> Result<HouseholdSettings> {
         settings.time_zone = canonical;
     }
     settings.missed_dose_grace_minutes = crate::reminders::grace_minutes(conn, actor.household_id)?;
-    settings.delivery_health = crate::reminders::delivery_health(conn, actor.household_id)?;
     Ok(settings)
 }
 
