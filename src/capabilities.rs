@@ -21,6 +21,9 @@ pub const ONLINE_ONLY_RESOURCES: &[&str] = &[
     "access",
     "location_membership",
     "reports",
+    "push_subscription",
+    "native_device_token",
+    "ntfy_channel",
 ];
 
 /// `vapid_public_key`: the server's Web Push key (base64url), when readable.

@@ -9,6 +9,7 @@ use std::time::Duration;
 
 use jiff::{SignedDuration, Timestamp};
 
+pub use super::outcome::Outcome;
 use super::store::{self, OutboxRow};
 use super::webpush::{self, ClientKeys, Vapid};
 use crate::config::ReminderSettings;
@@ -24,18 +25,6 @@ const LONGEST_RETRY: SignedDuration = SignedDuration::from_hours(1);
 /// Notifications sent per pass; the rest wait for the next one.
 const BATCH: i64 = 64;
 const REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
-
-/// What one attempt came to.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Outcome {
-    Delivered,
-    /// The push service no longer knows the subscription.
-    Gone,
-    /// Worth another try later.
-    Retry(String),
-    /// Never worth another try.
-    Failed(String),
-}
 
 /// What delivery needs: the HTTP client, the VAPID key and the settings.
 pub struct Deliverer {

@@ -10,6 +10,7 @@ pub mod devices;
 pub mod engine;
 pub mod model;
 pub mod native;
+pub mod outcome;
 pub mod routes;
 pub mod store;
 pub mod task;

@@ -14,7 +14,7 @@ use p256::ecdsa::signature::Signer;
 use serde::Deserialize;
 use sha2::Sha256;
 
-use super::deliver::Outcome;
+use super::outcome::Outcome;
 
 const FCM_SCOPE: &str = "https://www.googleapis.com/auth/firebase.messaging";
 /// A provider or access token is renewed this long before it expires.

@@ -1206,4 +1206,51 @@ mod restart {
         assert_eq!(web["delivered_count"], 1);
         kill(&mut server);
     }
+
+    #[test]
+    fn incomplete_or_unreadable_phone_push_settings_stop_the_server_with_one_line() {
+        let (dir, data, _) = set_up_household();
+        let listen = format!("127.0.0.1:{}", free_port());
+        let data = data.to_str().unwrap();
+        let partial = pillbox(&[
+            "serve",
+            "--data-dir",
+            data,
+            "--listen",
+            &listen,
+            "--apns-key-id",
+            "ABC123DEFG",
+        ]);
+        crate::process::run(partial, None).assert_one_line_failure("APNs needs all of");
+        let missing = dir.path().join("missing.json");
+        let unreadable = pillbox(&[
+            "serve",
+            "--data-dir",
+            data,
+            "--listen",
+            &listen,
+            "--fcm-service-account",
+            missing.to_str().unwrap(),
+        ]);
+        crate::process::run(unreadable, None)
+            .assert_one_line_failure("cannot read the FCM service account");
+        let not_a_key = dir.path().join("account.json");
+        std::fs::write(
+            &not_a_key,
+            r#"{"project_id": "p", "client_email": "e", "private_key": "not a key"}"#,
+        )
+        .unwrap();
+        let bad = pillbox(&[
+            "serve",
+            "--data-dir",
+            data,
+            "--listen",
+            &listen,
+            "--fcm-service-account",
+            not_a_key.to_str().unwrap(),
+        ]);
+        let outcome = crate::process::run(bad, None);
+        outcome.assert_one_line_failure("not an RSA key");
+        assert!(!outcome.stderr.contains("not a key"));
+    }
 }
