@@ -1195,6 +1195,26 @@ mod restart {
         let mut server = serve(&data, port, &log);
         std::thread::sleep(Duration::from_millis(2000));
         assert_eq!(push.received().len(), 1);
+        // The task sleeps until the next reminder (the missed-dose one, half
+        // an hour away), yet a write wakes it: a test notification arrives
+        // at once.
+        let asked = Instant::now();
+        let test = http_request(
+            port,
+            "POST",
+            &hh("/push_subscription/test"),
+            Some(&token),
+            &[],
+            None,
+        )
+        .unwrap();
+        assert_eq!(test.status, 204);
+        wait_for(&push, 2);
+        assert!(asked.elapsed() < Duration::from_secs(10));
+        let got = push.received();
+        assert_eq!(got.len(), 2);
+        let payload: Value = serde_json::from_slice(&decrypt(&keys, &got[1].body)).unwrap();
+        assert_eq!(payload["kind"], "test");
         let settings = call(port, "GET", &hh("/admin/settings"), &token, Value::Null);
         let web = settings["data"]["delivery_health"]
             .as_array()
@@ -1203,7 +1223,7 @@ mod restart {
             .find(|h| h["channel"] == "web_push")
             .unwrap()
             .clone();
-        assert_eq!(web["delivered_count"], 1);
+        assert_eq!(web["delivered_count"], 2);
         kill(&mut server);
     }
 
