@@ -276,12 +276,16 @@ pub struct Target {
     pub id: i64,
 }
 
-/// Every channel of a member: push subscriptions, phone tokens (FCM for
+/// Every channel of a member: push subscriptions of credentials still
+/// valid (a signed-out device is no longer reached), phone tokens (FCM for
 /// android, APNs for ios) and the ntfy topic.
 pub fn targets_of(conn: &Connection, membership_id: i64) -> Result<Vec<Target>> {
     let mut out = Vec::new();
     let mut stmt = conn.prepare_cached(
-        "SELECT 'web_push', id FROM push_subscriptions WHERE membership_id = ?1
+        "SELECT 'web_push', s.id FROM push_subscriptions s
+           LEFT JOIN app_tokens t ON t.id = s.app_token_id
+          WHERE s.membership_id = ?1
+            AND (s.app_token_id IS NULL OR (t.revoked_at IS NULL AND t.expires_at > ?2))
          UNION ALL
          SELECT CASE platform WHEN 'ios' THEN 'apns' ELSE 'fcm' END, id
            FROM native_device_tokens WHERE membership_id = ?1
@@ -289,7 +293,8 @@ pub fn targets_of(conn: &Connection, membership_id: i64) -> Result<Vec<Target>> 
          SELECT 'ntfy', id FROM ntfy_channels WHERE membership_id = ?1
          ORDER BY 1, 2",
     )?;
-    let rows = stmt.query_map([membership_id], |r| {
+    let now = Timestamp::now();
+    let rows = stmt.query_map(params![membership_id, now.as_str()], |r| {
         Ok((r.get::<_, String>(0)?, r.get::<_, i64>(1)?))
     })?;
     for row in rows {

@@ -661,6 +661,47 @@ async fn only_members_who_may_view_the_person_are_told_and_private_text_hides_th
 }
 
 #[tokio::test]
+async fn a_signed_out_device_is_no_longer_reached() {
+    let app = TestApp::new().await;
+    let device = app
+        .token_for(app.household_id, app.owner_membership_id)
+        .await;
+    subscribe(&app, &device, "https://push.example.test/old-phone").await;
+    let olive = own_person(&app, &app.owner).await;
+    let med = new_medication(&app, "Metformin").await;
+    daily(&app, &olive, &med, "08:00", "2027-04-01").await;
+    let clock = ManualClock::at("2027-04-02T06:00:00Z");
+    let engine = engine(&app, &clock).await;
+    engine.scan().await.unwrap();
+    // The device's credential is revoked.
+    revoke_newest_token(&app, &device).await;
+    clock.set("2027-04-02T07:00:00Z");
+    assert_eq!(engine.scan().await.unwrap().queued, 0);
+    assert!(outbox(&app).await.is_empty());
+}
+
+/// Revokes the app token `token`, as signing out or deleting it does.
+async fn revoke_newest_token(app: &TestApp, token: &str) {
+    app.get(&app.hh("/notification_preference"), token)
+        .await
+        .assert_status(200);
+    app.db
+        .write(|c| {
+            // The newest token is the device's.
+            c.execute(
+                "UPDATE app_tokens SET revoked_at = ?1 WHERE id = (SELECT max(id) FROM app_tokens)",
+                [pillbox::time::now()],
+            )?;
+            Ok(())
+        })
+        .await
+        .unwrap();
+    app.get(&app.hh("/notification_preference"), token)
+        .await
+        .assert_status(401);
+}
+
+#[tokio::test]
 async fn low_stock_is_told_once_per_episode() {
     let app = TestApp::new().await;
     subscribe(&app, &app.owner, "https://push.example.test/owner").await;
