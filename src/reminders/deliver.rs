@@ -9,8 +9,9 @@ use std::time::Duration;
 
 use jiff::{SignedDuration, Timestamp};
 
+use super::outbox_store::{self, OutboxRow};
 pub use super::outcome::Outcome;
-use super::store::{self, OutboxRow};
+use super::store;
 use super::webpush::{self, ClientKeys, Vapid};
 use crate::config::ReminderSettings;
 use crate::db::Db;
@@ -61,7 +62,9 @@ impl Deliverer {
     /// Delivers what is due at `now`; how many were handled.
     pub async fn deliver_due(&self, db: &Db, now: Timestamp) -> Result<usize> {
         let at = Stored::from_jiff(now);
-        let rows = db.read(move |conn| store::due(conn, &at, BATCH)).await?;
+        let rows = db
+            .read(move |conn| outbox_store::due(conn, &at, BATCH))
+            .await?;
         let count = rows.len();
         for row in rows {
             self.deliver_one(db, row, now).await?;
@@ -75,7 +78,7 @@ impl Deliverer {
             let id = row.id;
             return db
                 .write(move |tx| {
-                    store::finish(
+                    outbox_store::finish(
                         tx,
                         id,
                         "dropped",
@@ -93,14 +96,14 @@ impl Deliverer {
         let (id, target, channel, attempts) =
             (row.id, row.target_id, row.channel.clone(), row.attempts);
         db.write(move |tx| match outcome {
-            Outcome::Delivered => store::finish(tx, id, "delivered", None, &stored_now),
+            Outcome::Delivered => outbox_store::finish(tx, id, "delivered", None, &stored_now),
             Outcome::Gone => {
                 if channel == store::WEB_PUSH {
                     store::delete_subscription(tx, target)?;
                 } else {
                     store::delete_device_token(tx, target)?;
                 }
-                store::finish(
+                outbox_store::finish(
                     tx,
                     id,
                     "failed",
@@ -108,13 +111,13 @@ impl Deliverer {
                     &stored_now,
                 )
             }
-            Outcome::Failed(error) => store::finish(tx, id, "failed", Some(&error), &stored_now),
+            Outcome::Failed(error) => outbox_store::finish(tx, id, "failed", Some(&error), &stored_now),
             Outcome::Retry(error) if attempts + 1 >= MAX_ATTEMPTS => {
-                store::finish(tx, id, "failed", Some(&error), &stored_now)
+                outbox_store::finish(tx, id, "failed", Some(&error), &stored_now)
             }
             Outcome::Retry(error) => {
                 let next = Stored::from_jiff(now + backoff(attempts));
-                store::retry_at(tx, id, &error, &next)
+                outbox_store::retry_at(tx, id, &error, &next)
             }
         })
         .await

@@ -10,7 +10,8 @@ use super::model::{
     NativeDeviceToken, NativeDeviceTokenAttributes, NtfyChannel, NtfyChannelAttributes, Platform,
     PushSubscription, PushSubscriptionAttributes,
 };
-use super::store::{self, NewNotification, Target};
+use super::outbox_store::{self, NewNotification};
+use super::store::{self, Target};
 use super::webpush::{ClientKeys, PushKeyError};
 use crate::auth::{Actor, Credential};
 use crate::config::ReminderSettings;
@@ -133,7 +134,7 @@ pub fn test_subscription(conn: &WriteTx, actor: &Actor) -> Result<()> {
     let row = own_subscription(conn, actor)?;
     let now = Timestamp::now();
     let subject = format!("test:{}", crate::db::new_portable_id());
-    store::enqueue(
+    outbox_store::enqueue(
         conn,
         &NewNotification {
             household_id: actor.household_id,

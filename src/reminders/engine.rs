@@ -26,7 +26,8 @@ use jiff::tz::TimeZone;
 use jiff::{SignedDuration, Timestamp};
 use rusqlite::Connection;
 
-use super::store::{self, NewNotification, Target};
+use super::outbox_store::{self, NewNotification};
+use super::store::{self, Target};
 use super::{DOSE_DUE, LOW_STOCK, MISSED_DOSE};
 use crate::auth::{Actor, access};
 use crate::care::dose_occurrences::{self, model::DoseOccurrence};
@@ -222,7 +223,7 @@ fn queue(
     let now = Stored::from_jiff(window.now);
     let dropped = due < window.drop_before;
     for target in targets {
-        let added = store::enqueue(
+        let added = outbox_store::enqueue(
             conn,
             &NewNotification {
                 household_id: actor.household_id,

@@ -10,6 +10,7 @@ pub mod devices;
 pub mod engine;
 pub mod model;
 pub mod native;
+pub mod outbox_store;
 pub mod outcome;
 pub mod routes;
 pub mod store;
@@ -90,7 +91,7 @@ pub fn delivery_health(
     household_id: i64,
     settings: &ReminderSettings,
 ) -> Result<Vec<model::ChannelHealth>> {
-    Ok(store::health(conn, household_id)?
+    Ok(outbox_store::health(conn, household_id)?
         .into_iter()
         .filter_map(|h| {
             let channel = model::Channel::parse(h.channel)?;

@@ -71,7 +71,7 @@ impl Reminders {
     pub async fn pass(&self) -> Result<Timestamp> {
         let scan = self.scan().await?;
         self.deliver().await?;
-        let retry = self.db.read(super::store::next_attempt).await?;
+        let retry = self.db.read(super::outbox_store::next_attempt).await?;
         let now = self.clock.now();
         let mut wake = now + LONGEST_SLEEP;
         if let Some(due) = scan.next_due {

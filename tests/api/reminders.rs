@@ -1230,7 +1230,22 @@ mod restart {
         let payload: Value = serde_json::from_slice(&decrypt(&keys, &got[0].body)).unwrap();
         assert_eq!(payload["kind"], "dose_due");
         assert_eq!(payload["body"], "A dose for Olive Owner is due");
-        std::thread::sleep(Duration::from_millis(500));
+        // The push service has answered; the delivery is recorded just after.
+        let delivered = || {
+            let settings = call(port, "GET", &hh("/admin/settings"), &token, Value::Null);
+            settings["data"]["delivery_health"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|h| h["channel"] == "web_push")
+                .unwrap()["delivered_count"]
+                .clone()
+        };
+        let end = Instant::now() + Duration::from_secs(10);
+        while delivered() != 1 && Instant::now() < end {
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        assert_eq!(delivered(), 1);
         // Delivered, then killed without warning: never sent again.
         kill(&mut server);
         let mut server = serve(&data, port, &log);
@@ -1256,15 +1271,11 @@ mod restart {
         assert_eq!(got.len(), 2);
         let payload: Value = serde_json::from_slice(&decrypt(&keys, &got[1].body)).unwrap();
         assert_eq!(payload["kind"], "test");
-        let settings = call(port, "GET", &hh("/admin/settings"), &token, Value::Null);
-        let web = settings["data"]["delivery_health"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|h| h["channel"] == "web_push")
-            .unwrap()
-            .clone();
-        assert_eq!(web["delivered_count"], 2);
+        let end = Instant::now() + Duration::from_secs(10);
+        while delivered() != 2 && Instant::now() < end {
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        assert_eq!(delivered(), 2);
         kill(&mut server);
     }
 

@@ -61,7 +61,7 @@ const OWNERS: &[(&str, &[&str])] = &[
     ("push_subscriptions", &["src/reminders/store.rs"]),
     ("reminder_households", &["src/reminders/store.rs"]),
     ("reminder_low_stock", &["src/reminders/store.rs"]),
-    ("reminder_outbox", &["src/reminders/store.rs"]),
+    ("reminder_outbox", &["src/reminders/outbox_store.rs"]),
     ("schedules", &["src/care/schedules/store.rs"]),
     ("stock_removals", &["src/medicine/stock_removals/store.rs"]),
     // The writer's own unit tests use a scratch table.
