@@ -25,6 +25,9 @@ pub const ONLINE_ONLY_RESOURCES: &[&str] = &[
     "access",
     "location_membership",
     "reports",
+    "push_subscription",
+    "native_device_token",
+    "ntfy_channel",
 ];
 
 const FORMAT: &str = "service.api.capabilities.v1";
@@ -47,6 +50,25 @@ pub struct Capabilities {
     medication_pause_periods: Supported,
     inventory: Inventory,
     features: Features,
+    notifications: Notifications,
+}
+
+/// Which reminder channels work now, and the Web Push key browsers
+/// subscribe with.
+#[derive(Debug, Serialize, JsonSchema)]
+#[schemars(inline)]
+struct Notifications {
+    kinds: Vec<&'static str>,
+    web_push: bool,
+    /// The VAPID public key (base64url, uncompressed P-256) browsers subscribe with (applicationServerKey)
+    web_push_vapid_public_key: Option<String>,
+    /// Phone reminders are delivered through FCM, APNs or both
+    native_push: bool,
+    fcm: bool,
+    apns: bool,
+    /// Why native push is off for android (FCM), iPhones (APNs) or both; null when both work
+    native_push_unavailable_reason: Option<String>,
+    ntfy: bool,
 }
 
 /// What a phone needs to sign in (spec Authentication 2) and the
@@ -191,13 +213,17 @@ struct Features {
     ai_suggestions: bool,
     web_push: bool,
     native_push: bool,
+    ntfy: bool,
     reports: bool,
 }
 
 /// `base` is the server's origin (the public URL, or the one the request
 /// was addressed to), which the OAuth URLs hang off.
-pub fn document(state: &AppState, base: &str) -> Capabilities {
+/// `vapid_public_key`: the server's Web Push key (base64url), when readable.
+pub fn document(state: &AppState, base: &str, vapid_public_key: Option<&str>) -> Capabilities {
     let scheduled = state.backups.get();
+    let reminders = &state.settings.reminders;
+    let native_push = reminders.fcm.is_some() || reminders.apns.is_some();
     Capabilities {
         format: FORMAT,
         api_version: API_VERSION,
@@ -268,9 +294,25 @@ pub fn document(state: &AppState, base: &str) -> Capabilities {
             notification_preferences: true,
             medication_lookup: false,
             ai_suggestions: false,
-            web_push: false,
-            native_push: false,
+            web_push: vapid_public_key.is_some(),
+            native_push,
+            ntfy: true,
             reports: false,
+        },
+        notifications: Notifications {
+            kinds: vec![
+                crate::reminders::DOSE_DUE,
+                crate::reminders::MISSED_DOSE,
+                crate::reminders::LOW_STOCK,
+                crate::reminders::TEST,
+            ],
+            web_push: vapid_public_key.is_some(),
+            web_push_vapid_public_key: vapid_public_key.map(str::to_string),
+            native_push,
+            fcm: reminders.fcm.is_some(),
+            apns: reminders.apns.is_some(),
+            native_push_unavailable_reason: crate::reminders::native_push_off(reminders),
+            ntfy: true,
         },
     }
 }
@@ -317,5 +359,12 @@ pub fn routes(api: Api) -> Api {
 
 async fn show(State(state): State<AppState>, headers: axum::http::HeaderMap) -> Response {
     let base = crate::identity::base_url(&state.settings, &headers);
-    respond::ok(document(&state, &base))
+    let key = state
+        .db
+        .read(|conn| crate::reminders::vapid(conn).map(|v| v.public_key))
+        .await;
+    if let Err(e) = &key {
+        tracing::warn!("capabilities: the VAPID key cannot be read: {e}");
+    }
+    respond::ok(document(&state, &base, key.ok().as_deref()))
 }

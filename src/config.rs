@@ -21,6 +21,7 @@ pub const DEFAULT_WEB_CLIENT_ID: &str = "pillbox-web";
 pub const DEFAULT_WEB_REDIRECT_PATH: &str = "/app/oauth/callback";
 pub const DEFAULT_ACCESS_TOKEN_TTL_SECS: u64 = 3600;
 pub const DEFAULT_REFRESH_TOKEN_TTL_DAYS: u64 = 60;
+pub const DEFAULT_REMINDER_CATCH_UP_MINUTES: i64 = 360;
 
 /// Where the data lives; every command takes it.
 #[derive(Debug, Clone, Args)]
@@ -79,6 +80,44 @@ pub struct ServeArgs {
     /// Days an OAuth refresh token lives unused (each refresh starts the period again)
     #[arg(long, env = "PILLBOX_REFRESH_TOKEN_TTL_DAYS", default_value_t = DEFAULT_REFRESH_TOKEN_TTL_DAYS, value_parser = clap::value_parser!(u64).range(1..=3650))]
     pub refresh_token_ttl_days: u64,
+    /// Accept http:// push endpoints and ntfy topics (a push service on the home network, or tests); otherwise only https
+    #[arg(long, env = "PILLBOX_PUSH_ALLOW_HTTP", action = clap::ArgAction::SetTrue, value_parser = clap::builder::BoolishValueParser::new())]
+    pub push_allow_http: bool,
+    /// Minutes a reminder may be late (the server was down) and still be sent; older ones are dropped and counted
+    #[arg(long, env = "PILLBOX_REMINDER_CATCH_UP_MINUTES", default_value_t = DEFAULT_REMINDER_CATCH_UP_MINUTES, value_parser = clap::value_parser!(i64).range(1..=2880))]
+    pub reminder_catch_up_minutes: i64,
+    /// Contact for push services (VAPID "sub"): a mailto: or https: URL; defaults to the public URL
+    #[arg(long, env = "PILLBOX_PUSH_CONTACT")]
+    pub push_contact: Option<String>,
+    /// Firebase service account JSON file: reminders to android phones through FCM HTTP v1 (off without it)
+    #[arg(long, env = "PILLBOX_FCM_SERVICE_ACCOUNT")]
+    pub fcm_service_account: Option<PathBuf>,
+    /// FCM API base URL
+    #[arg(
+        long,
+        env = "PILLBOX_FCM_API_URL",
+        default_value = "https://fcm.googleapis.com"
+    )]
+    pub fcm_api_url: String,
+    /// APNs signing key (.p8): reminders to iPhones through APNs, with --apns-key-id, --apns-team-id and --apns-topic (off without them)
+    #[arg(long, env = "PILLBOX_APNS_KEY_FILE")]
+    pub apns_key_file: Option<PathBuf>,
+    /// The APNs key's id (10 characters, from the Apple developer account)
+    #[arg(long, env = "PILLBOX_APNS_KEY_ID")]
+    pub apns_key_id: Option<String>,
+    /// The Apple developer team id
+    #[arg(long, env = "PILLBOX_APNS_TEAM_ID")]
+    pub apns_team_id: Option<String>,
+    /// The phone app's bundle id (the APNs topic)
+    #[arg(long, env = "PILLBOX_APNS_TOPIC")]
+    pub apns_topic: Option<String>,
+    /// APNs base URL (https://api.sandbox.push.apple.com for development builds of the app)
+    #[arg(
+        long,
+        env = "PILLBOX_APNS_URL",
+        default_value = "https://api.push.apple.com"
+    )]
+    pub apns_url: String,
     /// Log format
     #[arg(long, env = "PILLBOX_LOG_FORMAT", value_enum, default_value_t = LogFormat::Text)]
     pub log_format: LogFormat,
@@ -156,6 +195,7 @@ pub struct Settings {
     pub auth_failure_limit_per_minute: u32,
     pub trusted_proxies: usize,
     pub oauth: OAuthSettings,
+    pub reminders: ReminderSettings,
 }
 
 /// The registered public clients and token lifetimes of the sign-in server.
@@ -183,6 +223,67 @@ impl Default for OAuthSettings {
     }
 }
 
+/// How reminders are delivered.
+#[derive(Debug, Clone)]
+pub struct ReminderSettings {
+    /// http:// push endpoints and ntfy topics are accepted.
+    pub push_allow_http: bool,
+    /// How late a reminder may still be sent.
+    pub catch_up: jiff::SignedDuration,
+    /// The VAPID `sub` claim.
+    pub push_contact: String,
+    /// FCM, when configured.
+    pub fcm: Option<std::sync::Arc<crate::reminders::native::FcmCredentials>>,
+    /// APNs, when configured.
+    pub apns: Option<std::sync::Arc<crate::reminders::native::ApnsCredentials>>,
+}
+
+impl ReminderSettings {
+    /// Reads the FCM and APNs credentials the arguments name; one clear
+    /// line when a file is unreadable or the APNs settings are incomplete.
+    pub fn load_native(&mut self, args: &ServeArgs) -> Result<(), String> {
+        use crate::reminders::native;
+        if let Some(path) = &args.fcm_service_account {
+            self.fcm = Some(std::sync::Arc::new(native::load_fcm(
+                path,
+                &args.fcm_api_url,
+            )?));
+        }
+        let apns = [&args.apns_key_id, &args.apns_team_id, &args.apns_topic];
+        match (&args.apns_key_file, apns) {
+            (Some(path), [Some(key_id), Some(team_id), Some(topic)]) => {
+                self.apns = Some(std::sync::Arc::new(native::load_apns(
+                    path,
+                    key_id,
+                    team_id,
+                    topic,
+                    &args.apns_url,
+                )?));
+            }
+            (None, [None, None, None]) => {}
+            _ => {
+                return Err("APNs needs all of --apns-key-file, --apns-key-id, --apns-team-id and --apns-topic".into());
+            }
+        }
+        Ok(())
+    }
+}
+
+impl Default for ReminderSettings {
+    fn default() -> Self {
+        ReminderSettings {
+            push_allow_http: false,
+            catch_up: jiff::SignedDuration::from_mins(DEFAULT_REMINDER_CATCH_UP_MINUTES),
+            push_contact: DEFAULT_PUSH_CONTACT.to_string(),
+            fcm: None,
+            apns: None,
+        }
+    }
+}
+
+/// A contact push services accept when none is configured.
+const DEFAULT_PUSH_CONTACT: &str = "mailto:pillbox@localhost.invalid";
+
 impl Default for Settings {
     fn default() -> Self {
         Settings {
@@ -191,6 +292,7 @@ impl Default for Settings {
             auth_failure_limit_per_minute: DEFAULT_AUTH_FAILURE_LIMIT,
             trusted_proxies: 0,
             oauth: OAuthSettings::default(),
+            reminders: ReminderSettings::default(),
         }
     }
 }
@@ -209,6 +311,17 @@ impl From<&ServeArgs> for Settings {
                 web_redirect_uris: args.oauth_web_redirect_uris.clone(),
                 access_token_ttl_secs: args.access_token_ttl,
                 refresh_token_ttl_days: args.refresh_token_ttl_days,
+            },
+            reminders: ReminderSettings {
+                push_allow_http: args.push_allow_http,
+                catch_up: jiff::SignedDuration::from_mins(args.reminder_catch_up_minutes),
+                push_contact: args
+                    .push_contact
+                    .clone()
+                    .or_else(|| args.public_url.clone())
+                    .unwrap_or_else(|| DEFAULT_PUSH_CONTACT.to_string()),
+                fcm: None,
+                apns: None,
             },
         }
     }

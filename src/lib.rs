@@ -17,6 +17,7 @@ pub mod identity;
 pub mod limits;
 pub mod medicine;
 pub mod portable;
+pub mod reminders;
 pub mod state;
 pub mod sync;
 pub mod time;

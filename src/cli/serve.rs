@@ -16,7 +16,12 @@ pub async fn run(args: ServeArgs) -> CliResult {
     let local = listener
         .local_addr()
         .map_err(|e| format!("cannot read the listening address: {e}"))?;
-    let mut state = AppState::new(db.clone(), Settings::from(&args));
+    let mut settings = Settings::from(&args);
+    settings.reminders.load_native(&args)?;
+    let reminders = crate::reminders::task::spawn(db.clone(), settings.reminders.clone())
+        .await
+        .map_err(|e| format!("cannot start reminders: {e}"))?;
+    let mut state = AppState::new(db.clone(), settings);
     if let Some(dir) = &args.backup_dir {
         let status = std::sync::Arc::new(crate::backup::schedule::Status::enabled());
         state.backups = status.clone();
@@ -42,6 +47,7 @@ pub async fn run(args: ServeArgs) -> CliResult {
     );
     crate::http::server::serve(listener, app, args.connection_limits(), shutdown_signal()).await;
     tracing::info!("shutting down: finishing queued writes");
+    reminders.abort();
     db.close().await;
     Ok(())
 }

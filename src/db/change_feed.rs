@@ -35,6 +35,7 @@ pub struct Change<'a> {
 }
 
 pub fn append(conn: &WriteTx, change: Change<'_>) -> Result<()> {
+    conn.mark_changed();
     conn.prepare_cached(
         "INSERT INTO change_feed
            (household_id, record_type, record_id, record_portable_id, action, person_id, occurred_at)

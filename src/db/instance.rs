@@ -10,14 +10,20 @@ use crate::error::{ApiError, Result};
 
 pub const INSTANCE_ID: &str = "instance_id";
 pub const OCCURRENCE_KEY_SECRET: &str = "occurrence_key_secret";
+/// The Web Push (VAPID, RFC 8292) signing key: 32 random bytes read as a
+/// P-256 private scalar by `reminders`.
+pub const VAPID_PRIVATE_KEY: &str = "vapid_private_key";
 
 /// Creates whatever is missing; called once at start-up, before serving.
 pub fn ensure(conn: &Connection) -> rusqlite::Result<()> {
     let mut secret = [0u8; 32];
     getrandom::fill(&mut secret).expect("operating system random source");
+    let mut vapid = [0u8; 32];
+    getrandom::fill(&mut vapid).expect("operating system random source");
     for (key, value) in [
         (INSTANCE_ID, crate::db::new_portable_id()),
         (OCCURRENCE_KEY_SECRET, URL_SAFE_NO_PAD.encode(secret)),
+        (VAPID_PRIVATE_KEY, URL_SAFE_NO_PAD.encode(vapid)),
     ] {
         conn.execute(
             "INSERT INTO instance_settings (key, value) VALUES (?1, ?2) ON CONFLICT (key) DO NOTHING",

@@ -180,6 +180,12 @@ impl Db {
         self.inner.writer.submit(f).await
     }
 
+    /// Moves on after every commit that changed household data (anything
+    /// that reaches the change feed), for background tasks that follow it.
+    pub fn changes(&self) -> tokio::sync::watch::Receiver<u64> {
+        self.inner.writer.changes()
+    }
+
     /// Waits for queued writes to finish and stops the writer thread (the
     /// WAL is checkpointed into the main file). Writes after this fail.
     pub async fn close(self) {

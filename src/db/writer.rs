@@ -9,7 +9,7 @@ use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::thread::JoinHandle;
 
 use rusqlite::Connection;
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::{mpsc, oneshot, watch};
 
 use crate::error::{ApiError, Result};
 
@@ -23,6 +23,16 @@ const QUEUE_DEPTH: usize = 1024;
 /// `&WriteTx` also gives.
 pub struct WriteTx<'c> {
     conn: &'c Connection,
+    /// Set when the job changed household data (it appended to the change
+    /// feed); background tasks that follow the data are woken after commit.
+    changed: std::cell::Cell<bool>,
+}
+
+impl WriteTx<'_> {
+    /// Notes that this job changed household data.
+    pub fn mark_changed(&self) {
+        self.changed.set(true);
+    }
 }
 
 impl Deref for WriteTx<'_> {
@@ -46,17 +56,22 @@ enum Message {
 
 pub struct Writer {
     sender: mpsc::Sender<Message>,
+    /// Counts commits that changed household data.
+    changes: std::sync::Arc<watch::Sender<u64>>,
     thread: std::sync::Mutex<Option<JoinHandle<()>>>,
 }
 
 impl Writer {
     pub fn start(conn: Connection) -> std::io::Result<Writer> {
         let (sender, receiver) = mpsc::channel(QUEUE_DEPTH);
+        let changes = std::sync::Arc::new(watch::Sender::new(0));
+        let notify = changes.clone();
         let thread = std::thread::Builder::new()
             .name("pillbox-writer".into())
-            .spawn(move || run(conn, receiver))?;
+            .spawn(move || run(conn, receiver, &notify))?;
         Ok(Writer {
             sender,
+            changes,
             thread: std::sync::Mutex::new(Some(thread)),
         })
     }
@@ -86,6 +101,11 @@ impl Writer {
             .map_err(|_| ApiError::internal("database writer dropped a job"))?
     }
 
+    /// Wakes whenever a commit changed household data.
+    pub fn changes(&self) -> watch::Receiver<u64> {
+        self.changes.subscribe()
+    }
+
     /// Lets jobs queued so far finish, then stops the thread. Later writes
     /// fail with an internal error instead of hanging.
     pub fn shutdown(&self) {
@@ -97,7 +117,7 @@ impl Writer {
     }
 }
 
-fn run(mut conn: Connection, mut receiver: mpsc::Receiver<Message>) {
+fn run(mut conn: Connection, mut receiver: mpsc::Receiver<Message>, changes: &watch::Sender<u64>) {
     let mut group: Vec<Job> = Vec::with_capacity(MAX_GROUP);
     let mut stopping = false;
     while !stopping {
@@ -115,14 +135,19 @@ fn run(mut conn: Connection, mut receiver: mpsc::Receiver<Message>) {
                 Err(_) => break,
             }
         }
-        run_group(&mut conn, group.drain(..));
+        if run_group(&mut conn, group.drain(..)) {
+            changes.send_modify(|n| *n = n.wrapping_add(1));
+        }
     }
     receiver.close();
     // Fold the WAL back into the main file on a clean stop.
     let _ = conn.execute_batch("PRAGMA wal_checkpoint(TRUNCATE);");
 }
 
-fn run_group(conn: &mut Connection, jobs: impl Iterator<Item = Job>) {
+/// Runs the jobs in one transaction; whether a committed job changed
+/// household data.
+fn run_group(conn: &mut Connection, jobs: impl Iterator<Item = Job>) -> bool {
+    let mut changed = false;
     let mut completions: Vec<Completion> = Vec::new();
     let tx = match conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate) {
         Ok(tx) => tx,
@@ -133,13 +158,18 @@ fn run_group(conn: &mut Connection, jobs: impl Iterator<Item = Job>) {
                 drop(job);
                 tracing::error!("{message}");
             }
-            return;
+            return false;
         }
     };
     for job in jobs {
         let completion = match tx.execute_batch("SAVEPOINT job") {
             Ok(()) => {
-                let (ok, completion) = job(&WriteTx { conn: &tx });
+                let write = WriteTx {
+                    conn: &tx,
+                    changed: std::cell::Cell::new(false),
+                };
+                let (ok, completion) = job(&write);
+                changed |= ok && write.changed.get();
                 let end = if ok {
                     tx.execute_batch("RELEASE job")
                 } else {
@@ -160,12 +190,14 @@ fn run_group(conn: &mut Connection, jobs: impl Iterator<Item = Job>) {
     let committed = tx
         .commit()
         .map_err(|e| ApiError::internal(format!("commit failed: {e}")));
+    let durable = committed.is_ok();
     for completion in completions {
         completion(match &committed {
             Ok(()) => Ok(()),
             Err(e) => Err(ApiError::internal(e)),
         });
     }
+    durable && changed
 }
 
 #[cfg(test)]

@@ -36,6 +36,7 @@ pub fn api() -> Api {
     let api = crate::household::routes(api);
     let api = crate::medicine::routes(api);
     let api = crate::care::routes(api);
+    let api = crate::reminders::routes::routes(api);
     let api = crate::sync::routes(api);
     crate::portable::routes(api)
 }

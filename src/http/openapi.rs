@@ -67,6 +67,10 @@ const RESOURCE_TAGS: &[(&str, &str)] = &[
         "Notification preferences",
         "Which reminders the signed-in member's person receives, and when",
     ),
+    (
+        "Notification devices",
+        "Where the signed-in member's reminders are delivered: Web Push, phones, ntfy",
+    ),
     ("Location memberships", "Which people a location serves"),
     ("Settings", "Household settings"),
     ("Memberships", "Members of a household and their roles"),
@@ -122,6 +126,7 @@ pub struct Op {
     also_ok: Option<Value>,
     /// Path parameters other than `{id}` that are numeric ids only.
     numeric_params: Vec<&'static str>,
+    text_params: Vec<&'static str>,
     /// Media types of a binary (non-JSON) success body.
     binary: Vec<String>,
     errors: BTreeSet<u16>,
@@ -249,6 +254,7 @@ impl Op {
             success: (200, None, false),
             also_ok: None,
             numeric_params: Vec::new(),
+            text_params: Vec::new(),
             binary: Vec::new(),
             errors: BTreeSet::new(),
             extra: Vec::new(),
@@ -586,6 +592,12 @@ impl Op {
         self
     }
 
+    /// A path parameter that is any non-empty string (a device token).
+    pub fn text_path_param(mut self, name: &'static str) -> Op {
+        self.text_params.push(name);
+        self
+    }
+
     /// `{id}` is a numeric id only.
     fn id_schema(&self, name: &str) -> Value {
         match name {
@@ -610,8 +622,9 @@ impl Op {
     fn document(&self, numeric_ids: bool) -> Value {
         let mut params: Vec<Value> = path_params(self.path)
             .map(|name| {
-                let schema = if (numeric_ids && name == "id") || self.numeric_params.contains(&name)
-                {
+                let schema = if self.text_params.contains(&name) {
+                    json!({"type": "string", "minLength": 1})
+                } else if (numeric_ids && name == "id") || self.numeric_params.contains(&name) {
                     json!({"type": "integer", "minimum": 1, "maximum": i64::MAX})
                 } else {
                     self.id_schema(name)

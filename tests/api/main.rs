@@ -33,6 +33,8 @@ mod plan_history;
 mod portable;
 mod profile;
 mod readme;
+mod reminders;
+mod reminders_native;
 mod schedules;
 mod sign_in;
 mod sign_in_lockout;

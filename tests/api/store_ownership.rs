@@ -68,7 +68,13 @@ const OWNERS: &[(&str, &[&str])] = &[
         "person_medications",
         &["src/care/person_medications/store.rs"],
     ),
+    ("native_device_tokens", &["src/reminders/store.rs"]),
+    ("ntfy_channels", &["src/reminders/store.rs"]),
     ("plan_revisions", &["src/care/dose_occurrences/history.rs"]),
+    ("push_subscriptions", &["src/reminders/store.rs"]),
+    ("reminder_households", &["src/reminders/store.rs"]),
+    ("reminder_low_stock", &["src/reminders/store.rs"]),
+    ("reminder_outbox", &["src/reminders/outbox_store.rs"]),
     ("schedules", &["src/care/schedules/store.rs"]),
     ("stock_removals", &["src/medicine/stock_removals/store.rs"]),
     // The writer's own unit tests use a scratch table.

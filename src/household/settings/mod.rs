@@ -33,6 +33,7 @@ fn current(conn: &Connection, actor: &Actor) -> Result<HouseholdSettings> {
     if let Ok(canonical) = canonical_time_zone(&settings.time_zone) {
         settings.time_zone = canonical;
     }
+    settings.missed_dose_grace_minutes = crate::reminders::grace_minutes(conn, actor.household_id)?;
     Ok(settings)
 }
 
@@ -82,6 +83,9 @@ fn change(
     if let Some(Some(days)) = attrs.app_token_max_age_days {
         settings.app_token_max_age_days = days;
     }
+    if let Some(Some(minutes)) = attrs.missed_dose_grace_minutes {
+        settings.missed_dose_grace_minutes = minutes;
+    }
     let mut changed = Vec::new();
     if settings.name != before.name {
         changed.push("name");
@@ -91,6 +95,14 @@ fn change(
     }
     if settings.app_token_max_age_days != before.app_token_max_age_days {
         changed.push("app_token_max_age_days");
+    }
+    if settings.missed_dose_grace_minutes != before.missed_dose_grace_minutes {
+        changed.push("missed_dose_grace_minutes");
+        crate::reminders::store::set_grace_minutes(
+            conn,
+            actor.household_id,
+            settings.missed_dose_grace_minutes,
+        )?;
     }
     if changed.is_empty() {
         // Nothing to write: the version (and ETag) stays as it is.
@@ -144,6 +156,15 @@ fn validate(attrs: &SettingsAttributes, mode: Mode) -> Result<()> {
         Some(Some(days)) if !(1..=MAX_TOKEN_AGE_DAYS).contains(&days) => {
             add("app_token_max_age_days", &days_range)
         }
+        _ => {}
+    }
+    let grace = crate::reminders::MAX_GRACE_MINUTES;
+    match attrs.missed_dose_grace_minutes {
+        Some(None) => add("missed_dose_grace_minutes", "must not be null"),
+        Some(Some(minutes)) if !(1..=grace).contains(&minutes) => add(
+            "missed_dose_grace_minutes",
+            &format!("must be an integer from 1 to {grace}"),
+        ),
         _ => {}
     }
     problems.check("the household settings are invalid")

@@ -27,6 +27,11 @@ pub struct HouseholdSettings {
     /// Longest life, in days, of a new household app token
     #[schemars(range(min = 1, max = super::MAX_TOKEN_AGE_DAYS))]
     pub app_token_max_age_days: i64,
+    /// Minutes after a dose's time that an unrecorded dose is reported missed
+    #[schemars(range(min = 1, max = crate::reminders::MAX_GRACE_MINUTES))]
+    pub missed_dose_grace_minutes: i64,
+    /// How reminder delivery is going, per channel (read only)
+    pub delivery_health: Vec<crate::reminders::model::ChannelHealth>,
     pub created_at: Timestamp,
     pub updated_at: Timestamp,
     #[serde(skip)]
@@ -55,6 +60,11 @@ pub struct SettingsAttributes {
     #[serde(default, deserialize_with = "present")]
     #[schemars(with = "i64", range(min = 1, max = super::MAX_TOKEN_AGE_DAYS))]
     pub app_token_max_age_days: Option<Option<i64>>,
+    /// Minutes after a dose's time that an unrecorded dose is reported
+    /// missed (default 60); a PUT without it keeps the current value
+    #[serde(default, deserialize_with = "present")]
+    #[schemars(with = "i64", range(min = 1, max = crate::reminders::MAX_GRACE_MINUTES))]
+    pub missed_dose_grace_minutes: Option<Option<i64>>,
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]

@@ -47,8 +47,24 @@ pub fn routes(api: Api) -> Api {
         )
 }
 
+/// The settings with reminder delivery health, which depends on what this
+/// server is configured to deliver through.
+fn with_health(
+    conn: &rusqlite::Connection,
+    mut settings: HouseholdSettings,
+    config: &crate::config::Settings,
+) -> Result<HouseholdSettings> {
+    settings.delivery_health =
+        crate::reminders::delivery_health(conn, settings.id, &config.reminders)?;
+    Ok(settings)
+}
+
 async fn show(State(state): State<AppState>, actor: Actor) -> Result<Response> {
-    let settings = state.db.read(move |conn| super::get(conn, &actor)).await?;
+    let reminders = state.settings.clone();
+    let settings = state
+        .db
+        .read(move |conn| with_health(conn, super::get(conn, &actor)?, &reminders))
+        .await?;
     Ok(respond::ok_tagged(settings))
 }
 
@@ -58,9 +74,13 @@ async fn update(
     if_match: IfMatch,
     ApiJson(body): ApiJson<SettingsBody>,
 ) -> Result<Response> {
+    let reminders = state.settings.clone();
     let settings = state
         .db
-        .write(move |conn| super::update(conn, &actor, &if_match, body.household))
+        .write(move |conn| {
+            let settings = super::update(conn, &actor, &if_match, body.household)?;
+            with_health(conn, settings, &reminders)
+        })
         .await?;
     Ok(respond::ok_tagged(settings))
 }
@@ -71,9 +91,13 @@ async fn replace(
     if_match: IfMatch,
     ReplaceJson(body): ReplaceJson<SettingsBody>,
 ) -> Result<Response> {
+    let reminders = state.settings.clone();
     let settings = state
         .db
-        .write(move |conn| super::replace(conn, &actor, &if_match, body.household))
+        .write(move |conn| {
+            let settings = super::replace(conn, &actor, &if_match, body.household)?;
+            with_health(conn, settings, &reminders)
+        })
         .await?;
     Ok(respond::ok_tagged(settings))
 }
