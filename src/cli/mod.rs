@@ -37,7 +37,7 @@ pub struct Cli {
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Serve the API
-    Serve(ServeArgs),
+    Serve(Box<ServeArgs>),
     /// Create a household, its owner account and the owner's own person (password from stdin or a prompt)
     Setup(setup::SetupArgs),
     /// Help a locked-out account: set its password, or remove its second factor
@@ -90,7 +90,7 @@ pub fn run(cli: Cli) -> ExitCode {
     };
     let result = runtime.block_on(async move {
         match cli.command {
-            Command::Serve(args) => serve::run(args).await,
+            Command::Serve(args) => serve::run(*args).await,
             Command::Setup(args) => setup::run(args).await,
             Command::Account(command) => account::run(command).await,
             Command::Member(command) => member::run(command).await,
