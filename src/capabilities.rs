@@ -201,7 +201,7 @@ pub fn document(state: &AppState, base: &str) -> Capabilities {
             person_access_grants: true,
             app_tokens: true,
             audit_logs: true,
-            invitations: false,
+            invitations: true,
         },
         portable_formats: Vec::new(),
         backups: Backups {

@@ -21,6 +21,7 @@ pub const DEFAULT_WEB_CLIENT_ID: &str = "pillbox-web";
 pub const DEFAULT_WEB_REDIRECT_PATH: &str = "/app/oauth/callback";
 pub const DEFAULT_ACCESS_TOKEN_TTL_SECS: u64 = 3600;
 pub const DEFAULT_REFRESH_TOKEN_TTL_DAYS: u64 = 60;
+pub const DEFAULT_INVITATION_TTL_DAYS: u64 = 7;
 
 /// Where the data lives; every command takes it.
 #[derive(Debug, Clone, Args)]
@@ -80,6 +81,10 @@ pub struct ServeArgs {
     #[arg(long, env = "PILLBOX_REFRESH_TOKEN_TTL_DAYS", default_value_t = DEFAULT_REFRESH_TOKEN_TTL_DAYS, value_parser = clap::value_parser!(u64).range(1..=3650))]
     pub refresh_token_ttl_days: u64,
     /// Log format
+    /// Days an invitation link stays valid (a resend starts the period again).
+    #[arg(long, env = "PILLBOX_INVITATION_TTL_DAYS", default_value_t = DEFAULT_INVITATION_TTL_DAYS, value_parser = clap::value_parser!(u64).range(1..=365))]
+    pub invitation_ttl_days: u64,
+
     #[arg(long, env = "PILLBOX_LOG_FORMAT", value_enum, default_value_t = LogFormat::Text)]
     pub log_format: LogFormat,
 }
@@ -121,6 +126,7 @@ pub struct Settings {
     pub auth_failure_limit_per_minute: u32,
     pub trusted_proxies: usize,
     pub oauth: OAuthSettings,
+    pub invitation_ttl_days: u64,
 }
 
 /// The registered public clients and token lifetimes of the sign-in server.
@@ -156,6 +162,7 @@ impl Default for Settings {
             auth_failure_limit_per_minute: DEFAULT_AUTH_FAILURE_LIMIT,
             trusted_proxies: 0,
             oauth: OAuthSettings::default(),
+            invitation_ttl_days: DEFAULT_INVITATION_TTL_DAYS,
         }
     }
 }
@@ -175,6 +182,7 @@ impl From<&ServeArgs> for Settings {
                 access_token_ttl_secs: args.access_token_ttl,
                 refresh_token_ttl_days: args.refresh_token_ttl_days,
             },
+            invitation_ttl_days: args.invitation_ttl_days,
         }
     }
 }
