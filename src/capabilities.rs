@@ -101,6 +101,8 @@ struct Administration {
     app_tokens: bool,
     audit_logs: bool,
     invitations: bool,
+    /// Whether invitations are emailed (an SMTP server is configured); without it, createInvitation returns the link once for the administrator to pass on
+    invitation_email: bool,
 }
 
 #[derive(Debug, Serialize, JsonSchema)]
@@ -202,6 +204,7 @@ pub fn document(state: &AppState, base: &str) -> Capabilities {
             app_tokens: true,
             audit_logs: true,
             invitations: true,
+            invitation_email: state.settings.mail.is_some(),
         },
         portable_formats: Vec::new(),
         backups: Backups {

@@ -22,6 +22,7 @@ pub const DEFAULT_WEB_REDIRECT_PATH: &str = "/app/oauth/callback";
 pub const DEFAULT_ACCESS_TOKEN_TTL_SECS: u64 = 3600;
 pub const DEFAULT_REFRESH_TOKEN_TTL_DAYS: u64 = 60;
 pub const DEFAULT_INVITATION_TTL_DAYS: u64 = 7;
+pub const DEFAULT_SMTP_FROM: &str = "Pillbox <pillbox@localhost>";
 
 /// Where the data lives; every command takes it.
 #[derive(Debug, Clone, Args)]
@@ -85,6 +86,15 @@ pub struct ServeArgs {
     #[arg(long, env = "PILLBOX_INVITATION_TTL_DAYS", default_value_t = DEFAULT_INVITATION_TTL_DAYS, value_parser = clap::value_parser!(u64).range(1..=365))]
     pub invitation_ttl_days: u64,
 
+    /// SMTP server for invitation emails: `smtps://user:pass@host` (TLS) or
+    /// `smtp://user:pass@host?tls=required` (STARTTLS). Unset: no email.
+    #[arg(long, env = "PILLBOX_SMTP_URL")]
+    pub smtp_url: Option<String>,
+
+    /// The sender address of emails.
+    #[arg(long, env = "PILLBOX_SMTP_FROM", default_value = DEFAULT_SMTP_FROM)]
+    pub smtp_from: String,
+
     #[arg(long, env = "PILLBOX_LOG_FORMAT", value_enum, default_value_t = LogFormat::Text)]
     pub log_format: LogFormat,
 }
@@ -127,6 +137,8 @@ pub struct Settings {
     pub trusted_proxies: usize,
     pub oauth: OAuthSettings,
     pub invitation_ttl_days: u64,
+    /// Email delivery; `None` when no SMTP server is configured.
+    pub mail: Option<crate::mail::MailSettings>,
 }
 
 /// The registered public clients and token lifetimes of the sign-in server.
@@ -163,6 +175,7 @@ impl Default for Settings {
             trusted_proxies: 0,
             oauth: OAuthSettings::default(),
             invitation_ttl_days: DEFAULT_INVITATION_TTL_DAYS,
+            mail: None,
         }
     }
 }
@@ -183,6 +196,14 @@ impl From<&ServeArgs> for Settings {
                 refresh_token_ttl_days: args.refresh_token_ttl_days,
             },
             invitation_ttl_days: args.invitation_ttl_days,
+            mail: args
+                .smtp_url
+                .as_ref()
+                .filter(|url| !url.trim().is_empty())
+                .map(|url| crate::mail::MailSettings {
+                    smtp_url: url.clone(),
+                    from: args.smtp_from.clone(),
+                }),
         }
     }
 }

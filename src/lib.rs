@@ -14,6 +14,7 @@ pub mod household;
 pub mod http;
 pub mod identity;
 pub mod limits;
+pub mod mail;
 pub mod medicine;
 pub mod state;
 pub mod sync;

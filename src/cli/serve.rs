@@ -13,7 +13,13 @@ pub async fn run(args: ServeArgs) -> CliResult {
     let local = listener
         .local_addr()
         .map_err(|e| format!("cannot read the listening address: {e}"))?;
-    let state = AppState::new(db.clone(), Settings::from(&args));
+    let settings = Settings::from(&args);
+    // Kept until shutdown: dropping it stops the sender.
+    let _mail_sender = match settings.mail.clone() {
+        Some(mail) => Some(crate::mail::start(db.clone(), mail)?),
+        None => None,
+    };
+    let state = AppState::new(db.clone(), settings);
     let app = crate::http::app(state);
     tracing::info!(
         "pillbox {} listening on http://{local} with data in {}",

@@ -410,6 +410,16 @@ async fn only_administrators_invite_and_bad_invitations_change_nothing() {
 #[tokio::test]
 async fn resend_needs_a_user_session_and_email_delivery() {
     let app = TestApp::new().await;
+    let caps = app
+        .send(
+            axum::http::Method::GET,
+            "/api/v1/capabilities",
+            None,
+            None,
+            &[],
+        )
+        .await;
+    assert_eq!(caps.data()["administration"]["invitation_email"], false);
     let (id, token) = invite(&app, "later@example.org").await;
     let path = app.hh(&format!("/admin/invitations/{id}/resend"));
     app.post(&path, &app.owner, json!({}))
@@ -422,4 +432,163 @@ async fn resend_needs_a_user_session_and_email_delivery() {
     // Nothing changed: the old link still works.
     let later = session_for(&app, "later@example.org").await;
     accept(&app, &later, &token).await.assert_status(200);
+}
+
+/// An SMTP server the test starts (mailin, a real SMTP implementation) that
+/// keeps every message it receives.
+#[derive(Clone, Default)]
+struct Sink {
+    messages: std::sync::Arc<std::sync::Mutex<Vec<String>>>,
+    current: Vec<u8>,
+}
+
+impl mailin_embedded::Handler for Sink {
+    fn data(&mut self, buf: &[u8]) -> std::io::Result<()> {
+        self.current.extend_from_slice(buf);
+        Ok(())
+    }
+
+    fn data_end(&mut self) -> mailin_embedded::Response {
+        let text = String::from_utf8_lossy(&std::mem::take(&mut self.current)).into_owned();
+        self.messages.lock().unwrap().push(text);
+        mailin_embedded::response::OK
+    }
+}
+
+fn start_sink(listener: std::net::TcpListener) -> Sink {
+    let sink = Sink::default();
+    let mut server = mailin_embedded::Server::new(sink.clone());
+    server.with_tcp_listener(listener).with_num_threads(2);
+    std::thread::spawn(move || {
+        let _ = server.serve();
+    });
+    sink
+}
+
+/// The invitation token in a received message (quoted-printable or not).
+fn token_in(message: &str) -> String {
+    let plain = message.replace("=\r\n", "").replace("=3D", "=");
+    let start = plain.find("pbx_inv_").expect("a token in the email");
+    plain[start..]
+        .chars()
+        .take_while(|c| c.is_ascii_alphanumeric() || *c == '_' || *c == '-')
+        .collect()
+}
+
+async fn wait_for(what: &str, mut check: impl AsyncFnMut() -> bool) {
+    for _ in 0..100 {
+        if check().await {
+            return;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    }
+    panic!("timed out waiting for {what}");
+}
+
+#[tokio::test]
+async fn invitation_mail_waits_in_the_outbox_across_a_restart_and_is_delivered_once() {
+    // The sink's port, reserved and then closed: the mail server is down.
+    let probe = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = probe.local_addr().unwrap().port();
+    drop(probe);
+    let mail = pillbox::mail::MailSettings {
+        smtp_url: format!("smtp://127.0.0.1:{port}"),
+        from: "Pillbox <pillbox@example.org>".into(),
+    };
+    let app = TestApp::with_settings(pillbox::config::Settings {
+        rate_limit_per_minute: 0,
+        mail: Some(mail.clone()),
+        ..pillbox::config::Settings::default()
+    })
+    .await;
+    let caps = app
+        .send(
+            axum::http::Method::GET,
+            "/api/v1/capabilities",
+            None,
+            None,
+            &[],
+        )
+        .await;
+    assert_eq!(caps.data()["administration"]["invitation_email"], true);
+    assert_eq!(caps.data()["administration"]["invitations"], true);
+
+    let first_run = pillbox::mail::start(app.db.clone(), mail.clone()).unwrap();
+    let created = app
+        .post(
+            &app.hh("/admin/invitations"),
+            &app.owner,
+            invitation(
+                "mailed@example.org",
+                json!({"person": {"name": "Mae Mailed", "date_of_birth": "1990-01-01"}}),
+            ),
+        )
+        .await;
+    created.assert_status(201);
+    assert_eq!(created.data()["delivery"], "queued");
+    assert!(created.data()["accept_url"].is_null());
+    let attempts = || async {
+        app.db
+            .read(|c| {
+                Ok(c.query_row(
+                    "SELECT attempts, sent_at IS NOT NULL FROM mail_outbox",
+                    [],
+                    |r| Ok((r.get::<_, i64>(0)?, r.get::<_, bool>(1)?)),
+                )?)
+            })
+            .await
+            .unwrap()
+    };
+    wait_for("a failed attempt", async || attempts().await.0 >= 1).await;
+    assert!(!attempts().await.1);
+    // The server stops; the mail server comes back; the server starts again.
+    drop(first_run);
+    let sink = start_sink(std::net::TcpListener::bind(("127.0.0.1", port)).unwrap());
+    let _second_run = pillbox::mail::start(app.db.clone(), mail.clone()).unwrap();
+    wait_for("delivery", async || attempts().await.1).await;
+    tokio::time::sleep(std::time::Duration::from_millis(1500)).await;
+    let messages = sink.messages.lock().unwrap().clone();
+    assert_eq!(messages.len(), 1, "delivered once");
+    assert!(messages[0].contains("mailed@example.org"));
+    assert!(messages[0].contains("text/plain") && messages[0].contains("text/html"));
+    let first_token = token_in(&messages[0]);
+
+    // A resend rotates the token, queues it and never shows it.
+    let (owner_session, _) = tokens(&app).await;
+    let id = created.id();
+    let resent = app
+        .post(
+            &app.hh(&format!("/admin/invitations/{id}/resend")),
+            &owner_session,
+            json!({}),
+        )
+        .await;
+    resent.assert_status(200);
+    assert_eq!(resent.data()["delivery"], "queued");
+    assert!(!resent.body.to_string().contains("pbx_inv_"));
+    wait_for("the resent mail", async || {
+        sink.messages.lock().unwrap().len() == 2
+    })
+    .await;
+    let second_token = token_in(&sink.messages.lock().unwrap()[1]);
+    assert_ne!(first_token, second_token);
+
+    let mailed = session_for(&app, "mailed@example.org").await;
+    accept(&app, &mailed, &first_token)
+        .await
+        .assert_error(422, "invitation_unavailable");
+    accept(&app, &mailed, &second_token)
+        .await
+        .assert_status(200);
+    let audit = app
+        .get(&app.hh("/admin/audit_logs?per_page=100"), &app.owner)
+        .await;
+    assert!(
+        audit
+            .data()
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|e| e["event_type"] == "invitation.resent")
+    );
 }

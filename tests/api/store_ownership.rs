@@ -19,6 +19,7 @@ const OWNERS: &[(&str, &[&str])] = &[
     ),
     ("audit_events", &["src/household/audit/store.rs"]),
     ("invitations", &["src/household/invitations/store.rs"]),
+    ("mail_outbox", &["src/mail/store.rs"]),
     // Sign-in (src/identity). Authentication stamps a session's last use,
     // as it does an app token's.
     (

@@ -47,6 +47,8 @@ pub fn accept_url(base_url: &str, token: &str) -> String {
 #[derive(Debug, Clone, Copy)]
 pub struct Policy {
     pub ttl_days: u64,
+    /// An SMTP server is configured: links go by email, never to the caller.
+    pub email: bool,
 }
 
 impl Policy {
@@ -185,15 +187,68 @@ pub fn create(
         Some(actor.membership_id),
         "invitation.created",
         ("invitation", id),
-        json!({"role": attrs.role.as_str(), "expires_at": expires_at, "delivery": Delivery::Link.as_str()}),
+        json!({"role": attrs.role.as_str(), "expires_at": expires_at, "delivery": delivery(policy).as_str()}),
     )?;
     let row = store::find_live(conn, actor.household_id, id)?
         .ok_or_else(|| ApiError::internal("new invitation not found"))?;
+    let link = accept_url(base_url, &new.token);
+    if policy.email {
+        queue_email(conn, &row, &link)?;
+    }
     Ok(CreatedInvitation {
         invitation: to_api(row),
-        delivery: Delivery::Link,
-        accept_url: Some(accept_url(base_url, &new.token)),
+        delivery: delivery(policy),
+        accept_url: (!policy.email).then_some(link),
     })
+}
+
+fn delivery(policy: Policy) -> Delivery {
+    if policy.email {
+        Delivery::Queued
+    } else {
+        Delivery::Link
+    }
+}
+
+/// Puts the invitation email in the outbox, in the caller's transaction:
+/// if it cannot be queued, nothing of the invitation change is kept.
+fn queue_email(conn: &WriteTx, row: &InvitationRow, link: &str) -> Result<()> {
+    let household = crate::household::settings::store::find(conn, row.household_id)?
+        .ok_or_else(|| ApiError::not_found("household"))?
+        .name;
+    let subject = format!("You are invited to {household} on Pillbox");
+    let text = format!(
+        "You have been invited to join the household \"{household}\" on Pillbox.\n\n\
+         Open this link to accept (sign in, or create your account with this email address):\n{link}\n\n\
+         The link works once and expires on {expires}. If you did not expect this, ignore this email.\n",
+        expires = row.expires_at,
+    );
+    let html = format!(
+        "<!doctype html><html lang=\"en\"><body><p>You have been invited to join the household \
+         <strong>{h}</strong> on Pillbox.</p><p><a href=\"{l}\">Accept the invitation</a> \
+         (sign in, or create your account with this email address).</p><p>The link works once and \
+         expires on {e}. If you did not expect this, ignore this email.</p></body></html>",
+        h = html_escape(&household),
+        l = html_escape(link),
+        e = row.expires_at,
+    );
+    crate::mail::enqueue(
+        conn,
+        &crate::mail::Email {
+            to: &row.email,
+            subject: &subject,
+            text: &text,
+            html: &html,
+        },
+    )?;
+    Ok(())
+}
+
+fn html_escape(text: &str) -> String {
+    text.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('"', "&quot;")
 }
 
 fn find(conn: &Connection, actor: &Actor, id: i64) -> Result<InvitationRow> {
@@ -203,7 +258,13 @@ fn find(conn: &Connection, actor: &Actor, id: i64) -> Result<InvitationRow> {
 /// A resend puts a new token in an email; it needs an administrator signed
 /// in as a user (not an integration's app token) and email delivery, since
 /// the token is never shown to the caller.
-pub fn resend(conn: &WriteTx, actor: &Actor, id: i64) -> Result<model::ResentInvitation> {
+pub fn resend(
+    conn: &WriteTx,
+    actor: &Actor,
+    id: i64,
+    policy: Policy,
+    base_url: &str,
+) -> Result<model::ResentInvitation> {
     actor.require_manager("resend invitations")?;
     if actor.credential.session_id().is_none() {
         return Err(ApiError::forbidden(
@@ -217,10 +278,34 @@ pub fn resend(conn: &WriteTx, actor: &Actor, id: i64) -> Result<model::ResentInv
             "this invitation was already accepted",
         ));
     }
-    Err(ApiError::conflict(
-        "email_delivery_unavailable",
-        "email delivery is not configured on this server, so the new link could not be sent; the current link stays valid (or delete the invitation and create a new one to get a new link)",
-    ))
+    if !policy.email {
+        return Err(ApiError::conflict(
+            "email_delivery_unavailable",
+            "email delivery is not configured on this server, so the new link could not be sent; the current link stays valid (or delete the invitation and create a new one to get a new link)",
+        ));
+    }
+    let new = token::generate(TOKEN_PREFIX);
+    store::rotate(
+        conn,
+        row.id,
+        &new.selector,
+        &new.secret_sha256,
+        &policy.expiry(),
+    )?;
+    let row = find(conn, actor, id)?;
+    queue_email(conn, &row, &accept_url(base_url, &new.token))?;
+    audit::record(
+        conn,
+        actor.household_id,
+        Some(actor.membership_id),
+        "invitation.resent",
+        ("invitation", row.id),
+        json!({"expires_at": row.expires_at}),
+    )?;
+    Ok(model::ResentInvitation {
+        invitation: to_api(row),
+        delivery: Delivery::Queued,
+    })
 }
 
 /// Revokes an invitation: its link stops working at once.

@@ -78,14 +78,19 @@ async fn create(
     ApiJson(body): ApiJson<InvitationBody>,
 ) -> Result<Response> {
     let base = crate::identity::base_url(&state.settings, &headers);
-    let policy = Policy {
-        ttl_days: state.settings.invitation_ttl_days,
-    };
+    let policy = policy(&state);
     let created = state
         .db
         .write(move |conn| super::create(conn, &actor, body.household_invitation, policy, &base))
         .await?;
     Ok(respond::created(created))
+}
+
+fn policy(state: &AppState) -> Policy {
+    Policy {
+        ttl_days: state.settings.invitation_ttl_days,
+        email: state.settings.mail.is_some(),
+    }
 }
 
 async fn revoke(
@@ -103,11 +108,14 @@ async fn revoke(
 async fn resend(
     State(state): State<AppState>,
     actor: Actor,
+    headers: HeaderMap,
     PathNumericId(id): PathNumericId,
 ) -> Result<Response> {
+    let base = crate::identity::base_url(&state.settings, &headers);
+    let policy = policy(&state);
     let resent = state
         .db
-        .write(move |conn| super::resend(conn, &actor, id))
+        .write(move |conn| super::resend(conn, &actor, id, policy, &base))
         .await?;
     Ok(respond::ok(resent))
 }
