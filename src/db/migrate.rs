@@ -20,8 +20,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("migrations/0002_plan_revisions.sql"),
     include_str!("migrations/0003_admin_access_repair.sql"),
     include_str!("migrations/0004_sign_in.sql"),
-    include_str!("migrations/0005_invitations.sql"),
-    include_str!("migrations/0006_mail_outbox.sql"),
+    include_str!("migrations/0005_invitations_and_mail.sql"),
 ];
 
 pub const SCHEMA_VERSION: i64 = MIGRATIONS.len() as i64;
