@@ -123,6 +123,8 @@ struct Administration {
     app_tokens: bool,
     audit_logs: bool,
     invitations: bool,
+    /// Whether invitations are emailed (an SMTP server is configured); without it, createInvitation returns the link once for the administrator to pass on
+    invitation_email: bool,
 }
 
 #[derive(Debug, Serialize, JsonSchema)]
@@ -234,7 +236,8 @@ pub fn document(state: &AppState, base: &str, vapid_public_key: Option<&str>) ->
             person_access_grants: true,
             app_tokens: true,
             audit_logs: true,
-            invitations: false,
+            invitations: true,
+            invitation_email: state.settings.mail.is_some(),
         },
         portable_formats: crate::portable::FORMATS.to_vec(),
         backups: Backups {

@@ -22,6 +22,8 @@ pub const DEFAULT_WEB_REDIRECT_PATH: &str = "/app/oauth/callback";
 pub const DEFAULT_ACCESS_TOKEN_TTL_SECS: u64 = 3600;
 pub const DEFAULT_REFRESH_TOKEN_TTL_DAYS: u64 = 60;
 pub const DEFAULT_REMINDER_CATCH_UP_MINUTES: i64 = 360;
+pub const DEFAULT_INVITATION_TTL_DAYS: u64 = 7;
+pub const DEFAULT_SMTP_FROM: &str = "Pillbox <pillbox@localhost>";
 
 /// Where the data lives; every command takes it.
 #[derive(Debug, Clone, Args)]
@@ -119,6 +121,19 @@ pub struct ServeArgs {
     )]
     pub apns_url: String,
     /// Log format
+    /// Days an invitation link stays valid (a resend starts the period again).
+    #[arg(long, env = "PILLBOX_INVITATION_TTL_DAYS", default_value_t = DEFAULT_INVITATION_TTL_DAYS, value_parser = clap::value_parser!(u64).range(1..=365))]
+    pub invitation_ttl_days: u64,
+
+    /// SMTP server for invitation emails: `smtps://user:pass@host` (TLS) or
+    /// `smtp://user:pass@host?tls=required` (STARTTLS). Unset: no email.
+    #[arg(long, env = "PILLBOX_SMTP_URL")]
+    pub smtp_url: Option<String>,
+
+    /// The sender address of emails.
+    #[arg(long, env = "PILLBOX_SMTP_FROM", default_value = DEFAULT_SMTP_FROM)]
+    pub smtp_from: String,
+
     #[arg(long, env = "PILLBOX_LOG_FORMAT", value_enum, default_value_t = LogFormat::Text)]
     pub log_format: LogFormat,
     /// Directory for scheduled backups of the database; none are taken without it
@@ -196,6 +211,9 @@ pub struct Settings {
     pub trusted_proxies: usize,
     pub oauth: OAuthSettings,
     pub reminders: ReminderSettings,
+    pub invitation_ttl_days: u64,
+    /// Email delivery; `None` when no SMTP server is configured.
+    pub mail: Option<crate::mail::MailSettings>,
 }
 
 /// The registered public clients and token lifetimes of the sign-in server.
@@ -293,6 +311,8 @@ impl Default for Settings {
             trusted_proxies: 0,
             oauth: OAuthSettings::default(),
             reminders: ReminderSettings::default(),
+            invitation_ttl_days: DEFAULT_INVITATION_TTL_DAYS,
+            mail: None,
         }
     }
 }
@@ -323,6 +343,15 @@ impl From<&ServeArgs> for Settings {
                 fcm: None,
                 apns: None,
             },
+            invitation_ttl_days: args.invitation_ttl_days,
+            mail: args
+                .smtp_url
+                .as_ref()
+                .filter(|url| !url.trim().is_empty())
+                .map(|url| crate::mail::MailSettings {
+                    smtp_url: url.clone(),
+                    from: args.smtp_from.clone(),
+                }),
         }
     }
 }

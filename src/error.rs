@@ -96,6 +96,10 @@ pub enum ApiError {
     NotFound(String),
     #[error("{message}")]
     Conflict { code: &'static str, message: String },
+    /// A 422 with a named code of its own rather than field errors (the
+    /// spec's `invitation_unavailable`).
+    #[error("{message}")]
+    Unprocessable { code: &'static str, message: String },
     /// A stale If-Match: a variant of its own so that a sync batch can turn
     /// it into `sync_conflict` by matching the type, not the code string.
     #[error("the resource has changed since it was read; reload it and retry with the new ETag")]
@@ -139,6 +143,13 @@ impl ApiError {
         }
     }
 
+    pub fn unprocessable(code: &'static str, message: impl Into<String>) -> Self {
+        ApiError::Unprocessable {
+            code,
+            message: message.into(),
+        }
+    }
+
     /// A stale If-Match: the resource changed since the client read it.
     pub fn stale_etag() -> Self {
         ApiError::StaleEtag
@@ -171,7 +182,9 @@ impl ApiError {
             ApiError::Forbidden(_) => StatusCode::FORBIDDEN,
             ApiError::NotFound(_) => StatusCode::NOT_FOUND,
             ApiError::Conflict { .. } | ApiError::StaleEtag => StatusCode::CONFLICT,
-            ApiError::Validation { .. } => StatusCode::UNPROCESSABLE_ENTITY,
+            ApiError::Validation { .. } | ApiError::Unprocessable { .. } => {
+                StatusCode::UNPROCESSABLE_ENTITY
+            }
             ApiError::PreconditionRequired(_) => StatusCode::PRECONDITION_REQUIRED,
             ApiError::Gone(_) => StatusCode::GONE,
             ApiError::MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
@@ -187,7 +200,7 @@ impl ApiError {
             ApiError::Unauthorized(_) => "unauthorized",
             ApiError::Forbidden(_) => "forbidden",
             ApiError::NotFound(_) => "not_found",
-            ApiError::Conflict { code, .. } => code,
+            ApiError::Conflict { code, .. } | ApiError::Unprocessable { code, .. } => code,
             ApiError::StaleEtag => "edit_conflict",
             ApiError::Validation { .. } => "validation_failed",
             ApiError::PreconditionRequired(_) => "precondition_required",

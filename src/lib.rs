@@ -15,6 +15,7 @@ pub mod household;
 pub mod http;
 pub mod identity;
 pub mod limits;
+pub mod mail;
 pub mod medicine;
 pub mod portable;
 pub mod reminders;

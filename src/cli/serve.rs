@@ -21,6 +21,11 @@ pub async fn run(args: ServeArgs) -> CliResult {
     let reminders = crate::reminders::task::spawn(db.clone(), settings.reminders.clone())
         .await
         .map_err(|e| format!("cannot start reminders: {e}"))?;
+    // Kept until shutdown: dropping it stops the sender.
+    let _mail_sender = match settings.mail.clone() {
+        Some(mail) => Some(crate::mail::start(db.clone(), mail)?),
+        None => None,
+    };
     let mut state = AppState::new(db.clone(), settings);
     if let Some(dir) = &args.backup_dir {
         let status = std::sync::Arc::new(crate::backup::schedule::Status::enabled());

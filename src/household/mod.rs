@@ -3,6 +3,7 @@
 pub mod app_tokens;
 pub mod audit;
 pub mod grants;
+pub mod invitations;
 pub mod locations;
 pub mod me;
 pub mod memberships;
@@ -27,6 +28,7 @@ pub fn routes(api: Api) -> Api {
     let api = memberships::routes::routes(api);
     let api = grants::routes::routes(api);
     let api = audit::routes::routes(api);
+    let api = invitations::routes::routes(api);
     app_tokens::routes::routes(api)
 }
 

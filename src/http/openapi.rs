@@ -84,6 +84,10 @@ const RESOURCE_TAGS: &[(&str, &str)] = &[
     ),
     ("Audit logs", "Security audit events"),
     (
+        "Invitations",
+        "Invitations into a household and their acceptance",
+    ),
+    (
         "OAuth",
         "Sign-in: the OAuth 2.0 authorization server for public clients (PKCE S256)",
     ),

@@ -18,6 +18,8 @@ const OWNERS: &[(&str, &[&str])] = &[
         &["src/household/app_tokens/store.rs", "src/auth/store.rs"],
     ),
     ("audit_events", &["src/household/audit/store.rs"]),
+    ("invitations", &["src/household/invitations/store.rs"]),
+    ("mail_outbox", &["src/mail/store.rs"]),
     // Sign-in (src/identity). Authentication stamps a session's last use,
     // as it does an app token's.
     (

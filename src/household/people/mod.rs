@@ -232,7 +232,47 @@ fn apply(row: &mut PersonRow, attrs: PersonAttributes) {
 /// Any active member may add a person; a member who is not a manager gets
 /// a manage grant on the person they created.
 pub fn create(conn: &WriteTx, actor: &Actor, attrs: PersonAttributes) -> Result<Person> {
-    let today = household_store::today(conn, actor.household_id)?;
+    let row = create_unowned(conn, actor.household_id, attrs)?;
+    if !actor.is_manager() {
+        grants::grant_to_creator(conn, actor, row.id, Relationship::FamilyMember)?;
+    }
+    one(conn, actor.household_id, row)
+}
+
+/// Checks a new person's attributes as `create` would, writing nothing: an
+/// invitation checks the person it will create when accepted.
+pub fn check_new(conn: &Connection, household_id: i64, attrs: &PersonAttributes) -> Result<()> {
+    let today = household_store::today(conn, household_id)?;
+    validate(attrs, true, today)?;
+    let dob = attrs.date_of_birth.flatten();
+    let person_type = attrs
+        .person_type
+        .flatten()
+        .unwrap_or_else(|| default_type(dob, attrs.has_capacity.flatten(), today));
+    let has_capacity = attrs
+        .has_capacity
+        .flatten()
+        .unwrap_or(person_type == PersonType::Adult);
+    match check_capacity_rule(dob, person_type, has_capacity, today) {
+        Ok(()) => Ok(()),
+        Err(found) => {
+            let mut problems = Problems::default();
+            for (field, message) in found {
+                problems.add(field, message);
+            }
+            problems.check("the person's type and capacity do not follow the capacity rule")
+        }
+    }
+}
+
+/// Creates a person with no grant for anyone: the caller decides who gets
+/// access (the creator, or an invited member linked to them).
+pub fn create_unowned(
+    conn: &WriteTx,
+    household_id: i64,
+    attrs: PersonAttributes,
+) -> Result<PersonRow> {
+    let today = household_store::today(conn, household_id)?;
     validate(&attrs, true, today)?;
     let dob = attrs.date_of_birth.flatten();
     // Defaults follow the capacity rule: a child is a minor without capacity.
@@ -256,11 +296,8 @@ pub fn create(conn: &WriteTx, actor: &Actor, attrs: PersonAttributes) -> Result<
     };
     apply(&mut row, attrs);
     enforce_capacity_rule(&row, today, false)?;
-    insert_new(conn, actor.household_id, &mut row)?;
-    if !actor.is_manager() {
-        grants::grant_to_creator(conn, actor, row.id, Relationship::FamilyMember)?;
-    }
-    one(conn, actor.household_id, row)
+    insert_new(conn, household_id, &mut row)?;
+    Ok(row)
 }
 
 /// 422 when the row breaks the capacity rule. When only the date of birth

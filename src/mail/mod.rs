@@ -1,0 +1,132 @@
+//! Email through SMTP (lettre with rustls, STARTTLS or TLS as the URL says):
+//! messages are queued in the `mail_outbox` table inside the transaction
+//! that causes them, and a background task sends them with retries and
+//! exponential back-off, so no request waits on the mail server and a
+//! restart loses nothing queued.
+
+pub mod store;
+
+use std::time::Duration;
+
+use lettre::message::{Mailbox, MultiPart};
+use lettre::{AsyncSmtpTransport, AsyncTransport, Message, Tokio1Executor};
+
+use crate::db::{Db, WriteTx};
+use crate::domain::Timestamp;
+use crate::error::Result;
+
+/// Where mail goes: `smtp_url` as lettre reads it (`smtps://` for TLS,
+/// `smtp://…?tls=required` for STARTTLS, `smtp://` plain for a local relay).
+#[derive(Debug, Clone)]
+pub struct MailSettings {
+    pub smtp_url: String,
+    pub from: String,
+}
+
+/// One message for the outbox.
+pub struct Email<'a> {
+    pub to: &'a str,
+    pub subject: &'a str,
+    pub text: &'a str,
+    pub html: &'a str,
+}
+
+pub fn enqueue(conn: &WriteTx, email: &Email<'_>) -> Result<i64> {
+    store::insert(conn, email.to, email.subject, email.text, email.html)
+}
+
+const POLL: Duration = Duration::from_millis(500);
+const BATCH: i64 = 20;
+/// The longest wait between two attempts at one message.
+const MAX_BACKOFF_SECS: i64 = 3600;
+
+fn backoff(attempts: i64) -> jiff::SignedDuration {
+    let secs = 1i64 << attempts.clamp(0, 12);
+    jiff::SignedDuration::from_secs(secs.min(MAX_BACKOFF_SECS))
+}
+
+/// The running sender; dropping it stops the task.
+pub struct Sender(tokio::task::JoinHandle<()>);
+
+impl Drop for Sender {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}
+
+/// Starts the background sender. Fails only on a URL lettre cannot read.
+pub fn start(db: Db, settings: MailSettings) -> std::result::Result<Sender, String> {
+    let transport = AsyncSmtpTransport::<Tokio1Executor>::from_url(&settings.smtp_url)
+        .map_err(|e| format!("PILLBOX_SMTP_URL is not a usable SMTP URL: {e}"))?
+        .timeout(Some(Duration::from_secs(30)))
+        .build();
+    let from: Mailbox = settings
+        .from
+        .parse()
+        .map_err(|e| format!("the mail sender address is not an email address: {e}"))?;
+    Ok(Sender(tokio::spawn(run(db, transport, from))))
+}
+
+async fn run(db: Db, transport: AsyncSmtpTransport<Tokio1Executor>, from: Mailbox) {
+    loop {
+        match db.read(|conn| store::due(conn, BATCH)).await {
+            Ok(due) => {
+                for message in due {
+                    deliver(&db, &transport, &from, message).await;
+                }
+            }
+            Err(e) => tracing::warn!("cannot read the mail outbox: {e}"),
+        }
+        tokio::time::sleep(POLL).await;
+    }
+}
+
+async fn deliver(
+    db: &Db,
+    transport: &AsyncSmtpTransport<Tokio1Executor>,
+    from: &Mailbox,
+    queued: store::Queued,
+) {
+    let id = queued.id;
+    let outcome = match build(from, &queued) {
+        Ok(message) => transport
+            .send(message)
+            .await
+            .map(|_| ())
+            .map_err(|e| e.to_string()),
+        Err(e) => Err(e),
+    };
+    let recorded = match outcome {
+        Ok(()) => db.write(move |tx| store::mark_sent(tx, id)).await,
+        Err(error) => {
+            // The error names the server's answer, never the message's content.
+            tracing::warn!(
+                mail_id = id,
+                attempts = queued.attempts + 1,
+                "mail not sent: {error}"
+            );
+            let next = Timestamp::now().plus(backoff(queued.attempts));
+            db.write(move |tx| store::mark_failed(tx, id, &next, &error))
+                .await
+        }
+    };
+    if let Err(e) = recorded {
+        tracing::warn!(mail_id = id, "cannot record a mail attempt: {e}");
+    }
+}
+
+fn build(from: &Mailbox, queued: &store::Queued) -> std::result::Result<Message, String> {
+    let to: Mailbox = queued
+        .recipient
+        .parse()
+        .map_err(|e| format!("bad recipient: {e}"))?;
+    Message::builder()
+        .from(from.clone())
+        .to(to)
+        .subject(queued.subject.clone())
+        .multipart(MultiPart::alternative_plain_html(
+            queued.text_body.clone(),
+            queued.html_body.clone(),
+        ))
+        .map_err(|e| e.to_string())
+}
