@@ -1385,7 +1385,7 @@ fn ceiling_snapshot(conn: &Connection, household: i64) -> BenchResult<Vec<u8>> {
                 household_portable_id,
                 person_portable_ids,
             },
-            exported_at: pillbox::time::now(),
+            exported_at: pillbox::domain::Timestamp::now().into_string(),
             source_instance_id,
             records: RecordsOut {
                 people: rows(&PEOPLE_SQL),
@@ -1478,7 +1478,7 @@ fn ceiling_batch(
             .prepare_cached("SELECT portable_id, current_supply FROM medications WHERE id = ?1")
             .and_then(|mut s| s.query_row([medication], |r| Ok((r.get(0)?, r.get(1)?))))
             .map_err(sql)?;
-        let now = pillbox::time::now();
+        let now = pillbox::domain::Timestamp::now();
         let take_portable_id = uuid::Uuid::now_v7().to_string();
         let client_uuid = uuid::Uuid::now_v7().to_string();
         tx.prepare_cached(
@@ -1496,7 +1496,7 @@ fn ceiling_batch(
                 source.kind,
                 source_id,
                 client_uuid,
-                pillbox::time::format(*at),
+                pillbox::domain::Timestamp::from_jiff(*at),
                 dose,
                 unit,
                 medication,

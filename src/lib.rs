@@ -21,7 +21,6 @@ pub mod portable;
 pub mod reminders;
 pub mod state;
 pub mod sync;
-pub mod time;
 pub mod web;
 
 pub use http::app;

@@ -31,8 +31,8 @@ pub struct Status {
 #[derive(Debug, Default, Clone)]
 pub struct StatusInner {
     pub enabled: bool,
-    pub last_success_at: Option<String>,
-    pub last_failure_at: Option<String>,
+    pub last_success_at: Option<crate::domain::Timestamp>,
+    pub last_failure_at: Option<crate::domain::Timestamp>,
     pub failing: bool,
 }
 
@@ -52,7 +52,7 @@ impl Status {
 
     fn record(&self, ok: bool) {
         if let Ok(mut s) = self.inner.lock() {
-            let now = crate::time::now();
+            let now = crate::domain::Timestamp::now();
             if ok {
                 s.last_success_at = Some(now);
             } else {

@@ -237,7 +237,7 @@ fn backup_zip(conn: &Connection, actor: &Actor) -> Result<Vec<u8>> {
         backup,
         "{{\"format\":{},\"exported_at\":{},\"avatars\":{},\"portable\":",
         json!(BACKUP_FORMAT),
-        json!(crate::time::now()),
+        json!(crate::domain::Timestamp::now()),
         serde_json::Value::Array(listed)
     )
     .map_err(io_error)?;

@@ -67,7 +67,7 @@ pub fn write_payload_as(
     let mut top = JsonObject::begin(out)?;
     top.field("format", format)?;
     top.field("scope", &scope)?;
-    top.field("exported_at", &crate::time::now())?;
+    top.field("exported_at", &crate::domain::Timestamp::now())?;
     top.field("source_instance_id", &source_instance_id)?;
     let mut records = top.object("records")?;
     records.field("people", &people)?;

@@ -816,7 +816,7 @@ async fn a_thousand_dosage_options_page_correctly() {
     let household_id = app.household_id;
     app.db
         .write(move |conn| {
-            let now = pillbox::time::now();
+            let now = pillbox::domain::Timestamp::now();
             let mut insert = conn.prepare(
                 "INSERT INTO dosage_options (portable_id, household_id, medication_id, amount,
                      unit, lock_version, created_at, updated_at)

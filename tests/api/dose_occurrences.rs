@@ -440,7 +440,7 @@ async fn insert_take(
     let (household_id, person_id) = (app.household_id, person.id);
     app.db
         .write(move |conn| {
-            let now = pillbox::time::now();
+            let now = pillbox::domain::Timestamp::now();
             conn.execute(
                 "INSERT INTO medication_takes (portable_id, household_id, person_id, source_type,
                      source_id, taken_at, dose_amount, dose_unit, occurrence_window_starts_on,
@@ -496,7 +496,7 @@ async fn outcomes_come_from_takes_and_saved_decisions_and_reads_write_nothing() 
     let (household_id, person_id, schedule_id) = (app.household_id, ada.id, twice.id);
     app.db
         .write(move |conn| {
-            let now = pillbox::time::now();
+            let now = pillbox::domain::Timestamp::now();
             conn.execute(
                 "INSERT INTO dose_occurrences (portable_id, household_id, person_id, source_type,
                      source_id, window_starts_on, window_ends_on, position, scheduled_at, outcome,

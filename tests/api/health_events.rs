@@ -637,7 +637,7 @@ async fn list_filters_by_person_and_pages_newest_first() {
         .await
         .assert_error(404, "not_found");
 
-    let mark = pillbox::time::now();
+    let mark = pillbox::domain::Timestamp::now();
     let later = app
         .post(&app.hh("/health_events"), &app.owner, cold(json!(grandpa)))
         .await

@@ -86,7 +86,7 @@ async fn grant(app: &TestApp, membership_id: i64, person_id: i64, level: &'stati
                     membership_id,
                     person_id,
                     level,
-                    pillbox::time::now()
+                    pillbox::domain::Timestamp::now()
                 ],
             )?;
             Ok(())

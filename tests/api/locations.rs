@@ -465,7 +465,7 @@ async fn pagination_and_updated_since() {
         .assert_error(422, "validation_failed");
 
     // updated_since lists what was created or changed since the mark.
-    let mark = pillbox::time::now();
+    let mark = pillbox::domain::Timestamp::now();
     let later = create(&app, new_location("Later")).await.0;
     let first = app
         .get(&app.hh(&format!("/locations/{}", ids[0])), &app.owner)
@@ -510,7 +510,7 @@ async fn deleted_location_leaves_people_but_keeps_its_row() {
                 conn.execute(
                     "INSERT INTO location_memberships (household_id, location_id, person_id, created_at)
                      VALUES (?1, ?2, ?3, ?4)",
-                    rusqlite::params![household_id, location_id, person_id, pillbox::time::now()],
+                    rusqlite::params![household_id, location_id, person_id, pillbox::domain::Timestamp::now()],
                 )?;
             }
             Ok(())
@@ -602,7 +602,7 @@ async fn credentials_and_other_households() {
             conn.execute(
                 "INSERT INTO locations (portable_id, household_id, name, created_at, updated_at)
                  VALUES (?1, ?2, 'Their shed', ?3, ?3)",
-                rusqlite::params![portable, household, pillbox::time::now()],
+                rusqlite::params![portable, household, pillbox::domain::Timestamp::now()],
             )?;
             Ok((household, conn.last_insert_rowid(), portable))
         })

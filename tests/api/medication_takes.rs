@@ -709,9 +709,15 @@ async fn an_occurrence_key_marks_only_a_dose_given_in_its_window() {
     early.assert_error(422, "validation_failed");
 
     // A dose days ahead cannot be marked taken now.
-    let ahead = pillbox::time::days_from_now(3)[..10].to_string();
+    let ahead = pillbox::domain::Timestamp::now().plus(jiff::SignedDuration::from_hours(72))[..10]
+        .to_string();
     let christmas = key_for(&app, "schedule", &s, &ahead, 1).await;
-    let refused = take(&app, &app.owner, body(&christmas, &pillbox::time::now())).await;
+    let refused = take(
+        &app,
+        &app.owner,
+        body(&christmas, &pillbox::domain::Timestamp::now()),
+    )
+    .await;
     refused.assert_error(422, "validation_failed");
     assert!(names_field(&refused, "occurrence_key"));
 
@@ -1074,7 +1080,7 @@ async fn takes_outside_the_plan_warn_and_taken_at_has_a_lower_bound() {
     )
     .await
     .assert_status(201);
-    let paused = take(&app, &app.owner, at(&pillbox::time::now())).await;
+    let paused = take(&app, &app.owner, at(&pillbox::domain::Timestamp::now())).await;
     paused.assert_status(201);
     assert_eq!(codes(&paused), ["source_paused"]);
     let before = take(&app, &app.owner, at("2025-03-01T08:00:00Z")).await;

@@ -138,7 +138,7 @@ async fn revoke(app: &TestApp, membership_id: i64) {
         .write(move |conn| {
             conn.execute(
                 "UPDATE person_access_grants SET revoked_at = ?2 WHERE membership_id = ?1",
-                rusqlite::params![membership_id, pillbox::time::now()],
+                rusqlite::params![membership_id, pillbox::domain::Timestamp::now()],
             )?;
             Ok(())
         })

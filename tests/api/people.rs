@@ -302,7 +302,7 @@ async fn pagination_and_updated_since() {
         .await
         .assert_error(422, "validation_failed");
 
-    let mark = pillbox::time::now();
+    let mark = pillbox::domain::Timestamp::now();
     let later = app
         .post(
             &app.hh("/people"),

@@ -287,7 +287,7 @@ fn at(zone: &str, date: &str, time: &str) -> String {
         .to_ambiguous_timestamp(date.to_datetime(time))
         .compatible()
         .unwrap();
-    pillbox::time::format(instant)
+    pillbox::domain::Timestamp::from_jiff(instant).into_string()
 }
 
 /// The expected doses of one source on `date`.
@@ -335,7 +335,7 @@ async fn take(app: &TestApp, dose: &Value, taken_at: Option<&str>) -> i64 {
     );
     app.db
         .write(move |conn| {
-            let now = pillbox::time::now();
+            let now = pillbox::domain::Timestamp::now();
             conn.execute(
                 "INSERT INTO medication_takes (portable_id, household_id, person_id, source_type,
                      source_id, taken_at, dose_amount, dose_unit, occurrence_window_starts_on,
@@ -396,7 +396,7 @@ async fn changing_times_keeps_past_doses_positions_and_takes() {
     assert_eq!(before[1]["outcome"], "taken");
     assert_eq!(before[1]["medication_take_id"], take_id);
     let today_before = doses(&app, &day(0), "schedule", &schedule).await;
-    let changed_at = pillbox::time::now();
+    let changed_at = pillbox::domain::Timestamp::now();
 
     change_schedule(
         &app,
@@ -561,7 +561,7 @@ async fn past_pause(app: &TestApp, person: &Ids, source: &Ids, from: String, unt
     let (household_id, person_id, source_id) = (app.household_id, person.id, source.id);
     app.db
         .write(move |conn| {
-            let now = pillbox::time::now();
+            let now = pillbox::domain::Timestamp::now();
             conn.execute(
                 "INSERT INTO medication_pause_periods (portable_id, household_id, source_type,
                      source_id, person_id, reason, started_at, ended_at, created_at, updated_at)
@@ -749,7 +749,7 @@ async fn schedule_history_gives_the_listed_doses_and_the_step_in_force() {
             listed["position"].as_i64().unwrap()
         );
         assert_eq!(
-            pillbox::time::format(planned.scheduled_at),
+            pillbox::domain::Timestamp::from_jiff(planned.scheduled_at).as_str(),
             listed["scheduled_at"]
         );
         assert_eq!(planned.dose_amount.to_string(), "20");

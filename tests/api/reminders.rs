@@ -715,7 +715,7 @@ async fn revoke_newest_token(app: &TestApp, token: &str) {
             // The newest token is the device's.
             c.execute(
                 "UPDATE app_tokens SET revoked_at = ?1 WHERE id = (SELECT max(id) FROM app_tokens)",
-                [pillbox::time::now()],
+                [pillbox::domain::Timestamp::now()],
             )?;
             Ok(())
         })

@@ -104,7 +104,7 @@ pub async fn grant(app: &TestApp, membership_id: i64, person_id: i64, level: &'s
                     membership_id,
                     person_id,
                     level,
-                    pillbox::time::now()
+                    pillbox::domain::Timestamp::now()
                 ],
             )?;
             Ok(())

@@ -119,7 +119,7 @@ async fn dosage_option(
                     household_id,
                     medication_id,
                     supply,
-                    pillbox::time::now()
+                    pillbox::domain::Timestamp::now()
                 ],
             )?;
             Ok(c.last_insert_rowid())
@@ -500,7 +500,7 @@ async fn unknown_or_foreign_medications_are_not_found() {
             conn.execute(
                 "INSERT INTO medications (portable_id, household_id, name, current_supply, created_at, updated_at)
                  VALUES (?1, ?2, 'Their aspirin', '20', ?3, ?3)",
-                rusqlite::params![portable, household, pillbox::time::now()],
+                rusqlite::params![portable, household, pillbox::domain::Timestamp::now()],
             )?;
             Ok((household, conn.last_insert_rowid(), portable))
         })
@@ -625,7 +625,7 @@ async fn a_dosage_id_decrements_that_dosage_options_own_stock() {
             conn.execute(
                 "INSERT INTO medications (portable_id, household_id, name, current_supply, created_at, updated_at)
                  VALUES (?1, ?2, 'Theirs', '20', ?3, ?3)",
-                rusqlite::params![pillbox::db::new_portable_id(), household, pillbox::time::now()],
+                rusqlite::params![pillbox::db::new_portable_id(), household, pillbox::domain::Timestamp::now()],
             )?;
             Ok((household, conn.last_insert_rowid()))
         })

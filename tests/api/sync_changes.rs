@@ -261,7 +261,7 @@ async fn a_view_only_member_sees_only_people_they_may_view() {
             conn.execute(
                 "UPDATE person_access_grants SET revoked_at = ?2
                  WHERE membership_id = ?1 AND household_id = ?3",
-                rusqlite::params![membership, pillbox::time::now(), household_id],
+                rusqlite::params![membership, pillbox::domain::Timestamp::now(), household_id],
             )?;
             Ok(())
         })
@@ -326,7 +326,7 @@ async fn ten_thousand_entries_page_through_without_gaps_or_duplicates() {
                         printf('00000000-0000-4000-8000-%012d', i),
                         CASE WHEN i % 10 = 0 THEN 'delete' ELSE 'update' END, NULL, ?2
                  FROM n",
-                rusqlite::params![household_id, pillbox::time::now()],
+                rusqlite::params![household_id, pillbox::domain::Timestamp::now()],
             )?;
             let mut stmt =
                 conn.prepare("SELECT seq FROM change_feed WHERE household_id = ?1 ORDER BY seq")?;
@@ -383,7 +383,7 @@ async fn hidden_entries_are_passed_over_in_bounded_scans() {
                  SELECT ?1, 'Person', ?2, printf('00000000-0000-4000-8000-%012d', i),
                         'update', ?2, ?3
                  FROM n",
-                rusqlite::params![household_id, ada_id, pillbox::time::now()],
+                rusqlite::params![household_id, ada_id, pillbox::domain::Timestamp::now()],
             )?;
             Ok(())
         })

@@ -234,7 +234,7 @@ async fn the_sync_snapshot_holds_every_collection_with_portable_ids_and_etags() 
     let portable = outcome_portable.clone();
     app.db
         .write(move |conn| {
-            let now = pillbox::time::now();
+            let now = pillbox::domain::Timestamp::now();
             conn.execute(
                 "INSERT INTO dose_occurrences
                    (portable_id, household_id, person_id, source_type, source_id,

@@ -595,7 +595,7 @@ pub fn insert_restored(conn: &WriteTx, new: &RestoredOutcome<'_>) -> Result<i64>
         r.resolved_at,
         new.medication_take_id,
         new.membership_id,
-        crate::time::now(),
+        crate::domain::Timestamp::now(),
     ])?;
     Ok(conn.last_insert_rowid())
 }
