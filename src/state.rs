@@ -22,6 +22,8 @@ pub struct AppState {
     pub mfa_key: Option<MfaKey>,
     /// Scheduled backups: whether they run and how the last one went.
     pub backups: Arc<crate::backup::schedule::Status>,
+    /// The first-run set-up link of `serve`, while the server has no household.
+    pub setup_link: Arc<crate::web::setup::SetupLink>,
 }
 
 impl AppState {
@@ -47,6 +49,7 @@ impl AppState {
             openapi: Bytes::new(),
             mfa_key,
             backups: Arc::default(),
+            setup_link: Arc::default(),
         }
     }
 

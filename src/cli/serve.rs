@@ -44,12 +44,27 @@ pub async fn run(args: ServeArgs) -> CliResult {
         );
         tokio::spawn(crate::backup::schedule::run(plan, status));
     }
+    let base = match &state.settings.public_url {
+        Some(url) => url.trim_end_matches('/').to_string(),
+        None => format!("http://{local}"),
+    };
+    let setup_link = state.setup_link.clone();
     let app = crate::http::app(state);
     tracing::info!(
         "pillbox {} listening on http://{local} with data in {}",
         env!("CARGO_PKG_VERSION"),
         db.path().display()
     );
+    // The one line that shows the token: whoever reads the server's log may
+    // claim it, nobody else on the network.
+    if let Some(link) = crate::web::setup::offer(&db, &setup_link, &base)
+        .await
+        .map_err(|e| format!("cannot read the database: {e}"))?
+    {
+        tracing::info!(
+            "no household yet: open {link} to set this server up (the link works once, until the server restarts)"
+        );
+    }
     crate::http::server::serve(listener, app, args.connection_limits(), shutdown_signal()).await;
     tracing::info!("shutting down: finishing queued writes");
     reminders.abort();

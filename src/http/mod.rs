@@ -101,10 +101,13 @@ async fn cache_headers(request: Request, next: Next) -> Response {
         || !path.starts_with(API_PREFIX);
     let mut response = next.run(request).await;
     let headers = response.headers_mut();
-    headers.insert(
-        header::CACHE_CONTROL,
-        HeaderValue::from_static(if public { "no-cache" } else { "no-store" }),
-    );
+    // A public file may say how long it keeps (the web app's versioned assets).
+    if !public || !headers.contains_key(header::CACHE_CONTROL) {
+        headers.insert(
+            header::CACHE_CONTROL,
+            HeaderValue::from_static(if public { "no-cache" } else { "no-store" }),
+        );
+    }
     headers.insert(
         header::X_CONTENT_TYPE_OPTIONS,
         HeaderValue::from_static("nosniff"),

@@ -1,0 +1,386 @@
+//! End-to-end tests of the web app: the real `pillbox` binary as a process,
+//! driven through headless Chromium over WebDriver (Debian's chromium and
+//! chromium-driver). Without them each test says so on stderr and passes.
+//! Every page visited is checked with axe-core (no serious or critical
+//! violations), and the README's screenshots are taken here.
+
+#[allow(dead_code)]
+#[path = "../api/process.rs"]
+mod process;
+mod webdriver;
+
+use std::io::Write;
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+
+use process::{Guard, PASSWORD, free_port, http_request, serve, set_up_household, token_create};
+use webdriver::{Browser, screenshots, unavailable};
+
+const OWNER: &str = "owner@example.org";
+
+/// Writes straight to stderr (not the captured test output), so a skipped
+/// run says so in `cargo test`'s output.
+fn skipped(test: &str) -> bool {
+    match unavailable() {
+        Some(why) => {
+            let _ = writeln!(std::io::stderr(), "browser test {test} SKIPPED: {why}");
+            true
+        }
+        None => false,
+    }
+}
+
+struct Server {
+    port: u16,
+    guard: Option<Guard>,
+    data: std::path::PathBuf,
+    log: std::path::PathBuf,
+}
+
+impl Server {
+    fn start(data: &Path, log: &Path) -> Server {
+        let port = free_port();
+        let guard = serve(data, port, log);
+        Server {
+            port,
+            guard: Some(guard),
+            data: data.to_path_buf(),
+            log: log.to_path_buf(),
+        }
+    }
+
+    fn url(&self, path: &str) -> String {
+        format!("http://127.0.0.1:{}{path}", self.port)
+    }
+
+    fn stop(&mut self) {
+        self.guard.take();
+    }
+
+    fn restart(&mut self) {
+        let log = self.log.with_extension("2");
+        self.guard = Some(serve(&self.data, self.port, &log));
+    }
+}
+
+/// An API client with an app token made by `pillbox token create`.
+struct Api {
+    port: u16,
+    token: String,
+    household: String,
+}
+
+impl Api {
+    fn new(server: &Server, household: &str) -> Api {
+        let out = token_create(&server.data, household, OWNER, &[]);
+        out.assert_success();
+        Api {
+            port: server.port,
+            token: out.single_stdout_line().to_string(),
+            household: household.to_string(),
+        }
+    }
+
+    fn call(&self, method: &str, path: &str, body: Option<Value>) -> Value {
+        let path = format!("/api/v1/households/{}{path}", self.household);
+        let body = body.map(|b| b.to_string());
+        let r = http_request(
+            self.port,
+            method,
+            &path,
+            Some(&self.token),
+            &[],
+            body.as_deref(),
+        )
+        .unwrap();
+        assert!(r.status < 300, "{method} {path}: {} {}", r.status, r.body);
+        r.json()
+    }
+
+    fn today(&self) -> String {
+        let day = self.call("GET", "/dose_occurrences", None);
+        day["meta"]["date"].as_str().unwrap().to_string()
+    }
+
+    /// Ada with one medicine (30 in stock) taken daily at 08:00 and 20:00.
+    fn ada_with_tablets(&self) -> (Value, Value) {
+        let ada = self.call(
+            "POST",
+            "/people",
+            Some(json!({"person": {"name": "Ada", "date_of_birth": "2015-03-01"}})),
+        )["data"]
+            .clone();
+        let med = self.call(
+            "POST",
+            "/medications",
+            Some(json!({"medication": {"name": "Vitamin D", "dose_amount": "1", "dose_unit": "tablet", "current_supply": "30", "reorder_threshold": "5"}})),
+        )["data"]
+            .clone();
+        self.call(
+            "POST",
+            "/schedules",
+            Some(json!({"schedule": {"person_id": ada["id"], "medication_id": med["id"],
+                "dose_amount": "1", "dose_unit": "tablet", "start_date": self.today(),
+                "schedule_type": "multiple_daily", "schedule_config": {"times": ["08:00", "20:00"]}}})),
+        );
+        (ada, med)
+    }
+
+    fn supply(&self, med: &Value) -> String {
+        self.call("GET", &format!("/medications/{}", med["id"]), None)["data"]["current_supply"]
+            .as_str()
+            .unwrap()
+            .to_string()
+    }
+
+    fn takes(&self) -> Vec<Value> {
+        self.call("GET", "/medication_takes?per_page=100", None)["data"]
+            .as_array()
+            .unwrap()
+            .clone()
+    }
+}
+
+fn sign_in(browser: &Browser, server: &Server) {
+    browser.goto(&server.url("/app/today"));
+    browser.click("#sign-in");
+    browser.find("input#email");
+    browser.assert_accessible("sign-in page");
+    browser.fill("input#email", OWNER);
+    browser.fill("input#password", PASSWORD);
+    browser.click("button[type=submit]");
+    browser.wait_for_text("Sign out");
+}
+
+fn wait_until(what: &str, mut ready: impl FnMut() -> bool) {
+    let end = Instant::now() + Duration::from_secs(30);
+    while !ready() {
+        assert!(Instant::now() < end, "timed out waiting for {what}");
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}
+
+#[test]
+fn first_run_set_up_then_sign_in_take_a_dose_and_mark_one_not_taken() {
+    if skipped("first_run_set_up_then_sign_in_take_a_dose_and_mark_one_not_taken") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    let log = dir.path().join("serve.log");
+    let server = Server::start(&data, &log);
+    // The one line that shows the set-up link.
+    let text = std::fs::read_to_string(&log).unwrap();
+    let start = text
+        .find("/setup?token=")
+        .expect("a set-up link in the log");
+    let link: String = text[start..]
+        .chars()
+        .take_while(|c| !c.is_whitespace())
+        .collect();
+    assert_eq!(text.matches("/setup?token=").count(), 1, "{text}");
+
+    let browser = Browser::start();
+    // Without the token (or with a wrong one) nobody claims the server.
+    browser.goto(&server.url("/setup?token=wrong"));
+    browser.wait_for_text("not valid");
+
+    browser.goto(&server.url(&link));
+    browser.find("input#household");
+    browser.assert_accessible("set-up page");
+    browser.fill("input#household", "Our home");
+    browser.fill("input#name", "Olive Owner");
+    browser.fill("input#email", OWNER);
+    browser.fill("input#password", PASSWORD);
+    browser.fill("input#password_again", PASSWORD);
+    browser.fill("input#time_zone", "Europe/London");
+    browser.click("form button[type=submit]");
+    browser.find("#sign-in");
+    browser.assert_accessible("signed-out page");
+    // The link is spent.
+    browser.goto(&server.url(&link));
+    browser.wait_for_text("not valid");
+
+    sign_in(&browser, &server);
+    let api = Api::new(&server, "1");
+    let (_ada, med) = api.ada_with_tablets();
+    browser.goto(&server.url("/app/today"));
+    browser.wait_for_text("Vitamin D");
+    browser.assert_accessible("Today");
+    browser.size(390, 844);
+    browser.screenshot(&screenshots().join("today-phone.png"));
+    browser.size(1280, 900);
+    browser.screenshot(&screenshots().join("today-desktop.png"));
+
+    // One tap records the first dose; stock falls by one.
+    browser.click_button("Take");
+    browser.wait_for_text("Recorded: Vitamin D");
+    browser.wait_for_text("Taken");
+    assert_eq!(api.supply(&med), "29");
+    assert_eq!(api.takes().len(), 1);
+
+    // The other dose: not taken, with a reason; no stock change.
+    browser.click_button("Not taken");
+    browser.find("#not-taken-reason");
+    browser.assert_accessible("not-taken dialog");
+    browser.select("#not-taken-reason", "Asleep");
+    browser.click_button("Save as not taken");
+    browser.wait_for_text("Marked not taken");
+    browser.wait_for_text("Undo not taken");
+    let day = api.call("GET", "/dose_occurrences", None);
+    let outcomes: Vec<&str> = day["data"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| d["outcome"].as_str().unwrap())
+        .collect();
+    assert_eq!(outcomes, ["taken", "not_taken"]);
+    assert_eq!(api.supply(&med), "29");
+
+    // Undo within the rules: the not-taken dose is open again.
+    browser.click_button("Undo not taken");
+    browser.wait_for_text("Reopened");
+    let day = api.call("GET", "/dose_occurrences", None);
+    assert_eq!(day["data"][1]["outcome"], "open");
+
+    browser.goto(&server.url("/app/medicines"));
+    browser.wait_for_text("29 tablet in stock");
+    browser.assert_accessible("Medicines");
+    browser.size(390, 844);
+    browser.screenshot(&screenshots().join("medicines-phone.png"));
+    browser.size(1280, 900);
+    browser.screenshot(&screenshots().join("medicines-desktop.png"));
+
+    // Stock removed with a reason, through the page.
+    browser.click_button("Remove stock");
+    browser.fill("#rem-quantity", "4");
+    browser.select("#rem-reason", "damaged");
+    browser.assert_accessible("remove-stock dialog");
+    browser.click("dialog form button[type=submit]");
+    browser.wait_for_text("Stock removed");
+    assert_eq!(api.supply(&med), "25");
+
+    // Signing out revokes the session and leaves the device signed out.
+    browser.click_button("Sign out");
+    browser.find("#sign-in");
+    let kept = browser.run(
+        "return Object.keys(localStorage).filter(k => k !== 'pillbox.large_text')",
+        json!([]),
+    );
+    assert_eq!(kept, json!([]));
+}
+
+#[test]
+fn a_schedule_is_added_paused_and_resumed_and_a_member_invited() {
+    if skipped("a_schedule_is_added_paused_and_resumed_and_a_member_invited") {
+        return;
+    }
+    let (dir, data, household) = set_up_household();
+    let server = Server::start(&data, &dir.path().join("serve.log"));
+    let api = Api::new(&server, &household);
+    api.call(
+        "POST",
+        "/medications",
+        Some(json!({"medication": {"name": "Ibuprofen", "dose_unit": "tablet", "current_supply": "10"}})),
+    );
+    let browser = Browser::start();
+    sign_in(&browser, &server);
+
+    browser.goto(&server.url("/app/people"));
+    browser.wait_for_text("Olive Owner");
+    browser.assert_accessible("People");
+    browser.click_button("Add a schedule");
+    browser.find("#sch-times");
+    browser.select("#sch-type", "weekly");
+    browser.find("#day-monday");
+    browser.click("#day-monday");
+    browser.fill("#sch-times", "09:00");
+    browser.assert_accessible("schedule dialog");
+    browser.click("dialog form button[type=submit]");
+    browser.wait_for_text("Schedule saved");
+    let schedules = api.call("GET", "/schedules", None);
+    let schedule = &schedules["data"][0];
+    assert_eq!(schedule["schedule_type"], "weekly");
+    assert_eq!(schedule["schedule_config"]["weekdays"], json!(["monday"]));
+    assert_eq!(schedule["schedule_config"]["times"], json!(["09:00"]));
+
+    browser.click_button("Pause");
+    browser.select("#pause-reason", "side_effects");
+    browser.fill("#pause-note", "rash");
+    browser.click("dialog form button[type=submit]");
+    browser.wait_for_text("Paused since");
+    assert!(api.call("GET", "/schedules", None)["data"][0]["current_pause_period"].is_object());
+    browser.click_button("Resume");
+    browser.wait_for_text("Resumed.");
+    browser.wait_for_text("Pause history");
+    browser.wait_for_text("side effects");
+    assert!(api.call("GET", "/schedules", None)["data"][0]["current_pause_period"].is_null());
+
+    browser.goto(&server.url("/app/admin"));
+    browser.wait_for_text("Invitations");
+    browser.assert_accessible("Household administration");
+    browser.click_button("Invite a member");
+    browser.fill("#inv-email", "partner@example.org");
+    browser.fill("#inv-name", "Pat Partner");
+    browser.run(
+        "const d = document.querySelector('#inv-dob'); d.value = '1985-06-01';",
+        json!([]),
+    );
+    browser.click("dialog form button[type=submit]");
+    browser.wait_for_text("Invitation link");
+    let link = browser.find("#once-value");
+    let _ = link;
+    assert!(browser.text().contains("/invitation?token="));
+    browser.click_button("Done");
+    browser.wait_for_text("partner@example.org");
+    let invitations = api.call("GET", "/admin/invitations", None);
+    assert_eq!(invitations["data"][0]["email"], "partner@example.org");
+
+    browser.goto(&server.url("/app/me"));
+    browser.wait_for_text("Larger text");
+    browser.assert_accessible("You");
+    browser.click("#large-text");
+    assert_eq!(
+        browser.run("return document.documentElement.className", json!([])),
+        "large"
+    );
+}
+
+#[test]
+fn a_take_made_while_the_server_is_unreachable_arrives_exactly_once() {
+    if skipped("a_take_made_while_the_server_is_unreachable_arrives_exactly_once") {
+        return;
+    }
+    let (dir, data, household) = set_up_household();
+    let mut server = Server::start(&data, &dir.path().join("serve.log"));
+    let api = Api::new(&server, &household);
+    let (_ada, med) = api.ada_with_tablets();
+    let browser = Browser::start();
+    sign_in(&browser, &server);
+    browser.goto(&server.url("/app/today"));
+    browser.wait_for_text("Vitamin D");
+
+    server.stop();
+    browser.click_button("Take");
+    browser.wait_for_text("Waiting to send: 1");
+    browser.wait_for_text("Offline");
+    // The day stays readable from what was loaded.
+    browser.goto(&server.url("/app/today"));
+    browser.wait_for_text("Waiting to send: 1");
+    browser.wait_for_text("Vitamin D");
+    browser.assert_accessible("Today offline");
+
+    server.restart();
+    browser.wait_for("the queued take to be sent", || {
+        !browser.text().contains("Waiting to send")
+    });
+    wait_until("the take to be recorded", || api.takes().len() == 1);
+    // A second flush (the page's timer, a reload) sends nothing again.
+    browser.goto(&server.url("/app/today"));
+    browser.wait_for_text("Taken");
+    std::thread::sleep(Duration::from_secs(6));
+    assert_eq!(api.takes().len(), 1);
+    assert_eq!(api.supply(&med), "29");
+}
