@@ -47,3 +47,4 @@ mod sync_batches;
 mod sync_changes;
 mod sync_round_trip;
 mod sync_snapshot;
+mod web_app;
