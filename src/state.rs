@@ -23,7 +23,7 @@ pub struct AppState {
     /// Scheduled backups: whether they run and how the last one went.
     pub backups: Arc<crate::backup::schedule::Status>,
     /// The first-run set-up link of `serve`, while the server has no household.
-    pub setup_link: Arc<crate::web::setup::SetupLink>,
+    pub setup_link: Arc<crate::web::setup_link::SetupLink>,
 }
 
 impl AppState {

@@ -5,6 +5,7 @@
 //! and scripts live in their own files, never inline.
 
 pub mod setup;
+pub mod setup_link;
 
 use std::sync::OnceLock;
 

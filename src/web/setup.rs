@@ -6,19 +6,13 @@
 //! restart or a use kills the link, and nobody else on the network can
 //! claim the server.
 
-use std::sync::Mutex;
-
 use axum::Router;
 use axum::body::Bytes;
 use axum::extract::{Query, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
-use base64::Engine;
-use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use serde::Deserialize;
-use sha2::{Digest, Sha256};
-use subtle::ConstantTimeEq;
 
 use crate::auth::{Role, password};
 use crate::db::Db;
@@ -26,42 +20,12 @@ use crate::error::ApiError;
 use crate::household::{self, NewMember};
 use crate::identity::sign_in::page::escape;
 use crate::state::AppState;
+pub use crate::web::setup_link::SetupLink;
 
 pub const SETUP_PATH: &str = "/setup";
 
 const PAGE: &str = include_str!("setup.html");
 const FORM: &str = include_str!("setup_form.html");
-
-/// The digest of the live set-up token, if one is on offer.
-#[derive(Default)]
-pub struct SetupLink(Mutex<Option<[u8; 32]>>);
-
-impl SetupLink {
-    /// Makes a new token (replacing any earlier one) and returns it.
-    pub fn issue(&self) -> String {
-        let mut bytes = [0u8; 32];
-        getrandom::fill(&mut bytes).expect("operating system random source");
-        let token = URL_SAFE_NO_PAD.encode(bytes);
-        *self.0.lock().expect("set-up link lock") = Some(digest(&token));
-        token
-    }
-
-    fn matches(&self, token: &str) -> bool {
-        let presented = digest(token);
-        self.0
-            .lock()
-            .expect("set-up link lock")
-            .is_some_and(|live| bool::from(live.ct_eq(&presented)))
-    }
-
-    fn spend(&self) {
-        *self.0.lock().expect("set-up link lock") = None;
-    }
-}
-
-fn digest(token: &str) -> [u8; 32] {
-    Sha256::digest(token.as_bytes()).into()
-}
 
 /// At start: when the data directory has no household, a fresh link for
 /// the log line; otherwise none.
