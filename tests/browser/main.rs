@@ -15,7 +15,10 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
-use process::{Guard, PASSWORD, free_port, http_request, serve, set_up_household, token_create};
+use process::{
+    Guard, PASSWORD, free_port, http_request, password_line, pillbox, run, serve, set_up_household,
+    token_create,
+};
 use webdriver::{Browser, screenshots, unavailable};
 
 const OWNER: &str = "owner@example.org";
@@ -144,11 +147,15 @@ impl Api {
 }
 
 fn sign_in(browser: &Browser, server: &Server) {
+    sign_in_as(browser, server, OWNER);
+}
+
+fn sign_in_as(browser: &Browser, server: &Server, email: &str) {
     browser.goto(&server.url("/app/today"));
     browser.click("#sign-in");
     browser.find("input#email");
     browser.assert_accessible("sign-in page");
-    browser.fill("input#email", OWNER);
+    browser.fill("input#email", email);
     browser.fill("input#password", PASSWORD);
     browser.click("button[type=submit]");
     browser.wait_for_text("Sign out");
@@ -382,5 +389,64 @@ fn a_take_made_while_the_server_is_unreachable_arrives_exactly_once() {
     browser.wait_for_text("Taken");
     std::thread::sleep(Duration::from_secs(6));
     assert_eq!(api.takes().len(), 1);
+    assert_eq!(api.supply(&med), "29");
+}
+
+#[test]
+fn a_carer_sees_only_the_people_granted_to_them() {
+    if skipped("a_carer_sees_only_the_people_granted_to_them") {
+        return;
+    }
+    let (dir, data, household) = set_up_household();
+    let server = Server::start(&data, &dir.path().join("serve.log"));
+    let api = Api::new(&server, &household);
+    let (ada, med) = api.ada_with_tablets();
+    let added = run(
+        pillbox(&[
+            "member",
+            "add",
+            "--data-dir",
+            data.to_str().unwrap(),
+            "--household",
+            &household,
+            "--email",
+            "cara@example.org",
+            "--role",
+            "member",
+            "--name",
+            "Cara Carer",
+        ]),
+        Some(&password_line()),
+    );
+    added.assert_success();
+    let membership: i64 = added.single_stdout_line().parse().unwrap();
+    api.call(
+        "POST",
+        "/admin/person_access_grants",
+        Some(
+            json!({"person_access_grant": {"membership_id": membership, "person_id": ada["id"],
+            "access_level": "record", "relationship_type": "carer"}}),
+        ),
+    );
+
+    let browser = Browser::start();
+    sign_in_as(&browser, &server, "cara@example.org");
+    browser.wait_for_text("Vitamin D");
+    let text = browser.text();
+    assert!(
+        text.contains("Ada") && text.contains("Cara Carer"),
+        "{text}"
+    );
+    assert!(!text.contains("Olive Owner"), "{text}");
+    // Household administration is not offered to a member.
+    assert_eq!(
+        browser.run(
+            "return !!document.querySelector('a[href=\"/app/admin\"]')",
+            json!([])
+        ),
+        json!(false)
+    );
+    browser.click_button("Take");
+    browser.wait_for_text("Recorded: Vitamin D");
     assert_eq!(api.supply(&med), "29");
 }
