@@ -76,7 +76,9 @@ export function Medicines() {
       <p class="meta"><span class="supply">${amount(m.current_supply, m.dose_unit)}</span> in stock
         ${m.days_until_out_of_stock !== null ? ` · about ${m.days_until_out_of_stock} days left` : ''}
         ${m.reorder_status === 'ordered' ? ` · ordered${m.reorder_expected_on ? `, expected ${formatDate(m.reorder_expected_on)}` : ''}` : ''}</p>
-      ${options.filter((o) => o.medication_id === m.id).length > 0 && html`<p class="meta">Dosage options: ${options.filter((o) => o.medication_id === m.id).map((o) => amount(o.amount, o.unit) + (o.frequency ? ` ${o.frequency}` : '')).join('; ')}</p>`}
+      ${options.filter((o) => o.medication_id === m.id).length > 0 && html`<h3>Dosage options</h3><ul class="options">
+        ${options.filter((o) => o.medication_id === m.id).map((o) => html`<li>${amount(o.amount, o.unit)}${o.frequency ? ` ${o.frequency}` : ''}${o.description ? ` · ${o.description}` : ''}
+          <button class="link" onClick=${() => setDialog({ kind: 'option', m, o })}>Edit<span class="sr-only"> dosage option ${amount(o.amount, o.unit)} of ${m.display_name}</span></button></li>`)}</ul>`}
       <div class="actions">
         <button onClick=${() => setDialog({ kind: 'adjust', m })}>Count stock<span class="sr-only"> of ${m.display_name}</span></button>
         ${m.reorder_status === 'ordered'
@@ -110,19 +112,25 @@ export function Medicines() {
         <${Field} id="med-threshold" label="Reorder when stock falls to"><input id="med-threshold" name="reorder_threshold" inputmode="decimal" value=${dialog.m ? dialog.m.reorder_threshold || '' : ''} /><//>
         <div class="actions"><button type="submit" class="primary">Save</button><button type="button" onClick=${() => setDialog(null)}>Cancel</button></div>
       </form><//>`}
-    ${dialog && dialog.kind === 'option' && html`<${Dialog} title="Add a dosage option" onClose=${() => setDialog(null)}>
+    ${dialog && dialog.kind === 'option' && html`<${Dialog} title=${dialog.o ? 'Edit dosage option' : 'Add a dosage option'} onClose=${() => setDialog(null)}>
       <${ErrorBox} error=${error} />
       <form onSubmit=${(e) => {
         const v = formValues(e);
-        run(() => post(hh('/dosage_options'), { dosage_option: compact({ medication_id: dialog.m.id, amount: v.amount, unit: v.unit, frequency: v.frequency, description: v.description }) }), 'Dosage option added.');
+        const body = { amount: v.amount, unit: v.unit, frequency: v.frequency || null, description: v.description || null };
+        run(async () => {
+          if (dialog.o) {
+            const { etag } = await request('GET', hh(`/dosage_options/${dialog.o.id}`));
+            await request('PATCH', hh(`/dosage_options/${dialog.o.id}`), { body: { dosage_option: body }, headers: { 'If-Match': etag } });
+          } else await post(hh('/dosage_options'), { dosage_option: { medication_id: dialog.m.id, ...body } });
+        }, dialog.o ? 'Dosage option saved.' : 'Dosage option added.');
       }}>
         <p>${dialog.m.display_name}</p>
         <div class="grid2">
-          <${Field} id="opt-amount" label="Amount"><input id="opt-amount" name="amount" required inputmode="decimal" /><//>
-          <${Field} id="opt-unit" label="Unit"><${UnitSelect} id="opt-unit" name="unit" value=${dialog.m.dose_unit || 'tablet'} /><//>
+          <${Field} id="opt-amount" label="Amount"><input id="opt-amount" name="amount" required inputmode="decimal" value=${dialog.o ? dialog.o.amount : ''} /><//>
+          <${Field} id="opt-unit" label="Unit"><${UnitSelect} id="opt-unit" name="unit" value=${dialog.o ? dialog.o.unit : dialog.m.dose_unit || 'tablet'} /><//>
         </div>
-        <${Field} id="opt-frequency" label="How often (optional)"><input id="opt-frequency" name="frequency" /><//>
-        <${Field} id="opt-description" label="Description (optional)"><input id="opt-description" name="description" /><//>
+        <${Field} id="opt-frequency" label="How often (optional)"><input id="opt-frequency" name="frequency" value=${dialog.o ? dialog.o.frequency || '' : ''} /><//>
+        <${Field} id="opt-description" label="Description (optional)"><input id="opt-description" name="description" value=${dialog.o ? dialog.o.description || '' : ''} /><//>
         <div class="actions"><button type="submit" class="primary">Save</button><button type="button" onClick=${() => setDialog(null)}>Cancel</button></div>
       </form><//>`}
     ${dialog && dialog.kind === 'adjust' && html`<${Dialog} title="Count stock" onClose=${() => setDialog(null)}>

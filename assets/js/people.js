@@ -143,7 +143,9 @@ export function People() {
         <h3>Schedules</h3>
         ${schedules.length ? html`<ul class="cards">${schedules.map((s) => html`<${SourceCard} source=${s} kind="schedule" />`)}</ul>` : html`<p class="meta">None.</p>`}
         <div class="actions"><button onClick=${() => setDialog({ kind: 'schedule', person })}>Add a schedule<span class="sr-only"> for ${person.name}</span></button></div>
-        ${assignments.length > 0 && html`<h3>Direct assignments</h3><ul class="cards">${assignments.map((a) => html`<${SourceCard} source=${a} kind="person_medication" />`)}</ul>`}
+        <h3>Direct assignments</h3>
+        ${assignments.length ? html`<ul class="cards">${assignments.map((a) => html`<${SourceCard} source=${a} kind="person_medication" />`)}</ul>` : html`<p class="meta">None.</p>`}
+        <div class="actions"><button onClick=${() => setDialog({ kind: 'assignment', person })}>Add a direct assignment<span class="sr-only"> for ${person.name}</span></button></div>
         ${pauses.length > 0 && html`<h3>Pause history</h3><table><thead><tr><th scope="col">Medicine</th><th scope="col">Reason</th><th scope="col">From</th><th scope="col">Until</th></tr></thead><tbody>
           ${pauses.map((p) => { const src = [...data.schedules, ...data.assignments].find((s) => s.portable_id === p.source_id); return html`<tr><td>${src ? medName(src.medication_id) : ''}</td><td>${p.reason.replace(/_/g, ' ')}${p.note ? ` · ${p.note}` : ''}</td><td>${formatDateTime(p.started_at)}</td><td>${p.ended_at ? formatDateTime(p.ended_at) : 'now'}</td></tr>`; })}
         </tbody></table>`}
@@ -155,6 +157,27 @@ export function People() {
     ${dialog && dialog.kind === 'schedule' && html`<${Dialog} title=${dialog.schedule ? 'Edit schedule' : 'Add a schedule'} onClose=${() => setDialog(null)}>
       <${ScheduleForm} schedule=${dialog.schedule} person=${dialog.person} medications=${data.medications} error=${error}
         onSave=${(body) => saveSchedule(dialog.schedule, body)} onCancel=${() => setDialog(null)} /><//>`}
+    ${dialog && dialog.kind === 'assignment' && html`<${Dialog} title="Add a direct assignment" onClose=${() => setDialog(null)}>
+      <${ErrorBox} error=${error} />
+      <form onSubmit=${(e) => {
+        const v = formValues(e);
+        const body = compact({ person_id: dialog.person.id, medication_id: Number(v.medication_id), administration_kind: v.administration_kind, dose_amount: v.dose_amount, dose_unit: v.dose_unit, dose_cycle: v.dose_cycle, max_daily_doses: v.max_daily_doses ? Number(v.max_daily_doses) : undefined, min_hours_between_doses: v.min_hours_between_doses, notes: v.notes });
+        run(() => post(hh('/person_medications'), { person_medication: body }), 'Direct assignment added.');
+      }}>
+        <${Field} id="pm-medication" label="Medicine"><select id="pm-medication" name="medication_id" required>${data.medications.map((m) => html`<option value=${m.id}>${m.display_name}</option>`)}</select><//>
+        <${Field} id="pm-kind" label="Kind"><select id="pm-kind" name="administration_kind"><option value="routine">Routine (no set time)</option><option value="as_needed">As needed</option></select><//>
+        <div class="grid2">
+          <${Field} id="pm-amount" label="Dose"><input id="pm-amount" name="dose_amount" required inputmode="decimal" value="1" /><//>
+          <${Field} id="pm-unit" label="Unit"><${UnitSelect} id="pm-unit" name="dose_unit" value="tablet" /><//>
+        </div>
+        <div class="grid2">
+          <${Field} id="pm-max" label="Most doses per cycle (optional)"><input id="pm-max" name="max_daily_doses" type="number" min="1" /><//>
+          <${Field} id="pm-cycle" label="Cycle"><select id="pm-cycle" name="dose_cycle"><option value="daily">Day</option><option value="weekly">Week</option><option value="monthly">Month</option></select><//>
+        </div>
+        <${Field} id="pm-gap" label="Hours between doses at least (optional)"><input id="pm-gap" name="min_hours_between_doses" inputmode="decimal" /><//>
+        <${Field} id="pm-notes" label="Notes (optional)"><input id="pm-notes" name="notes" /><//>
+        <div class="actions"><button type="submit" class="primary">Save</button><button type="button" onClick=${() => setDialog(null)}>Cancel</button></div>
+      </form><//>`}
     ${dialog && dialog.kind === 'pause' && html`<${Dialog} title="Pause" onClose=${() => setDialog(null)}>
       <${ErrorBox} error=${error} />
       <form onSubmit=${(e) => { const v = formValues(e); run(() => post(hh('/medication_pause_periods'), { medication_pause_period: compact({ source_type: dialog.source.source_type, source_id: dialog.source.portable_id, reason: v.reason, note: v.note }) }), 'Paused.'); }}>

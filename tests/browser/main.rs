@@ -325,6 +325,20 @@ fn a_schedule_is_added_paused_and_resumed_and_a_member_invited() {
     browser.wait_for_text("side effects");
     assert!(api.call("GET", "/schedules", None)["data"][0]["current_pause_period"].is_null());
 
+    // An as-needed direct assignment: Today offers it, and after a take
+    // shows the next time the API allows.
+    browser.click_button("Add a direct assignment");
+    browser.select("#pm-kind", "as_needed");
+    browser.fill("#pm-gap", "4");
+    browser.assert_accessible("direct assignment dialog");
+    browser.click("dialog form button[type=submit]");
+    browser.wait_for_text("Direct assignment added");
+    browser.goto(&server.url("/app/today"));
+    browser.wait_for_text("As needed");
+    browser.click_button("Take now");
+    browser.wait_for_text("Next dose allowed from");
+    assert_eq!(api.takes().len(), 1);
+
     browser.goto(&server.url("/app/admin"));
     browser.wait_for_text("Invitations");
     browser.assert_accessible("Household administration");
