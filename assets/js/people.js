@@ -20,10 +20,11 @@ function scheduleConfig(type, v, form) {
   const times = list(v.times);
   const slots = SLOTS.filter((s) => form.querySelector(`[name="slot_${s}"]`)?.checked);
   if (type === 'tapering') {
-    config.taper_steps = list(v.taper_steps.replace(/\n/g, ' ')).length ? v.taper_steps.split('\n').map((line) => line.trim()).filter(Boolean).map((line) => {
+    // One step per line: start date, end date, dose.
+    config.taper_steps = (v.taper_steps || '').split('\n').map((line) => line.trim()).filter(Boolean).map((line) => {
       const [start_date, end_date, dose_amount] = line.split(/\s+/);
       return { start_date, end_date, dose_amount };
-    }) : [];
+    });
   }
   if (times.length) config.times = times;
   if (slots.length) config.slots = slots;
@@ -67,7 +68,7 @@ function ScheduleForm({ schedule, person, medications, onSave, onCancel, error }
     ${type === 'weekly' && html`<fieldset><legend>Weekdays</legend>
       ${WEEKDAYS.map((d) => html`<div class="field inline"><input type="checkbox" id=${`day-${d}`} name=${`day_${d}`} checked=${(c.weekdays || []).includes(d)} /><label for=${`day-${d}`}>${d}</label></div>`)}</fieldset>`}
     ${type === 'specific_dates' && html`<${Field} id="sch-dates" label="Dates (YYYY-MM-DD, separated by commas)"><input id="sch-dates" name="dates" value=${(c.dates || []).join(', ')} /><//>`}
-    ${type === 'tapering' && html`<${Field} id="sch-steps" label="Steps: one per line, start end dose (2027-01-01 2027-01-07 2)"><textarea id="sch-steps" name="taper_steps" rows="4">${(c.taper_steps || []).map((s) => `${s.start_date} ${s.end_date} ${s.dose_amount}`).join('\n')}</textarea><//>`}
+    ${type === 'tapering' && html`<${Field} id="sch-steps" label="Steps: one per line, start end dose (2027-01-01 2027-01-07 2)"><textarea id="sch-steps" name="taper_steps" rows="4" value=${(c.taper_steps || []).map((s) => `${s.start_date} ${s.end_date} ${s.dose_amount}`).join('\n')}></textarea><//>`}
     <div class="grid2">
       <${Field} id="sch-start" label="From"><input id="sch-start" name="start_date" type="date" required value=${schedule ? schedule.start_date : today()} /><//>
       <${Field} id="sch-end" label="Until (optional)"><input id="sch-end" name="end_date" type="date" value=${schedule ? schedule.end_date || '' : ''} /><//>
