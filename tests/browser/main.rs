@@ -464,3 +464,51 @@ fn a_carer_sees_only_the_people_granted_to_them() {
     browser.wait_for_text("Recorded: Vitamin D");
     assert_eq!(api.supply(&med), "29");
 }
+
+#[test]
+fn an_account_in_two_households_switches_between_them() {
+    if skipped("an_account_in_two_households_switches_between_them") {
+        return;
+    }
+    let (dir, data, _) = set_up_household();
+    process::setup_with(&data, "other@example.org", &["--another-household"]).assert_success();
+    let server = Server::start(&data, &dir.path().join("serve.log"));
+    let issued = token_create(&data, "2", "other@example.org", &[]);
+    issued.assert_success();
+    let other = Api {
+        port: server.port,
+        token: issued.single_stdout_line().to_string(),
+        household: "2".into(),
+    };
+    let invitation = other.call(
+        "POST",
+        "/admin/invitations",
+        Some(
+            json!({"household_invitation": {"email": OWNER, "role": "member",
+            "person": {"name": "Visiting Olive", "date_of_birth": "1980-01-01"}}}),
+        ),
+    );
+    let url = invitation["data"]["accept_url"].as_str().unwrap();
+    let token = url.split("token=").nth(1).unwrap().to_string();
+
+    let browser = Browser::start();
+    sign_in(&browser, &server);
+    browser.wait_for_text("Olive Owner");
+    // Accepted with the app's own signed-in session, as the invitation page would.
+    let accepted = browser.run_async(&format!(
+        "const done = arguments[arguments.length - 1];
+         const api = document.querySelector('script[type=module]').src.replace('main.js', 'api.js');
+         import(api).then(m => m.post('/invitations/accept', {{token: '{token}'}}))
+           .then(r => done(r.status), e => done(String(e)));"
+    ));
+    assert_eq!(accepted, json!(200));
+    browser.goto(&server.url("/app/today"));
+    browser.find("#household-switch");
+    browser.assert_accessible("Today with the household switcher");
+    browser.select("#household-switch", "2");
+    browser.wait_for_text("Visiting Olive");
+    assert!(!browser.text().contains("Olive Owner"));
+    // The choice is kept for the next visit.
+    browser.goto(&server.url("/app/today"));
+    browser.wait_for_text("Visiting Olive");
+}
