@@ -11,6 +11,7 @@ mod webdriver;
 
 use std::io::Write;
 use std::path::Path;
+use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
@@ -22,6 +23,16 @@ use process::{
 use webdriver::{Browser, screenshots, unavailable};
 
 const OWNER: &str = "owner@example.org";
+
+/// One browser at a time: each is a heavy process tree, and tests that
+/// wait on pages should not also wait on each other's browsers.
+static ONE_BROWSER: Mutex<()> = Mutex::new(());
+
+fn one_at_a_time() -> MutexGuard<'static, ()> {
+    ONE_BROWSER
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
+}
 
 /// Writes straight to stderr (not the captured test output), so a skipped
 /// run says so in `cargo test`'s output.
@@ -174,6 +185,7 @@ fn first_run_set_up_then_sign_in_take_a_dose_and_mark_one_not_taken() {
     if skipped("first_run_set_up_then_sign_in_take_a_dose_and_mark_one_not_taken") {
         return;
     }
+    let _one = one_at_a_time();
     let dir = tempfile::tempdir().unwrap();
     let data = dir.path().join("data");
     let log = dir.path().join("serve.log");
@@ -284,6 +296,7 @@ fn a_schedule_is_added_paused_and_resumed_and_a_member_invited() {
     if skipped("a_schedule_is_added_paused_and_resumed_and_a_member_invited") {
         return;
     }
+    let _one = one_at_a_time();
     let (dir, data, household) = set_up_household();
     let server = Server::start(&data, &dir.path().join("serve.log"));
     let api = Api::new(&server, &household);
@@ -374,6 +387,7 @@ fn a_take_made_while_the_server_is_unreachable_arrives_exactly_once() {
     if skipped("a_take_made_while_the_server_is_unreachable_arrives_exactly_once") {
         return;
     }
+    let _one = one_at_a_time();
     let (dir, data, household) = set_up_household();
     let mut server = Server::start(&data, &dir.path().join("serve.log"));
     let api = Api::new(&server, &household);
@@ -411,6 +425,7 @@ fn a_carer_sees_only_the_people_granted_to_them() {
     if skipped("a_carer_sees_only_the_people_granted_to_them") {
         return;
     }
+    let _one = one_at_a_time();
     let (dir, data, household) = set_up_household();
     let server = Server::start(&data, &dir.path().join("serve.log"));
     let api = Api::new(&server, &household);
@@ -470,6 +485,7 @@ fn an_account_in_two_households_switches_between_them() {
     if skipped("an_account_in_two_households_switches_between_them") {
         return;
     }
+    let _one = one_at_a_time();
     let (dir, data, _) = set_up_household();
     process::setup_with(&data, "other@example.org", &["--another-household"]).assert_success();
     let server = Server::start(&data, &dir.path().join("serve.log"));
@@ -511,4 +527,64 @@ fn an_account_in_two_households_switches_between_them() {
     // The choice is kept for the next visit.
     browser.goto(&server.url("/app/today"));
     browser.wait_for_text("Visiting Olive");
+}
+
+/// The access token the app holds now (from its own auth module).
+fn app_access_token(browser: &Browser) -> String {
+    browser
+        .run_async(
+            "const done = arguments[arguments.length - 1];
+             const auth = document.querySelector('script[type=module]').src.replace('main.js', 'auth.js');
+             import(auth).then(m => m.accessToken()).then(done, e => done('error: ' + e));",
+        )
+        .as_str()
+        .unwrap()
+        .to_string()
+}
+
+#[test]
+fn the_access_token_is_refreshed_silently_before_it_expires() {
+    if skipped("the_access_token_is_refreshed_silently_before_it_expires") {
+        return;
+    }
+    let _one = one_at_a_time();
+    let (dir, data, _) = set_up_household();
+    let port = free_port();
+    let log = std::fs::File::create(dir.path().join("serve.log")).unwrap();
+    let mut cmd = pillbox(&[
+        "serve",
+        "--data-dir",
+        data.to_str().unwrap(),
+        "--listen",
+        &format!("127.0.0.1:{port}"),
+        "--rate-limit",
+        "0",
+    ]);
+    // The shortest lifetime the server allows: the app refreshes halfway.
+    cmd.env("PILLBOX_ACCESS_TOKEN_TTL", "60")
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(log);
+    let _guard = Guard(cmd.spawn().unwrap());
+    wait_until("the server to answer", || {
+        process::http_get(port, "/api/v1/capabilities", None).is_ok()
+    });
+    let server = Server {
+        port,
+        guard: None,
+        data: data.clone(),
+        log: dir.path().join("serve.log"),
+    };
+    let browser = Browser::start();
+    sign_in(&browser, &server);
+    browser.wait_for_text("Olive Owner");
+    let first = app_access_token(&browser);
+    assert!(first.starts_with("pbx_at_"), "{first}");
+    std::thread::sleep(Duration::from_secs(40));
+    // 20 s before the first one expires, the app already holds a new one.
+    let second = app_access_token(&browser);
+    assert!(second.starts_with("pbx_at_"), "{second}");
+    assert_ne!(first, second);
+    browser.goto(&server.url("/app/people"));
+    browser.wait_for_text("Olive Owner");
 }

@@ -15,7 +15,7 @@ use crate::process::{Guard, dechunk, free_port};
 
 pub const CHROMIUM: &str = "/usr/bin/chromium";
 pub const CHROMEDRIVER: &str = "/usr/bin/chromedriver";
-pub const WAIT: Duration = Duration::from_secs(20);
+pub const WAIT: Duration = Duration::from_secs(30);
 
 /// Why the browser tests cannot run here, if they cannot.
 pub fn unavailable() -> Option<String> {
