@@ -281,6 +281,34 @@ fn first_run_set_up_then_sign_in_take_a_dose_and_mark_one_not_taken() {
     browser.wait_for_text("Stock removed");
     assert_eq!(api.supply(&med), "25");
 
+    // Ordered, then received: the order's quantity is added.
+    browser.click_button("Mark ordered");
+    browser.fill("#ord-quantity", "10");
+    browser.click("dialog form button[type=submit]");
+    browser.wait_for_text("Marked as ordered");
+    browser.click_button("Mark received");
+    browser.click("dialog form button[type=submit]");
+    browser.wait_for_text("Marked as received");
+    assert_eq!(api.supply(&med), "35");
+    browser.click_button("Count stock");
+    browser.fill("#adj-quantity", "33");
+    browser.click("dialog form button[type=submit]");
+    browser.wait_for_text("Stock updated");
+    browser.wait_for_text("33 tablet in stock");
+    assert_eq!(api.supply(&med), "33");
+
+    // A dosage option added, then edited.
+    browser.click_button("Add dosage option");
+    browser.fill("#opt-amount", "2");
+    browser.fill("#opt-frequency", "at night");
+    browser.click("dialog form button[type=submit]");
+    browser.wait_for_text("Dosage option added");
+    browser.click_button("Edit dosage option");
+    browser.fill("#opt-amount", "3");
+    browser.click("dialog form button[type=submit]");
+    browser.wait_for_text("Dosage option saved");
+    browser.wait_for_text("3 tablet at night");
+
     // Signing out revokes the session and leaves the device signed out.
     browser.click_button("Sign out");
     browser.find("#sign-in");

@@ -204,7 +204,7 @@ impl Browser {
     pub fn click_button(&self, label: &str) {
         self.wait_for(&format!("a {label} button"), || {
             self.run(
-                "const b = [...document.querySelectorAll('button')].find(b => b.innerText.trim().startsWith(arguments[0]) && !b.disabled); if (b) { b.click(); return true; } return false;",
+                "const b = [...document.querySelectorAll('button')].find(b => b.textContent.replace(/\\s+/g, ' ').trim().startsWith(arguments[0]) && !b.disabled); if (b) { b.click(); return true; } return false;",
                 json!([label]),
             ) == true
         });
