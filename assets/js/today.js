@@ -135,6 +135,7 @@ export function Today() {
     ...day.assignments.filter((a) => a.administration_kind === 'as_needed' && a.active && !a.retired_at && !a.current_pause_period).map((a) => ({ ...a, source_type: 'person_medication' })),
   ];
   const todayTakes = day.takes.filter((t) => dayOf(t.taken_at) === day.meta.date);
+  const takenAt = (dose) => (day.takes.find((t) => t.id === dose.medication_take_id) || {}).taken_at;
 
   return html`
     <h1>Today</h1>
@@ -162,7 +163,7 @@ export function Today() {
           <p class="meta">${amount(dose.dose_amount, dose.dose_unit)}</p>
           ${dose.warnings.length > 0 && html`<ul class="warning">${dose.warnings.map((w) => html`<li>${w}</li>`)}</ul>`}
           ${waiting.has(dose.occurrence_key) ? html`<p class="pending">Waiting to send</p>`
-            : dose.outcome === 'taken' ? html`<p><span class="tag taken">Taken</span></p>`
+            : dose.outcome === 'taken' ? html`<p><span class="tag taken">Taken</span>${takenAt(dose) ? ` at ${formatTime(takenAt(dose))}` : ''}</p>`
             : dose.outcome === 'not_taken' ? html`<p><span class="tag not_taken">Not taken</span>${dose.reason ? ` · ${dose.reason}` : ''}</p>
                 <div class="actions"><button onClick=${() => undoNotTaken(dose)}>Undo not taken<span class="sr-only"> ${dose.medication_display_name}</span></button></div>`
             : html`<div class="actions">
