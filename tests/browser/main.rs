@@ -320,8 +320,8 @@ fn first_run_set_up_then_sign_in_take_a_dose_and_mark_one_not_taken() {
 }
 
 #[test]
-fn a_schedule_is_added_paused_and_resumed_and_a_member_invited() {
-    if skipped("a_schedule_is_added_paused_and_resumed_and_a_member_invited") {
+fn a_schedule_is_added_paused_and_resumed_a_member_invited_and_totp_enrolled() {
+    if skipped("a_schedule_is_added_paused_and_resumed_a_member_invited_and_totp_enrolled") {
         return;
     }
     let _one = one_at_a_time();
@@ -408,6 +408,51 @@ fn a_schedule_is_added_paused_and_resumed_and_a_member_invited() {
         browser.run("return document.documentElement.className", json!([])),
         "large"
     );
+    // This browser is among the signed-in devices.
+    browser.wait_for_text("This device");
+
+    // An authenticator app: the key is shown, a first code confirms it,
+    // and the recovery codes are shown once.
+    browser.click_button("Set up an authenticator app");
+    browser.find("#totp-code");
+    let secret = browser.run(
+        "return [...document.querySelectorAll('.token')].map(e => e.textContent).pop()",
+        json!([]),
+    );
+    let secret = base32_decode(secret.as_str().unwrap());
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs();
+    browser.fill(
+        "#totp-code",
+        &pillbox::identity::mfa::totp::code_at(&secret, now),
+    );
+    browser.click_button("Confirm");
+    browser.wait_for_text("Recovery codes");
+    browser.assert_accessible("recovery codes");
+    browser.click_button("Done");
+    browser.wait_for_text("An authenticator app is set up (10 recovery codes left)");
+}
+
+/// RFC 4648 base32 without padding, as the enrolment shows the key.
+fn base32_decode(text: &str) -> Vec<u8> {
+    const ALPHABET: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZ234567";
+    let (mut bits, mut value, mut out) = (0u32, 0u32, Vec::new());
+    for c in text.trim().trim_end_matches('=').bytes() {
+        let index = ALPHABET
+            .iter()
+            .position(|&a| a == c)
+            .expect("a base32 letter") as u32;
+        value = (value << 5) | index;
+        bits += 5;
+        if bits >= 8 {
+            bits -= 8;
+            out.push((value >> bits) as u8);
+            value &= (1 << bits) - 1;
+        }
+    }
+    out
 }
 
 #[test]
