@@ -400,6 +400,22 @@ fn a_schedule_is_added_paused_and_resumed_a_member_invited_and_totp_enrolled() {
     let invitations = api.call("GET", "/admin/invitations", None);
     assert_eq!(invitations["data"][0]["email"], "partner@example.org");
 
+    // An app token is shown once, then only its name and prefix.
+    browser.click_button("Create an app token");
+    browser.fill("#tok-name", "Kitchen tablet");
+    browser.click("dialog form button[type=submit]");
+    browser.wait_for_text("Your new app token");
+    let secret = browser.run(
+        "return document.querySelector('#once-value').textContent",
+        json!([]),
+    );
+    let secret = secret.as_str().unwrap().to_string();
+    assert!(secret.starts_with("pbx_app_"), "{secret}");
+    browser.click_button("Done");
+    browser.wait_for_text("Kitchen tablet");
+    assert!(!browser.text().contains(&secret));
+    browser.wait_for_text("app_token.created");
+
     browser.goto(&server.url("/app/me"));
     browser.wait_for_text("Larger text");
     browser.assert_accessible("You");
