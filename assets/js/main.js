@@ -5,7 +5,7 @@ import { html, render, useState, useEffect } from '../vendor/preact-htm.js';
 import { CALLBACK_PATH, completeSignIn, hasSession, startSignIn, signOut, onSignOut } from './auth.js';
 import { all, setHousehold, Unreachable } from './api.js';
 import { clearAll, flush, startFlushing, pending, onQueueChange } from './offline.js';
-import { ErrorBox, Loading, LARGE_TEXT_KEY } from './ui.js';
+import { ErrorBox, Loading, LARGE_TEXT_KEY, setTimeZone } from './ui.js';
 import { Today } from './today.js';
 import { Medicines } from './medicines.js';
 import { People } from './people.js';
@@ -91,6 +91,7 @@ function App() {
     setCurrent(h);
     if (!h) return;
     setHousehold(h.id);
+    setTimeZone(h.time_zone);
     localStorage.setItem(HOUSEHOLD_KEY, String(h.id));
     setQueued(pending().length);
   };
