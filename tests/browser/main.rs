@@ -538,16 +538,33 @@ fn a_carer_sees_only_the_people_granted_to_them() {
     );
     added.assert_success();
     let membership: i64 = added.single_stdout_line().parse().unwrap();
-    api.call(
-        "POST",
-        "/admin/person_access_grants",
-        Some(
-            json!({"person_access_grant": {"membership_id": membership, "person_id": ada["id"],
-            "access_level": "record", "relationship_type": "carer"}}),
-        ),
-    );
 
+    // The owner gives Cara access to Ada on the Household page.
     let browser = Browser::start();
+    sign_in(&browser, &server);
+    browser.goto(&server.url("/app/admin"));
+    browser.click_button("Give access");
+    browser.select("#gr-member", &membership.to_string());
+    browser.select("#gr-person", &ada["id"].to_string());
+    browser.select("#gr-level", "record");
+    browser.select("#gr-rel", "carer");
+    browser.assert_accessible("access dialog");
+    browser.click("dialog form button[type=submit]");
+    browser.wait_for_text("Access given");
+    let grants = api.call("GET", "/admin/person_access_grants", None);
+    assert!(
+        grants["data"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|g| g["membership_id"] == membership
+                && g["person_id"] == ada["id"]
+                && g["access_level"] == "record"),
+        "{grants}"
+    );
+    browser.click_button("Sign out");
+    browser.find("#sign-in");
+
     sign_in_as(&browser, &server, "cara@example.org");
     browser.wait_for_text("Vitamin D");
     let text = browser.text();
