@@ -543,6 +543,19 @@ fn a_carer_sees_only_the_people_granted_to_them() {
     let browser = Browser::start();
     sign_in(&browser, &server);
     browser.goto(&server.url("/app/admin"));
+    // Roles change in place; Cara is made an administrator and back.
+    let role_select = format!("#role-{membership}");
+    for role in ["administrator", "member"] {
+        browser.select(&role_select, role);
+        browser.wait_for_text("Role changed");
+        wait_until("the role to change", || {
+            api.call("GET", "/admin/memberships", None)["data"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|m| m["id"] == membership && m["role"] == role)
+        });
+    }
     browser.click_button("Give access");
     browser.select("#gr-member", &membership.to_string());
     browser.select("#gr-person", &ada["id"].to_string());
