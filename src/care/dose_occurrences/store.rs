@@ -375,7 +375,7 @@ pub fn takes(
 /// A saved outcome of an expected dose.
 #[derive(Debug, Clone)]
 pub struct SavedOutcome {
-    pub outcome: String,
+    pub outcome: super::model::Outcome,
     pub reason: Option<String>,
     pub note: Option<String>,
     pub medication_take_id: Option<i64>,
