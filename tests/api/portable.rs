@@ -1327,7 +1327,10 @@ async fn an_imported_pause_keeps_its_original_actors_when_no_member_here_matches
     // acted, and the original reference is kept, so the period still says
     // who paused and resumed it (by the imported person's name here) ...
     let listed = destination
-        .get(&destination.hh("/medication_pause_periods"), &destination.owner)
+        .get(
+            &destination.hh("/medication_pause_periods"),
+            &destination.owner,
+        )
         .await;
     listed.assert_status(200);
     let periods = listed.data().as_array().unwrap();

@@ -348,16 +348,13 @@ pub fn restore(conn: &WriteTx, actor: &Actor, r: &Restored<'_>) -> Result<(i64, 
             "names an as-needed source, which has no expected doses",
         );
     }
-    if !matches!(r.outcome, "not_taken" | "taken" | "open") {
-        problems.add("outcome", "must be not_taken, taken or open");
-    }
-    if r.outcome == "taken" && r.medication_take_id.is_none() {
+    if r.outcome == Outcome::Taken && r.medication_take_id.is_none() {
         problems.add(
             "medication_take_portable_id",
             "is required for a taken outcome",
         );
     }
-    if r.outcome != "taken" && r.medication_take_id.is_some() {
+    if r.outcome != Outcome::Taken && r.medication_take_id.is_some() {
         problems.add(
             "medication_take_portable_id",
             "must be null unless the outcome is taken",

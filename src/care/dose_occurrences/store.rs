@@ -549,7 +549,7 @@ pub struct Restored<'a> {
     pub window_ends_on: Option<&'a str>,
     pub position: i64,
     pub scheduled_at: Option<&'a str>,
-    pub outcome: &'a str,
+    pub outcome: super::model::Outcome,
     pub reason: Option<&'a str>,
     pub note: Option<&'a str>,
     pub resolved_at: Option<&'a str>,

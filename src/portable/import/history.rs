@@ -6,6 +6,7 @@ use serde_json::Value;
 
 use super::records::{portable_ref, same_value, text, timestamp, typed};
 use super::{Importer, store};
+use crate::care::dose_occurrences::model::Outcome;
 use crate::care::pause_periods::store::Resumer;
 use crate::care::person_medications::{self, model::PersonMedicationRow};
 use crate::care::schedules::{self, model::ScheduleRow};
@@ -126,6 +127,9 @@ impl Importer<'_, '_> {
                 .get("outcome")
                 .and_then(Value::as_str)
                 .ok_or_else(|| ApiError::invalid("outcome", "is required"))?;
+            let outcome = Outcome::parse(outcome).ok_or_else(|| {
+                ApiError::invalid("outcome", format!("must be {}", Outcome::ALL.join(", ")))
+            })?;
             let scheduled_at = timestamp(rec, "scheduled_at")?;
             let resolved_at = timestamp(rec, "resolved_at")?;
             let restored = crate::care::dose_occurrences::outcomes::Restored {
