@@ -397,6 +397,16 @@ CREATE UNIQUE INDEX medication_pause_periods_one_open ON medication_pause_period
 CREATE INDEX medication_pause_periods_by_source ON medication_pause_periods (source_type, source_id, id);
 CREATE INDEX medication_pause_periods_by_household ON medication_pause_periods (household_id, id);
 
+-- The original actors of an imported pause period, kept as the bundle's
+-- portable person references when no single membership of the household
+-- matches them (import rule 8): the period still says who paused it and
+-- who resumed it, while its membership columns stay null (unavailable).
+CREATE TABLE IF NOT EXISTS medication_pause_period_actor_refs (
+    pause_period_id        INTEGER PRIMARY KEY REFERENCES medication_pause_periods (id),
+    recorded_by_person_ref TEXT,
+    resumed_by_person_ref  TEXT
+) STRICT;
+
 -- Doses actually given. Immutable: no update or delete. dose_amount and
 -- dose_unit are the take's own (changing a schedule later never rewrites
 -- them). client_uuid makes a retried recording safe. An expected dose

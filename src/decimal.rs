@@ -214,64 +214,88 @@ pub fn schema() -> serde_json::Value {
         .to_value()
 }
 
-/// A decimal string of zero or more.
-pub fn non_negative_schema() -> serde_json::Value {
-    serde_json::json!({
-        "type": "string",
-        "pattern": format!("^0*[0-9]{{1,{MAX_WHOLE_DIGITS}}}(\\.[0-9]{{1,{MAX_SCALE}}})?$"),
-        "description": "An exact decimal of zero or more written as a string, e.g. \"2.5\"",
-    })
+/// A decimal held to a range: the range is stated once, in the type, from
+/// which both the 422 (its `Deserialize` refuses a value outside it, and the
+/// body's path names the field) and the schema's pattern come.
+macro_rules! ranged {
+    ($(#[$meta:meta])* $name:ident, $holds:expr, $refusal:literal, $pattern:expr, $description:literal) => {
+        $(#[$meta])*
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+        #[serde(transparent)]
+        pub struct $name(Dec);
+
+        impl $name {
+            pub fn get(self) -> Dec {
+                self.0
+            }
+        }
+
+        impl TryFrom<Dec> for $name {
+            type Error = &'static str;
+
+            fn try_from(value: Dec) -> Result<$name, &'static str> {
+                let holds: fn(Dec) -> bool = $holds;
+                if holds(value) {
+                    Ok($name(value))
+                } else {
+                    Err($refusal)
+                }
+            }
+        }
+
+        impl From<$name> for Dec {
+            fn from(value: $name) -> Dec {
+                value.0
+            }
+        }
+
+        impl<'de> Deserialize<'de> for $name {
+            fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<$name, D::Error> {
+                Dec::deserialize(deserializer)?
+                    .try_into()
+                    .map_err(de::Error::custom)
+            }
+        }
+
+        impl schemars::JsonSchema for $name {
+            fn inline_schema() -> bool {
+                true
+            }
+
+            fn schema_name() -> std::borrow::Cow<'static, str> {
+                stringify!($name).into()
+            }
+
+            fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+                schemars::json_schema!({
+                    "type": "string",
+                    "pattern": $pattern,
+                    "description": $description,
+                })
+            }
+        }
+    };
 }
 
-/// A decimal string greater than zero: a non-zero digit in the whole part,
-/// or else among the (at most six) fraction digits.
-pub fn positive_schema() -> serde_json::Value {
-    serde_json::json!({
-        "type": "string",
-        "pattern": "^(0*[1-9][0-9]{0,11}(\\.[0-9]{1,6})?|0+\\.([1-9][0-9]{0,5}|0[1-9][0-9]{0,4}|00[1-9][0-9]{0,3}|000[1-9][0-9]{0,2}|0000[1-9][0-9]?|00000[1-9]))$",
-        "description": "An exact decimal greater than zero written as a string, e.g. \"0.5\"",
-    })
-}
+ranged!(
+    /// A decimal greater than zero: a dose, an amount ordered or removed.
+    /// The pattern asks for a non-zero digit in the whole part, or else
+    /// among the (at most six) fraction digits.
+    PositiveDecimal,
+    Dec::is_positive,
+    "must be greater than zero",
+    "^(0*[1-9][0-9]{0,11}(\\.[0-9]{1,6})?|0+\\.([1-9][0-9]{0,5}|0[1-9][0-9]{0,4}|00[1-9][0-9]{0,3}|000[1-9][0-9]{0,2}|0000[1-9][0-9]?|00000[1-9]))$",
+    "An exact decimal greater than zero written as a string, e.g. \"0.5\""
+);
 
-/// The schema of a decimal that must be greater than zero, for
-/// `#[schemars(with = "decimal::Positive")]` on a `Dec` the rule checks.
-pub struct Positive;
-
-/// The schema of a decimal that must be zero or more, for
-/// `#[schemars(with = "decimal::NonNegative")]` on a `Dec` the rule checks.
-pub struct NonNegative;
-
-impl schemars::JsonSchema for Positive {
-    fn inline_schema() -> bool {
-        true
-    }
-
-    fn schema_name() -> std::borrow::Cow<'static, str> {
-        "PositiveDecimal".into()
-    }
-
-    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
-        positive_schema()
-            .try_into()
-            .expect("a decimal schema is an object")
-    }
-}
-
-impl schemars::JsonSchema for NonNegative {
-    fn inline_schema() -> bool {
-        true
-    }
-
-    fn schema_name() -> std::borrow::Cow<'static, str> {
-        "NonNegativeDecimal".into()
-    }
-
-    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
-        non_negative_schema()
-            .try_into()
-            .expect("a decimal schema is an object")
-    }
-}
+ranged!(
+    /// A decimal of zero or more: a stock, a threshold, hours between doses.
+    NonNegativeDecimal,
+    |d| !d.is_negative(),
+    "must not be negative",
+    format!("^0*[0-9]{{1,{MAX_WHOLE_DIGITS}}}(\\.[0-9]{{1,{MAX_SCALE}}})?$"),
+    "An exact decimal of zero or more written as a string, e.g. \"2.5\""
+);
 
 #[cfg(test)]
 mod tests {
@@ -340,8 +364,9 @@ mod tests {
                 jsonschema::is_valid(&serde_json::json!({"pattern": p}), &serde_json::json!(text))
             }
         };
-        let positive = pattern(positive_schema());
-        let non_negative = pattern(non_negative_schema());
+        let schema_of = |schema: schemars::Schema| schema.to_value();
+        let positive = pattern(schema_of(schemars::schema_for!(PositiveDecimal)));
+        let non_negative = pattern(schema_of(schemars::schema_for!(NonNegativeDecimal)));
         for text in [
             "0",
             "0.0",
@@ -356,11 +381,28 @@ mod tests {
         ] {
             let value: Dec = text.parse().unwrap();
             assert_eq!(positive(text), value.is_positive(), "positive {text}");
+            assert_eq!(
+                positive(text),
+                PositiveDecimal::try_from(value).is_ok(),
+                "positive {text}"
+            );
+            assert!(NonNegativeDecimal::try_from(value).is_ok(), "{text}");
             assert!(non_negative(text), "non-negative {text}");
         }
         for text in ["-1", "-0.5", "0.0000001", "1e2", ".5", "1000000000000"] {
             assert!(!positive(text) && !non_negative(text), "{text}");
         }
+        let refused = |json: &str| {
+            let p = serde_json::from_str::<PositiveDecimal>(json).unwrap_err();
+            let n = serde_json::from_str::<NonNegativeDecimal>(json).unwrap_err();
+            (p.to_string(), n.to_string())
+        };
+        let (p, n) = refused("\"-1\"");
+        assert!(p.starts_with("must be greater than zero"), "{p}");
+        assert!(n.starts_with("must not be negative"), "{n}");
+        let zero = serde_json::from_str::<PositiveDecimal>("\"0\"").unwrap_err();
+        assert!(zero.to_string().starts_with("must be greater than zero"));
+        assert!(serde_json::from_str::<NonNegativeDecimal>("\"0\"").is_ok());
         for text in ["999999999999.999999", "000999999999999"] {
             assert!(text.parse::<Dec>().is_ok(), "{text}");
             assert!(positive(text) && non_negative(text), "{text}");

@@ -90,15 +90,19 @@ pub fn verify(path: &Path) -> Result<i64, String> {
     Ok(version)
 }
 
+/// Pages copied per backup step, between two progress reports.
+const PAGES_PER_STEP: i32 = 1024;
+
 /// Copies the database under `data_dir` to `out` with SQLite's online
 /// backup (one read transaction, so the copy is one consistent moment even
 /// while the server writes), into a temporary file beside `out` that is
 /// checked, synced and then renamed, so `out` is either the old file or a
-/// whole checked backup. `progress` gets (pages copied, pages in all).
+/// whole checked backup. `progress` gets (bytes copied, bytes in all)
+/// after each step.
 pub fn backup(
     data_dir: &Path,
     out: &Path,
-    mut progress: impl FnMut(i64, i64),
+    mut progress: impl FnMut(u64, u64),
 ) -> Result<Written, String> {
     let source_path = data_dir.join(DATABASE_FILE);
     if !source_path.is_file() {
@@ -112,16 +116,30 @@ pub fn backup(
         let mut copy = Connection::open(&partial)
             .map_err(|e| format!("cannot create {}: {e}", partial.display()))?;
         {
+            // The source's own read transaction spans every step: each step
+            // reads the same snapshot, so the server's writes (to the WAL)
+            // neither block the copy nor restart it, and the copy is the
+            // database as it was when the transaction began.
+            let page_size: i64 = source
+                .query_row("PRAGMA page_size", [], |r| r.get(0))
+                .map_err(|e| format!("cannot start the backup: {e}"))?;
+            source
+                .execute_batch("BEGIN")
+                .and_then(|()| {
+                    source.query_row("SELECT count(*) FROM sqlite_schema", [], |_| Ok(()))
+                })
+                .map_err(|e| format!("cannot start the backup: {e}"))?;
             let backup = rusqlite::backup::Backup::new(&source, &mut copy)
                 .map_err(|e| format!("cannot start the backup: {e}"))?;
-            // All pages in one step: one read transaction, never restarted
-            // by the server's writes; WAL readers do not block the writer.
+            let bytes = |pages: i32| u64::try_from(i64::from(pages) * page_size).unwrap_or(0);
             let mut waits = 0;
             loop {
-                match backup
-                    .step(-1)
-                    .map_err(|e| format!("the backup failed: {e}"))?
-                {
+                let step = backup
+                    .step(PAGES_PER_STEP)
+                    .map_err(|e| format!("the backup failed: {e}"))?;
+                let p = backup.progress();
+                progress(bytes(p.pagecount - p.remaining), bytes(p.pagecount));
+                match step {
                     rusqlite::backup::StepResult::Done => break,
                     rusqlite::backup::StepResult::More => {}
                     _ if waits < 600 => {
@@ -131,8 +149,10 @@ pub fn backup(
                     _ => return Err("the database stayed locked; try again".into()),
                 }
             }
-            let p = backup.progress();
-            progress(i64::from(p.pagecount - p.remaining), i64::from(p.pagecount));
+            drop(backup);
+            source
+                .execute_batch("COMMIT")
+                .map_err(|e| format!("cannot finish the backup: {e}"))?;
         }
         copy.execute_batch("PRAGMA journal_mode = DELETE;")
             .map_err(|e| format!("cannot finish {}: {e}", partial.display()))?;
@@ -254,7 +274,12 @@ pub struct Restored {
 /// server runs there (its lock), a damaged file, another program's
 /// database and a newer schema; keeps the replaced database (and its WAL)
 /// beside it under a name with the time.
-pub fn restore(data_dir: &Path, backup_file: &Path) -> Result<Restored, String> {
+/// `step` is told of each long step as it starts.
+pub fn restore(
+    data_dir: &Path,
+    backup_file: &Path,
+    mut step: impl FnMut(&str),
+) -> Result<Restored, String> {
     if !backup_file.is_file() {
         return Err(format!("no backup file at {}", backup_file.display()));
     }
@@ -265,7 +290,11 @@ pub fn restore(data_dir: &Path, backup_file: &Path) -> Result<Restored, String> 
     let _lock = lock(data_dir)?;
     let database = data_dir.join(DATABASE_FILE);
     let incoming = data_dir.join(format!(".{DATABASE_FILE}.restoring"));
-    let checked = unpack(backup_file, &incoming).and_then(|()| verify(&incoming));
+    step("copying the backup");
+    let checked = unpack(backup_file, &incoming).and_then(|()| {
+        step("checking the backup (integrity_check)");
+        verify(&incoming)
+    });
     let schema_version = match checked {
         Ok(version) => version,
         Err(message) => {

@@ -28,7 +28,7 @@
 use jiff::civil::{Date, Time, Weekday};
 use serde_json::{Map, Value, json};
 
-use crate::decimal::{self, Dec};
+use crate::decimal::{Dec, NonNegativeDecimal, PositiveDecimal};
 use crate::error::{Problems, Result};
 use crate::medicine::vocab::{DoseUnit, ScheduleType, vocabulary};
 pub use read::{parse_date, parse_time};
@@ -48,15 +48,30 @@ const STEP_KEYS: [&str; 7] = [
     "min_hours_between_doses",
     "times",
 ];
-const WEEKDAYS: [&str; 7] = [
-    "monday",
-    "tuesday",
-    "wednesday",
-    "thursday",
-    "friday",
-    "saturday",
-    "sunday",
-];
+
+vocabulary!(
+    /// A day of a weekly schedule. Declared from Monday, jiff's own order.
+    WeekdayName {
+        Monday => "monday",
+        Tuesday => "tuesday",
+        Wednesday => "wednesday",
+        Thursday => "thursday",
+        Friday => "friday",
+        Saturday => "saturday",
+        Sunday => "sunday",
+    }
+);
+
+impl WeekdayName {
+    pub fn day(self) -> Weekday {
+        Weekday::from_monday_zero_offset(self as i8).expect("seven names, Monday first")
+    }
+
+    pub fn of(day: Weekday) -> WeekdayName {
+        let name = WeekdayName::ALL[day.to_monday_zero_offset() as usize];
+        WeekdayName::parse(name).expect("seven names, Monday first")
+    }
+}
 
 vocabulary!(
     /// A named part of the day; its clock time is the person's preference.
@@ -128,7 +143,7 @@ impl ScheduleConfig {
             let names: Vec<&str> = self
                 .weekdays
                 .iter()
-                .map(|d| WEEKDAYS[d.to_monday_zero_offset() as usize])
+                .map(|d| WeekdayName::of(*d).as_str())
                 .collect();
             out.insert("weekdays".into(), json!(names));
         }
@@ -353,6 +368,13 @@ impl schemars::JsonSchema for ScheduleConfig {
     }
 }
 
+/// A type's own (inline) schema, within this one written by hand.
+fn inline<T: schemars::JsonSchema>() -> Value {
+    schemars::SchemaGenerator::default()
+        .subschema_for::<T>()
+        .to_value()
+}
+
 /// The JSON schema of a stored (normalised) or submitted schedule_config.
 fn schema() -> Value {
     let time = json!({"type": "string", "pattern": "^([01][0-9]|2[0-3]):[0-5][0-9]$"});
@@ -369,7 +391,7 @@ fn schema() -> Value {
                 "items": {"type": "string", "enum": Slot::ALL},
                 "description": "Parts of the day; their times come from the person's notification preference"},
             "weekdays": {"type": "array", "uniqueItems": true,
-                "items": {"type": "string", "enum": WEEKDAYS}},
+                "items": WeekdayName::schema()},
             "dates": {"type": "array", "uniqueItems": true,
                 "items": {"$ref": "#/components/schemas/Date"}},
             "as_needed": {"type": "boolean", "description": "Always true for prn schedules, absent otherwise"},
@@ -380,10 +402,10 @@ fn schema() -> Value {
                 "properties": {
                     "start_date": {"$ref": "#/components/schemas/Date"},
                     "end_date": {"$ref": "#/components/schemas/Date"},
-                    "dose_amount": decimal::schema(),
+                    "dose_amount": inline::<PositiveDecimal>(),
                     "dose_unit": nullable(DoseUnit::schema()),
                     "max_daily_doses": nullable(json!({"type": "integer", "minimum": 1, "maximum": i64::MAX})),
-                    "min_hours_between_doses": nullable(decimal::schema()),
+                    "min_hours_between_doses": nullable(inline::<NonNegativeDecimal>()),
                     "times": times,
                 },
             }, "description": "In date order; each step starts the day after the one before ends"},

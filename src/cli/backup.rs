@@ -2,12 +2,13 @@
 //! database while the server runs, and putting one back while it is
 //! stopped.
 
-use std::io::IsTerminal;
 use std::path::PathBuf;
+use std::sync::Arc;
 
 use clap::Args;
 
 use super::CliResult;
+use super::progress::ProgressLine;
 use crate::config::DataDirArgs;
 
 #[derive(Debug, Args)]
@@ -30,16 +31,14 @@ pub struct RestoreArgs {
 pub async fn backup(args: BackupArgs) -> CliResult {
     let dir = args.data.data_dir.clone();
     let out = args.out.clone();
-    let terminal = std::io::stderr().is_terminal();
-    if terminal {
-        eprintln!("backing up {} ...", dir.display());
-    }
+    let line = Arc::new(ProgressLine::on_stderr());
+    let shown = line.clone();
     let written = tokio::task::spawn_blocking(move || {
-        crate::backup::backup(&dir, &out, |done, total| {
-            if terminal {
-                eprintln!("copied {done} of {total} pages");
-            }
-        })
+        let written = crate::backup::backup(&dir, &out, |done, total| {
+            shown.bytes("copying", done, total);
+        });
+        shown.finish();
+        written
     })
     .await
     .map_err(|e| format!("the backup task failed: {e}"))??;
@@ -55,9 +54,14 @@ pub async fn backup(args: BackupArgs) -> CliResult {
 pub async fn restore(args: RestoreArgs) -> CliResult {
     let dir = args.data.data_dir.clone();
     let file = args.file.clone();
-    let restored = tokio::task::spawn_blocking(move || crate::backup::restore(&dir, &file))
-        .await
-        .map_err(|e| format!("the restore task failed: {e}"))??;
+    let restored = tokio::task::spawn_blocking(move || {
+        let line = ProgressLine::on_stderr();
+        let restored = crate::backup::restore(&dir, &file, |step| line.step(step));
+        line.finish();
+        restored
+    })
+    .await
+    .map_err(|e| format!("the restore task failed: {e}"))??;
     println!(
         "restored {} into {} (schema version {})",
         args.file.display(),

@@ -10,6 +10,7 @@ mod member;
 mod name;
 mod password;
 mod portable;
+mod progress;
 mod serve;
 mod setup;
 mod token;

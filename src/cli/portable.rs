@@ -5,9 +5,11 @@
 
 use std::io::{IsTerminal, Read};
 use std::path::PathBuf;
+use std::sync::Arc;
 
 use clap::Args;
 
+use super::progress::ProgressLine;
 use super::{CliResult, OpenMode, open_db};
 use crate::auth::{Actor, Authenticated, Credential};
 use crate::config::DataDirArgs;
@@ -117,17 +119,21 @@ pub async fn export(args: ExportArgs) -> CliResult {
         .read(move |conn| owner_actor(conn, household))
         .await
         .map_err(|e| format!("household {household}: {e}"))?;
-    if std::io::stderr().is_terminal() {
-        eprintln!("reading and encrypting household {household} ...");
-    }
+    let line = Arc::new(ProgressLine::on_stderr());
+    let shown = line.clone();
     let reader = actor.clone();
     let sealed = db
         .read(move |conn| {
-            let plain = export::payload(conn, &reader, version)?;
+            let plain = export::payload_reporting(conn, &reader, version, &|what, done, total| {
+                shown.records("reading", what, done, total)
+            })?;
+            shown.step("encrypting");
             envelope::seal(plain, &passphrase)
         })
         .await
-        .map_err(|e| e.to_string())?;
+        .map_err(|e| e.to_string());
+    line.finish();
+    let sealed = sealed?;
     db.write(move |tx| {
         crate::household::audit::record(
             tx,
@@ -160,10 +166,9 @@ pub async fn import(args: ImportArgs) -> CliResult {
     let bytes = std::fs::read(&args.file)
         .map_err(|e| format!("cannot read {}: {e}", args.file.display()))?;
     let passphrase = read_passphrase(false)?;
-    if std::io::stderr().is_terminal() {
-        eprintln!("decrypting {} ...", args.file.display());
-    }
-    let payload = tokio::task::spawn_blocking(move || {
+    let line = Arc::new(ProgressLine::on_stderr());
+    line.step("decrypting");
+    let decrypted = tokio::task::spawn_blocking(move || {
         let envelope = match serde_json::from_slice::<serde_json::Value>(&bytes) {
             Ok(serde_json::Value::Object(mut map)) if map.contains_key("data") => {
                 serde_json::from_value(map.remove("data").unwrap_or_default())
@@ -174,9 +179,11 @@ pub async fn import(args: ImportArgs) -> CliResult {
         let plain = envelope::open(envelope, &passphrase)?;
         import::parse(&plain)
     })
-    .await
-    .map_err(|e| format!("the import task failed: {e}"))?
-    .map_err(describe)?;
+    .await;
+    line.finish();
+    let payload = decrypted
+        .map_err(|e| format!("the import task failed: {e}"))?
+        .map_err(describe)?;
     let db = open_db(&args.data, OpenMode::Existing).await?;
     let household = args.household;
     let apply = !args.dry_run;
@@ -184,12 +191,16 @@ pub async fn import(args: ImportArgs) -> CliResult {
         .read(move |conn| owner_actor(conn, household))
         .await
         .map_err(|e| format!("household {household}: {e}"))?;
-    if std::io::stderr().is_terminal() {
-        eprintln!("importing into household {household} ...");
-    }
+    let shown = line.clone();
+    let verb = if apply { "importing" } else { "checking" };
     let result = db
-        .write(move |tx| import::run(tx, &actor, payload, apply))
+        .write(move |tx| {
+            import::run_reporting(tx, &actor, payload, apply, &|what, done, total| {
+                shown.records(verb, what, done, total)
+            })
+        })
         .await;
+    line.finish();
     db.close().await;
     let summary = result.map_err(describe)?;
     println!(

@@ -182,9 +182,115 @@ impl<const MIN: i64> JsonSchema for AtLeast<MIN> {
     }
 }
 
+/// A list of `MIN` to `MAX` items (the medications an event names, the
+/// operations of a batch): a shorter or longer one is refused while the
+/// body is read, with the field named; the schema says `minItems` and
+/// `maxItems`. Items past `MAX` are refused as they arrive, so a long list
+/// is never held.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(transparent)]
+pub struct Bounded<T, const MIN: usize, const MAX: usize>(Vec<T>);
+
+impl<T, const MIN: usize, const MAX: usize> Bounded<T, MIN, MAX> {
+    pub fn into_inner(self) -> Vec<T> {
+        self.0
+    }
+
+    fn refusal() -> String {
+        if MIN == 0 {
+            format!("must list at most {MAX} items")
+        } else {
+            format!("must list {MIN} to {MAX} items")
+        }
+    }
+}
+
+impl<T, const MIN: usize, const MAX: usize> Deref for Bounded<T, MIN, MAX> {
+    type Target = [T];
+
+    fn deref(&self) -> &[T] {
+        &self.0
+    }
+}
+
+impl<'de, T: Deserialize<'de>, const MIN: usize, const MAX: usize> Deserialize<'de>
+    for Bounded<T, MIN, MAX>
+{
+    fn deserialize<D: Deserializer<'de>>(de: D) -> Result<Self, D::Error> {
+        struct Items<T, const MIN: usize, const MAX: usize>(std::marker::PhantomData<T>);
+
+        impl<'de, T: Deserialize<'de>, const MIN: usize, const MAX: usize> serde::de::Visitor<'de>
+            for Items<T, MIN, MAX>
+        {
+            type Value = Vec<T>;
+
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a sequence")
+            }
+
+            fn visit_seq<A: serde::de::SeqAccess<'de>>(
+                self,
+                mut seq: A,
+            ) -> Result<Vec<T>, A::Error> {
+                let mut items = Vec::with_capacity(seq.size_hint().unwrap_or(0).min(MAX));
+                while let Some(item) = seq.next_element()? {
+                    if items.len() == MAX {
+                        return Err(serde::de::Error::custom(Bounded::<T, MIN, MAX>::refusal()));
+                    }
+                    items.push(item);
+                }
+                if items.len() < MIN {
+                    return Err(serde::de::Error::custom(Bounded::<T, MIN, MAX>::refusal()));
+                }
+                Ok(items)
+            }
+        }
+
+        de.deserialize_seq(Items::<T, MIN, MAX>(std::marker::PhantomData))
+            .map(Bounded)
+    }
+}
+
+impl<T: JsonSchema, const MIN: usize, const MAX: usize> JsonSchema for Bounded<T, MIN, MAX> {
+    fn inline_schema() -> bool {
+        true
+    }
+
+    fn schema_name() -> Cow<'static, str> {
+        format!("Bounded{MIN}to{MAX}_{}", T::schema_name()).into()
+    }
+
+    fn json_schema(generator: &mut SchemaGenerator) -> Schema {
+        let items = generator.subschema_for::<T>();
+        if MIN == 0 {
+            json_schema!({"type": "array", "items": items, "maxItems": MAX})
+        } else {
+            json_schema!({"type": "array", "items": items, "minItems": MIN, "maxItems": MAX})
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn bounded_lists_refuse_too_few_and_too_many() {
+        let list =
+            |n: usize| serde_json::from_value::<Bounded<u8, 1, 3>>(serde_json::json!(vec![1; n]));
+        assert_eq!(list(3).unwrap().into_inner(), [1, 1, 1]);
+        for n in [0, 4, 50] {
+            assert_eq!(
+                list(n).unwrap_err().to_string(),
+                "must list 1 to 3 items",
+                "{n}"
+            );
+        }
+        let open = serde_json::from_value::<Bounded<u8, 0, 2>>(serde_json::json!([1, 2, 3]));
+        assert_eq!(open.unwrap_err().to_string(), "must list at most 2 items");
+        let schema = schemars::SchemaGenerator::default().subschema_for::<Bounded<u8, 0, 2>>();
+        assert_eq!(schema.to_value()["maxItems"], 2);
+    }
 
     #[test]
     fn digits_are_counted_and_kept_as_sent() {

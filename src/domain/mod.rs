@@ -12,7 +12,7 @@ pub mod text;
 pub mod timestamp;
 pub mod version;
 
-pub use bounded::{AtLeast, Digits, Name, Text};
+pub use bounded::{AtLeast, Bounded, Digits, Name, Text};
 pub use id::{ResourceId, numeric_id, resource_ref_schema};
 pub use page::{Page, PageMeta};
 pub use text::{bounded_text, present, trimmed};

@@ -11,10 +11,10 @@ use crate::domain::{ResourceId, Timestamp};
 use crate::error::{ApiError, Result};
 use crate::medicine::dosage_options::{self, model::DosageOption};
 use crate::medicine::medications::{self, model::MedicationRow};
-use crate::medicine::vocab::DoseUnit;
+use crate::medicine::vocab::{DoseUnit, StockWarningCode};
 
 /// A warning about the stock a take drew on: (code, message).
-pub type StockWarning = (&'static str, String);
+pub type StockWarning = (StockWarningCode, String);
 
 /// What holds a stock: a medication, or a dosage option with its own.
 #[derive(Debug, Clone, Copy)]
@@ -122,7 +122,7 @@ pub fn deduct_take(
             Holder::DosageOption { .. } => "dosage option's",
         };
         return Ok(vec![(
-            "stock_not_deducted",
+            StockWarningCode::NotDeducted,
             format!("stock not deducted: the take's unit differs from the {whose}"),
         )]);
     }
@@ -130,7 +130,7 @@ pub fn deduct_take(
     let after = match before.0.checked_sub(amount.0).map(Dec) {
         Some(after) if after.is_negative() => {
             warnings.push((
-                "stock_ran_out",
+                StockWarningCode::RanOut,
                 format!("stock ran out: supply was {before}"),
             ));
             Dec::ZERO

@@ -133,6 +133,15 @@ vocabulary!(
 );
 
 vocabulary!(
+    /// What a take's stock deduction warns of (a take's warning codes
+    /// include these).
+    StockWarningCode {
+        NotDeducted => "stock_not_deducted",
+        RanOut => "stock_ran_out",
+    }
+);
+
+vocabulary!(
     /// Where a reorder stands.
     ReorderStatus {
         Ordered => "ordered",

@@ -15,6 +15,7 @@ use crate::auth::Actor;
 use crate::db::instance;
 use crate::domain::json_object::JsonObject;
 use crate::error::Result;
+use crate::portable::Progress;
 use crate::sync::snapshot::{FORMAT_V1, FORMAT_V2};
 use crate::sync::snapshot_store::{self, Reader, Scope};
 
@@ -53,6 +54,35 @@ pub fn write_payload_as(
     version: Version,
     out: &mut dyn Write,
 ) -> Result<()> {
+    write_payload_reporting(conn, actor, format, version, out, &super::quiet)
+}
+
+/// Hands each record read to `sink`, telling `progress` how many so far.
+fn counted<T>(
+    what: &str,
+    progress: Progress<'_>,
+    sink: &mut dyn FnMut(T) -> Result<()>,
+    read: impl FnOnce(&mut dyn FnMut(T) -> Result<()>) -> Result<()>,
+) -> Result<()> {
+    let mut done = 0;
+    read(&mut |record| {
+        sink(record)?;
+        done += 1;
+        progress(what, done, 0);
+        Ok(())
+    })
+}
+
+/// [`write_payload_as`], telling `progress` how many records of each
+/// collection were read.
+pub fn write_payload_reporting(
+    conn: &Connection,
+    actor: &Actor,
+    format: &str,
+    version: Version,
+    out: &mut dyn Write,
+    progress: Progress<'_>,
+) -> Result<()> {
     let tx = conn.unchecked_transaction()?;
     let read = Reader::new(&tx, actor);
     let people = snapshot_store::collect(|sink| read.people(sink))?;
@@ -71,19 +101,40 @@ pub fn write_payload_as(
     top.field("source_instance_id", &source_instance_id)?;
     let mut records = top.object("records")?;
     records.field("people", &people)?;
-    records.array("locations", |sink| read.locations(sink))?;
-    records.array("medications", |sink| read.medications(sink))?;
-    records.array("dosage_options", |sink| read.dosage_options(sink))?;
-    records.array("schedules", |sink| read.schedules(sink))?;
-    records.array("person_medications", |sink| read.person_medications(sink))?;
-    records.array("medication_takes", |sink| read.medication_takes(sink))?;
-    records.array("notification_preferences", |sink| {
-        read.notification_preferences(sink)
+    let p = progress;
+    records.array("locations", |s| {
+        counted("locations", p, s, |s| read.locations(s))
+    })?;
+    records.array("medications", |s| {
+        counted("medications", p, s, |s| read.medications(s))
+    })?;
+    records.array("dosage_options", |s| {
+        counted("dosage_options", p, s, |s| read.dosage_options(s))
+    })?;
+    records.array("schedules", |s| {
+        counted("schedules", p, s, |s| read.schedules(s))
+    })?;
+    records.array("person_medications", |s| {
+        counted("person_medications", p, s, |s| read.person_medications(s))
+    })?;
+    records.array("medication_takes", |s| {
+        counted("medication_takes", p, s, |s| read.medication_takes(s))
+    })?;
+    records.array("notification_preferences", |s| {
+        counted("notification_preferences", p, s, |s| {
+            read.notification_preferences(s)
+        })
     })?;
     if version == Version::V2 {
-        records.array("health_events", |sink| read.health_events(sink))?;
-        records.array("medication_pause_periods", |sink| read.pause_periods(sink))?;
-        records.array("dose_occurrences", |sink| read.dose_occurrences(sink))?;
+        records.array("health_events", |s| {
+            counted("health_events", p, s, |s| read.health_events(s))
+        })?;
+        records.array("medication_pause_periods", |s| {
+            counted("medication_pause_periods", p, s, |s| read.pause_periods(s))
+        })?;
+        records.array("dose_occurrences", |s| {
+            counted("dose_occurrences", p, s, |s| read.dose_occurrences(s))
+        })?;
     }
     records.end()?;
     top.end()?;
@@ -93,7 +144,17 @@ pub fn write_payload_as(
 
 /// The payload as bytes (encryption needs the whole of it).
 pub fn payload(conn: &Connection, actor: &Actor, version: Version) -> Result<Vec<u8>> {
+    payload_reporting(conn, actor, version, &super::quiet)
+}
+
+/// [`payload`], telling `progress` how many records were read.
+pub fn payload_reporting(
+    conn: &Connection,
+    actor: &Actor,
+    version: Version,
+    progress: Progress<'_>,
+) -> Result<Vec<u8>> {
     let mut out = Vec::new();
-    write_payload(conn, actor, version, &mut out)?;
+    write_payload_reporting(conn, actor, version.format(), version, &mut out, progress)?;
     Ok(out)
 }

@@ -12,6 +12,14 @@ pub mod store;
 
 use crate::http::openapi::Api;
 
+/// Told how far a long export or import is: the collection, the records
+/// done, and the records in all (0 when not known in advance). The command
+/// line draws it on a terminal; the API passes [`quiet`].
+pub type Progress<'p> = &'p (dyn Fn(&str, u64, u64) + Sync);
+
+/// The progress of a run nobody watches.
+pub fn quiet(_: &str, _: u64, _: u64) {}
+
 /// The formats this server reads and writes (the capability document's
 /// `portable_formats`).
 pub const FORMATS: &[&str] = &[

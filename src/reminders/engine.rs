@@ -30,7 +30,10 @@ use super::outbox_store::{self, NewNotification};
 use super::store::{self, Target};
 use super::{DOSE_DUE, LOW_STOCK, MISSED_DOSE};
 use crate::auth::{Actor, access};
-use crate::care::dose_occurrences::{self, model::DoseOccurrence};
+use crate::care::dose_occurrences::{
+    self,
+    model::{DoseOccurrence, Outcome},
+};
 use crate::care::notification_preferences::store as preference_store;
 use crate::config::ReminderSettings;
 use crate::db::WriteTx;
@@ -170,7 +173,7 @@ fn scan_household(
                 let Some(at) = dose.scheduled_at.as_deref().and_then(|t| t.parse().ok()) else {
                     continue;
                 };
-                if dose.outcome != "open" {
+                if dose.outcome != Outcome::Open {
                     continue;
                 }
                 let kinds = [

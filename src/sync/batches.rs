@@ -27,7 +27,7 @@ use axum::routing::post;
 use rusqlite::Connection;
 use serde_json::{Value, json};
 
-use super::batches_model::{BatchBody, BatchResult, MAX_OPERATIONS, Operation, OperationResult};
+use super::batches_model::{BatchBody, BatchResult, Operation, OperationResult};
 use super::batches_ops::{self, OperationKind, Replayed};
 use super::batches_step::Step;
 use crate::auth::Actor;
@@ -77,13 +77,7 @@ async fn create(
 ) -> Result<Response> {
     let replay = Replay::new(key, "POST", uri.path(), Some(&body));
     let batch: BatchBody = typed(Some(&body))?;
-    let operations = batch.batch.operations;
-    if operations.is_empty() || operations.len() > MAX_OPERATIONS {
-        return Err(ApiError::invalid(
-            "batch.operations",
-            format!("must hold 1 to {MAX_OPERATIONS} operations"),
-        ));
-    }
+    let operations = batch.batch.operations.into_inner();
     let mut queued = Vec::with_capacity(operations.len());
     for (index, op) in operations.into_iter().enumerate() {
         match batches_ops::find(&op.resource_type, &op.action) {

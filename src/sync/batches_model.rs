@@ -1,6 +1,6 @@
 //! The sync batch request and response shapes.
 
-use crate::domain::ResourceId;
+use crate::domain::{Bounded, ResourceId};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -19,8 +19,7 @@ pub struct BatchBody {
 #[serde(deny_unknown_fields)]
 #[schemars(inline)]
 pub struct Batch {
-    #[schemars(length(min = 1, max = MAX_OPERATIONS))]
-    pub operations: Vec<Operation>,
+    pub operations: Bounded<Operation, 1, MAX_OPERATIONS>,
 }
 
 /// One queued write. `action` and `resource_type` stay strings so that an

@@ -10,7 +10,7 @@ use schemars::{JsonSchema, Schema, SchemaGenerator, json_schema};
 use serde::Serialize;
 use serde_json::{Map, Value};
 
-use crate::care::dose_occurrences::model::OUTCOMES;
+use crate::care::dose_occurrences::model::Outcome;
 use crate::care::health_events::model::{EventKind, Severity};
 use crate::care::pause_periods::model::{PauseReason, SourceType};
 use crate::care::plan::AdministrationKind;
@@ -318,7 +318,7 @@ portable_record! {
         #[schemars(range(min = 1))]
         position: i64,
         scheduled_at: Option<Timestamp>,
-        #[schemars(extend("enum" = OUTCOMES))]
+        #[schemars(with = "Outcome")]
         outcome: String,
         reason: Option<String>,
         note: Option<String>,

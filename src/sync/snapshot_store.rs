@@ -334,7 +334,8 @@ impl<'a> Reader<'a> {
                 "SELECT x.portable_id, x.updated_at, x.lock_version, x.source_type,
                         {SOURCE_PORTABLE_ID}, x.reason, x.note, x.started_at, x.ended_at,
                         x.created_at, x.legacy_context, x.imported_context,
-                        rec_p.portable_id, res_p.portable_id
+                        COALESCE(rec_p.portable_id, ar.recorded_by_person_ref),
+                        COALESCE(res_p.portable_id, ar.resumed_by_person_ref)
                  FROM medication_pause_periods x
                  JOIN people p ON p.id = x.person_id
                  {SOURCE_JOINS}
@@ -342,6 +343,7 @@ impl<'a> Reader<'a> {
                  LEFT JOIN people rec_p ON rec_p.id = rec.person_id
                  LEFT JOIN memberships res ON res.id = x.resumed_by_membership_id
                  LEFT JOIN people res_p ON res_p.id = res.person_id
+                 LEFT JOIN medication_pause_period_actor_refs ar ON ar.pause_period_id = x.id
                  WHERE x.household_id = :household_id AND {VISIBLE_PERSON}
                  ORDER BY x.id"
             ),

@@ -439,3 +439,73 @@ fn a_backup_named_zip_is_the_database_inside_a_zip_and_restores() {
     restored.assert_success();
     assert_eq!(count(&data.join(DATABASE_FILE), "households"), 1);
 }
+
+/// Without a terminal the long commands draw no progress line: stderr
+/// stays empty and stdout holds only their result, one clean line for a
+/// backup, a restore and an export.
+#[test]
+fn long_commands_print_only_their_result_without_a_terminal() {
+    let (dir, data, household) = set_up_household();
+    let data_dir = data.to_str().unwrap();
+    let clean = |outcome: &crate::process::Outcome, lines: usize| {
+        outcome.assert_success();
+        assert_eq!(outcome.stderr, "", "nothing but the result");
+        assert!(!outcome.stdout.contains('\r') && !outcome.stdout.contains('\x1b'));
+        assert_eq!(outcome.stdout.lines().count(), lines, "{}", outcome.stdout);
+    };
+    let copy = dir.path().join("copy.sqlite3");
+    let backup = run(
+        pillbox(&[
+            "backup",
+            "--data-dir",
+            data_dir,
+            "--out",
+            copy.to_str().unwrap(),
+        ]),
+        None,
+    );
+    clean(&backup, 1);
+    assert!(backup.stdout.starts_with("backup written to "));
+    let restored_dir = dir.path().join("restored");
+    let restore = run(
+        pillbox(&[
+            "restore",
+            "--data-dir",
+            restored_dir.to_str().unwrap(),
+            copy.to_str().unwrap(),
+        ]),
+        None,
+    );
+    clean(&restore, 1);
+    let bundle = dir.path().join("home.bundle.json");
+    let export = run(
+        pillbox(&[
+            "export",
+            "--data-dir",
+            data_dir,
+            "--household",
+            &household,
+            "--out",
+            bundle.to_str().unwrap(),
+            "--v2",
+        ]),
+        Some(PASSPHRASE_LINE),
+    );
+    clean(&export, 1);
+    let import = run(
+        pillbox(&[
+            "import",
+            "--data-dir",
+            data_dir,
+            "--household",
+            &household,
+            bundle.to_str().unwrap(),
+            "--dry-run",
+        ]),
+        Some(PASSPHRASE_LINE),
+    );
+    import.assert_success();
+    assert_eq!(import.stderr, "");
+    assert!(!import.stdout.contains('\r') && !import.stdout.contains('\x1b'));
+    assert!(import.stdout.starts_with("dry run of service.portable.v2"));
+}

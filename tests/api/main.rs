@@ -33,6 +33,7 @@ mod person_medications;
 mod plan_history;
 mod portable;
 mod profile;
+mod ranges;
 mod readme;
 mod reminders;
 mod reminders_native;

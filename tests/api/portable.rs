@@ -1262,3 +1262,132 @@ async fn an_older_v2_outcome_without_a_window_end_takes_its_sources_cycle() {
     assert_eq!(outcome["window_ends_on"], "2026-03-08");
     assert_eq!(outcome["resolved_at"], "2026-03-05T10:00:00.000000Z");
 }
+
+/// Import rule 8: a pause period's actor that matches no single membership
+/// of the destination keeps the bundle's reference, so the period still
+/// says who paused and who resumed it; the audit event names the importing
+/// member apart from those original actors.
+#[tokio::test]
+async fn an_imported_pause_keeps_its_original_actors_when_no_member_here_matches() {
+    let source = TestApp::new().await;
+    let ada = new_person(&source, "Ada").await;
+    let med = new_medication(&source, "Paracetamol").await;
+    let morning = schedule(&source, &ada, &med, "daily", json!({"times": ["08:00"]})).await;
+    let evening = schedule(&source, &ada, &med, "daily", json!({"times": ["20:00"]})).await;
+    let pause = |schedule: &Ids| {
+        json!({"medication_pause_period": {"source_type": "schedule",
+            "source_id": schedule.portable, "reason": "clinician_advice"}})
+    };
+    let resume = |period: &str| format!("/medication_pause_periods/{period}/resume");
+    let closed = source
+        .post(
+            &source.hh("/medication_pause_periods"),
+            &source.owner,
+            pause(&morning),
+        )
+        .await;
+    closed.assert_status(201);
+    let closed = closed.data()["portable_id"].as_str().unwrap().to_string();
+    source
+        .post(&source.hh(&resume(&closed)), &source.owner, json!({}))
+        .await
+        .assert_status(200);
+    let open = source
+        .post(
+            &source.hh("/medication_pause_periods"),
+            &source.owner,
+            pause(&evening),
+        )
+        .await;
+    open.assert_status(201);
+    let open = open.data()["portable_id"].as_str().unwrap().to_string();
+    // The source's owner is linked to a person of the bundle.
+    let olive = snapshot(&source).await["records"]["medication_pause_periods"][0]
+        ["recorded_by_person_portable_id"]
+        .as_str()
+        .expect("the source names who paused")
+        .to_string();
+
+    let destination = TestApp::new().await;
+    let first = export(&source, "?version=2").await.data().clone();
+    import(&destination, "/portable_imports", &first, PASSPHRASE)
+        .await
+        .assert_status(201);
+    // The open period arrives again, closed by the same person.
+    source
+        .post(&source.hh(&resume(&open)), &source.owner, json!({}))
+        .await
+        .assert_status(200);
+    let second = export(&source, "?version=2").await.data().clone();
+    import(&destination, "/portable_imports", &second, PASSPHRASE)
+        .await
+        .assert_status(201);
+
+    // Olive came over as a person without a membership here: no member
+    // acted, and the original reference is kept, so the period still says
+    // who paused and resumed it (by the imported person's name here) ...
+    let listed = destination
+        .get(
+            &destination.hh("/medication_pause_periods"),
+            &destination.owner,
+        )
+        .await;
+    listed.assert_status(200);
+    let periods = listed.data().as_array().unwrap();
+    assert_eq!(periods.len(), 2, "{}", listed.body);
+    for period in periods {
+        assert_eq!(period["recorded_by_membership_id"], Value::Null);
+        assert_eq!(period["resumed_by_membership_id"], Value::Null);
+        assert_eq!(period["recorded_by_display_name"], "Olive Owner");
+        assert_eq!(period["resumed_by_display_name"], "Olive Owner");
+    }
+    // ... and it travels on: the destination's own export says who paused.
+    let onward = snapshot(&destination).await;
+    let onward = onward["records"]["medication_pause_periods"]
+        .as_array()
+        .unwrap();
+    assert_eq!(onward.len(), 2);
+    for period in onward {
+        assert_eq!(period["recorded_by_person_portable_id"], olive.as_str());
+        assert_eq!(period["resumed_by_person_portable_id"], olive.as_str());
+    }
+    // A resume here is recorded as the member who resumes.
+    let native = destination
+        .post(
+            &destination.hh("/medication_pause_periods"),
+            &destination.owner,
+            pause(&morning),
+        )
+        .await;
+    native.assert_status(201);
+    assert_eq!(
+        native.data()["recorded_by_membership_id"],
+        destination.owner_membership_id
+    );
+
+    let audit = destination
+        .get(&destination.hh("/admin/audit_logs"), &destination.owner)
+        .await;
+    let imports: Vec<&Value> = audit
+        .data()
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["event_type"] == "portable.imported")
+        .collect();
+    assert_eq!(imports.len(), 2);
+    for event in imports {
+        assert_eq!(
+            event["actor_membership_id"],
+            destination.owner_membership_id
+        );
+        assert_eq!(
+            event["metadata"]["imported_by_membership_id"],
+            destination.owner_membership_id
+        );
+        assert_eq!(
+            event["metadata"]["original_actor_person_portable_ids"],
+            json!([olive])
+        );
+    }
+}

@@ -57,6 +57,10 @@ const OWNERS: &[(&str, &[&str])] = &[
         "medication_pause_periods",
         &["src/care/pause_periods/store.rs"],
     ),
+    (
+        "medication_pause_period_actor_refs",
+        &["src/care/pause_periods/store.rs"],
+    ),
     ("medication_takes", &["src/care/medication_takes/store.rs"]),
     ("medications", &["src/medicine/medications/store.rs"]),
     ("memberships", &["src/household/memberships/store.rs"]),

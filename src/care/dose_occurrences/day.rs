@@ -13,7 +13,7 @@ use rust_decimal::Decimal;
 
 use super::history::{Revisions, Timeline};
 use super::model::{
-    DayMeta, DoseOccurrence, MAX_DAILY_DOSES_EXCEEDED, OTHER_SOURCE_TOO_SOON, TOO_SOON,
+    DayMeta, DoseOccurrence, MAX_DAILY_DOSES_EXCEEDED, OTHER_SOURCE_TOO_SOON, Outcome, TOO_SOON,
 };
 use super::projection::{PlannedDose, paused_at, paused_throughout, planned_doses, untimed_window};
 use super::store::{
@@ -121,7 +121,7 @@ fn blank(
         window_ends_on: window.1,
         position,
         scheduled_at: None,
-        outcome: "open".into(),
+        outcome: Outcome::Open,
         reason: None,
         note: None,
         medication_take_id: None,
@@ -492,7 +492,7 @@ impl Settled<'_> {
             .linked
             .get(&(dose.source_type, dose.source_id, &window, position))
         {
-            dose.outcome = "taken".into();
+            dose.outcome = Outcome::Taken;
             dose.medication_take_id = Some(take.id);
             dose.medication_take_portable_id = Some(take.portable_id.clone());
         } else if let Some(saved) = self.outcomes.get(&(
@@ -501,7 +501,7 @@ impl Settled<'_> {
             window,
             position,
         )) {
-            dose.outcome = saved.outcome.clone();
+            dose.outcome = saved.outcome;
             dose.reason = saved.reason.clone();
             dose.note = saved.note.clone();
             dose.medication_take_id = saved.medication_take_id;

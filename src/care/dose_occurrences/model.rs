@@ -4,14 +4,20 @@ use jiff::civil::Date;
 use schemars::JsonSchema;
 use serde::Serialize;
 
-use crate::decimal::{self, Dec};
+use crate::decimal::{Dec, PositiveDecimal};
 use crate::domain::{Timestamp, Versioned, etag};
 use crate::http::openapi;
-use crate::medicine::vocab::DoseUnit;
+use crate::medicine::vocab::{DoseUnit, vocabulary};
 
-/// Outcome values of an expected dose (DESIGN.md: `taken` only through a
-/// medication take that names the occurrence).
-pub const OUTCOMES: &[&str] = &["open", "not_taken", "taken"];
+vocabulary!(
+    /// Outcome values of an expected dose (DESIGN.md: `taken` only through
+    /// a medication take that names the occurrence).
+    Outcome {
+        Open => "open",
+        NotTaken => "not_taken",
+        Taken => "taken",
+    }
+);
 /// Warnings an expected dose can carry.
 pub const MAX_DAILY_DOSES_EXCEEDED: &str = "max_daily_doses exceeded";
 pub const TOO_SOON: &str = "taken earlier than min_hours_between_doses";
@@ -40,7 +46,7 @@ pub struct DoseOccurrence {
     #[schemars(with = "openapi::PortableId")]
     pub medication_portable_id: String,
     pub medication_display_name: String,
-    #[schemars(with = "decimal::Positive")]
+    #[schemars(with = "PositiveDecimal")]
     pub dose_amount: Dec,
     pub dose_unit: DoseUnit,
     #[schemars(with = "openapi::Date")]
@@ -53,8 +59,7 @@ pub struct DoseOccurrence {
     /// When the dose is due (UTC), from the schedule's local time in the household time zone; null for routine person medications, which have no set time
     pub scheduled_at: Option<Timestamp>,
     /// taken when a medication take names this occurrence, else the saved outcome (not_taken), else open
-    #[schemars(extend("enum" = OUTCOMES))]
-    pub outcome: String,
+    pub outcome: Outcome,
     pub reason: Option<String>,
     pub note: Option<String>,
     #[schemars(with = "Option<openapi::NumericId>")]

@@ -27,7 +27,7 @@ use crate::db::WriteTx;
 use rusqlite::Connection;
 use serde::Deserialize;
 
-use super::model::DoseOutcome;
+use super::model::{DoseOutcome, Outcome};
 use crate::auth::Actor;
 use crate::auth::access::{self, AccessLevel};
 use crate::care::dose_occurrences::{PERSON_MEDICATION, SCHEDULE, cycle_window, store};
@@ -35,7 +35,7 @@ use crate::care::medication_takes::model::SourceType;
 use crate::care::medication_takes::store as takes_store;
 use crate::care::occurrence_key;
 use crate::db::change_feed::{self, Action, Change};
-use crate::domain::{IfMatch, ResourceId, Versioned};
+use crate::domain::{IfMatch, ResourceId, Text, Versioned};
 use crate::error::{ApiError, Problems, Result};
 
 pub const RECORD_TYPE: &str = crate::domain::record_type::DOSE_OCCURRENCE;
@@ -52,21 +52,21 @@ pub const MAX_NOTE: usize = 1000;
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct NotTakenAttrs {
-    pub source_type: String,
+    pub source_type: SourceType,
     pub source_id: ResourceId,
     pub occurrence_key: String,
-    pub outcome: String,
+    pub outcome: Outcome,
     #[serde(default)]
-    pub reason: Option<String>,
+    pub reason: Option<Text<MAX_REASON>>,
     #[serde(default)]
-    pub note: Option<String>,
+    pub note: Option<Text<MAX_NOTE>>,
 }
 
 /// Batch update attributes: only `{outcome: "open"}`.
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ReopenAttrs {
-    pub outcome: String,
+    pub outcome: Outcome,
 }
 
 fn taken_conflict() -> ApiError {
@@ -113,7 +113,10 @@ pub fn record_not_taken(
     actor: &Actor,
     attrs: NotTakenAttrs,
 ) -> Result<DoseOutcome> {
-    let source_type = check_not_taken(&attrs)?;
+    let source_type = attrs.source_type;
+    if attrs.outcome != Outcome::NotTaken {
+        return Err(ApiError::invalid("outcome", "must be not_taken"));
+    }
     let occurrence = occurrence_key::verify(conn, &attrs.occurrence_key)?;
     let source = occurrence_source(conn, actor, source_type, &attrs.source_id, &occurrence)?;
 
@@ -171,34 +174,6 @@ pub fn record_not_taken(
         },
     )?;
     store::outcome_by_id(conn, id)
-}
-
-/// The 422 for a `not_taken` outcome's attributes; its source type.
-fn check_not_taken(attrs: &NotTakenAttrs) -> Result<SourceType> {
-    let mut problems = Problems::default();
-    let source_type = SourceType::parse(&attrs.source_type);
-    if source_type.is_none() {
-        problems.add("source_type", "must be schedule or person_medication");
-    }
-    if attrs.outcome != "not_taken" {
-        problems.add("outcome", "must be not_taken");
-    }
-    if attrs
-        .reason
-        .as_ref()
-        .is_some_and(|r| r.chars().count() > MAX_REASON)
-    {
-        problems.add("reason", format!("must be at most {MAX_REASON} characters"));
-    }
-    if attrs
-        .note
-        .as_ref()
-        .is_some_and(|n| n.chars().count() > MAX_NOTE)
-    {
-        problems.add("note", format!("must be at most {MAX_NOTE} characters"));
-    }
-    problems.check("the dose outcome is invalid")?;
-    source_type.ok_or_else(|| ApiError::internal("source_type checked above"))
 }
 
 /// The live routine source an outcome names, which the caller may record
@@ -312,7 +287,7 @@ pub fn reopen(
     if_match: &IfMatch,
     attrs: ReopenAttrs,
 ) -> Result<DoseOutcome> {
-    if attrs.outcome != "open" {
+    if attrs.outcome != Outcome::Open {
         return Err(ApiError::invalid(
             "outcome",
             "must be open; a medication take records an actual dose",
@@ -373,16 +348,13 @@ pub fn restore(conn: &WriteTx, actor: &Actor, r: &Restored<'_>) -> Result<(i64, 
             "names an as-needed source, which has no expected doses",
         );
     }
-    if !matches!(r.outcome, "not_taken" | "taken" | "open") {
-        problems.add("outcome", "must be not_taken, taken or open");
-    }
-    if r.outcome == "taken" && r.medication_take_id.is_none() {
+    if r.outcome == Outcome::Taken && r.medication_take_id.is_none() {
         problems.add(
             "medication_take_portable_id",
             "is required for a taken outcome",
         );
     }
-    if r.outcome != "taken" && r.medication_take_id.is_some() {
+    if r.outcome != Outcome::Taken && r.medication_take_id.is_some() {
         problems.add(
             "medication_take_portable_id",
             "must be null unless the outcome is taken",

@@ -375,7 +375,7 @@ pub fn takes(
 /// A saved outcome of an expected dose.
 #[derive(Debug, Clone)]
 pub struct SavedOutcome {
-    pub outcome: String,
+    pub outcome: super::model::Outcome,
     pub reason: Option<String>,
     pub note: Option<String>,
     pub medication_take_id: Option<i64>,
@@ -549,7 +549,7 @@ pub struct Restored<'a> {
     pub window_ends_on: Option<&'a str>,
     pub position: i64,
     pub scheduled_at: Option<&'a str>,
-    pub outcome: &'a str,
+    pub outcome: super::model::Outcome,
     pub reason: Option<&'a str>,
     pub note: Option<&'a str>,
     pub resolved_at: Option<&'a str>,

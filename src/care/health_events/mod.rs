@@ -28,7 +28,7 @@ use crate::domain::{IfMatch, Page, ResourceId, Timestamp, etag, trimmed};
 use crate::error::{ApiError, Problems, Result};
 use crate::household::people;
 
-use model::{HealthEvent, HealthEventAttributes, HealthEventRow, MAX_MEDICATIONS};
+use model::{HealthEvent, HealthEventAttributes, HealthEventRow};
 pub use store::Filter;
 
 pub const RECORD_TYPE: &str = crate::domain::record_type::HEALTH_EVENT;
@@ -146,12 +146,7 @@ fn resolve_links(
     actor: &Actor,
     ids: &[ResourceId],
     current: &[Link],
-    problems: &mut Problems,
 ) -> Result<Vec<Link>> {
-    if ids.len() > MAX_MEDICATIONS {
-        problems.add("medication_ids", "must list at most 100 medications");
-        return Ok(Vec::new());
-    }
     let found = store::resolve_medications(conn, actor.household_id, ids)?;
     let already: HashSet<i64> = current.iter().map(|(id, _)| *id).collect();
     let mut links: Vec<Link> = Vec::new();
@@ -262,13 +257,7 @@ fn apply(
             );
             None
         }
-        Some(Some(ids)) => Some(resolve_links(
-            conn,
-            actor,
-            &ids,
-            current_links,
-            &mut problems,
-        )?),
+        Some(Some(ids)) => Some(resolve_links(conn, actor, &ids, current_links)?),
     };
     problems.check("the health event's attributes are invalid")?;
     Ok(links)

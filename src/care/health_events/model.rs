@@ -4,7 +4,7 @@ use jiff::civil::Date;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use crate::domain::{Name, ResourceId, Text, Timestamp, Versioned, etag, present};
+use crate::domain::{Bounded, Name, ResourceId, Text, Timestamp, Versioned, etag, present};
 use crate::http::openapi;
 use crate::http::replace::Whole;
 use crate::medicine::vocab::vocabulary;
@@ -32,6 +32,8 @@ pub type Title = Name<200>;
 pub type Notes = Text<4000>;
 /// How many medications one event may name.
 pub const MAX_MEDICATIONS: usize = 100;
+/// The medications an event names.
+pub type MedicationIds = Bounded<ResourceId, 0, MAX_MEDICATIONS>;
 
 /// A health event as stored, before its medication links are added.
 #[derive(Debug, Clone)]
@@ -120,8 +122,8 @@ pub struct HealthEventAttributes {
     pub ended_on: Option<Option<Date>>,
     /// Medications of this household the event names (numeric or portable ids); duplicates are ignored
     #[serde(default, deserialize_with = "present")]
-    #[schemars(with = "Vec<ResourceId>", extend("maxItems" = MAX_MEDICATIONS))]
-    pub medication_ids: Option<Option<Vec<ResourceId>>>,
+    #[schemars(with = "MedicationIds")]
+    pub medication_ids: Option<Option<MedicationIds>>,
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]

@@ -34,7 +34,7 @@ use crate::care::dose_occurrences::outcomes as dose_outcomes;
 use crate::care::dose_occurrences::{ScheduleHistory, cycle_window};
 use crate::care::occurrence_key;
 use crate::db::change_feed::{self, Action, Change};
-use crate::decimal::Dec;
+use crate::decimal::{Dec, PositiveDecimal};
 use crate::domain::{Page, ResourceId};
 use crate::error::{ApiError, Problems, Result};
 use crate::household::{locations, people};
@@ -128,7 +128,9 @@ fn same_facts(
             Some(&saved.source_portable_id),
         )
         && saved.taken_at == *taken_at
-        && input.dose_amount.is_none_or(|a| a == saved.dose_amount)
+        && input
+            .dose_amount
+            .is_none_or(|a| a.get() == saved.dose_amount)
         && input.dose_unit.is_none_or(|u| u == saved.dose_unit)
         && optional(
             &input.taken_from_medication_id,
@@ -189,7 +191,7 @@ fn record(
     require_record(conn, actor, source.person_id, noun)?;
 
     let tz = crate::household::store::time_zone(conn, actor.household_id)?;
-    check_input(conn, actor, &source, &tz, taken_at_ts, &input)?;
+    check_input(conn, actor, &source, &tz, taken_at_ts)?;
     let (medication, location_id) = taken_from(conn, actor, &source, &input)?;
     let occurrence = match &input.occurrence_key {
         Some(key) => Some(linked_occurrence(conn, &tz, &source, key, taken_at_ts)?),
@@ -204,7 +206,9 @@ fn record(
         taken_at_ts,
         occurrence.as_ref().map(|o| (o.starts_on, o.position)),
     )?;
-    let dose_amount = input.dose_amount.unwrap_or(planned.dose_amount);
+    let dose_amount = input
+        .dose_amount
+        .map_or(planned.dose_amount, PositiveDecimal::get);
     let dose_unit = input.dose_unit.unwrap_or(planned.dose_unit);
 
     let now = domain::Timestamp::now();
@@ -251,7 +255,10 @@ fn record(
         Vec::new()
     }
     .into_iter()
-    .map(|(code, message)| Warning { code, message });
+    .map(|(code, message)| Warning {
+        code: code.into(),
+        message,
+    });
 
     let take = store::find(conn, id)?.ok_or_else(|| ApiError::internal("saved take is missing"))?;
     let (mut warnings, next_dose_allowed_at) =
@@ -368,14 +375,13 @@ fn replay(
 
 /// The 422 for a take dated in the future (beyond [`MAX_FUTURE`]), before
 /// [`EARLIEST_TAKEN_ON`] or before the person's birth (in the household
-/// time zone), or with a dose amount that is not positive.
+/// time zone).
 fn check_input(
     conn: &Connection,
     actor: &Actor,
     source: &Source,
     tz: &TimeZone,
     taken_at: Timestamp,
-    input: &NewMedicationTake,
 ) -> Result<()> {
     let taken_on = taken_at.to_zoned_datetime(tz.clone()).date();
     let born_on = people::store::find(
@@ -395,9 +401,6 @@ fn check_input(
             "taken_at",
             "must not be before the person's date of birth (in the household time zone)",
         );
-    }
-    if input.dose_amount.is_some_and(|a| !a.is_positive()) {
-        problems.add("dose_amount", "must be greater than zero");
     }
     problems.check("the medication take is invalid")
 }

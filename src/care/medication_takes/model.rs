@@ -5,10 +5,10 @@ use std::borrow::Cow;
 use schemars::{JsonSchema, Schema, SchemaGenerator, json_schema};
 use serde::{Deserialize, Serialize};
 
-use crate::decimal::{self, Dec};
+use crate::decimal::{Dec, PositiveDecimal};
 use crate::domain::{ResourceId, Timestamp, Versioned, etag};
 use crate::http::openapi;
-use crate::medicine::vocab::DoseUnit;
+use crate::medicine::vocab::{DoseUnit, StockWarningCode, vocabulary};
 
 /// What a take was given under: a schedule or a direct assignment (the
 /// same vocabulary as a pause period's source).
@@ -34,7 +34,7 @@ pub struct MedicationTake {
     #[schemars(with = "Option<ClientUuid>")]
     pub client_uuid: Option<String>,
     pub taken_at: Timestamp,
-    #[schemars(with = "decimal::Positive")]
+    #[schemars(with = "PositiveDecimal")]
     pub dose_amount: Dec,
     pub dose_unit: DoseUnit,
     #[schemars(with = "Option<openapi::NumericId>")]
@@ -65,22 +65,33 @@ impl Versioned for MedicationTake {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, JsonSchema)]
 #[schemars(deny_unknown_fields, rename = "MedicationTakeWarning")]
 pub struct Warning {
-    #[schemars(extend("enum" = WARNING_CODES))]
-    pub code: &'static str,
+    pub code: WarningCode,
     #[schemars(length(min = 1))]
     pub message: String,
 }
 
-pub const WARNING_CODES: &[&str] = &[
-    "max_daily_doses_exceeded",
-    "min_hours_between_doses",
-    "min_hours_between_doses_other_source",
-    "before_start_date",
-    "after_end_date",
-    "source_paused",
-    "stock_not_deducted",
-    "stock_ran_out",
-];
+vocabulary!(
+    /// What a take's warning is about.
+    WarningCode {
+        MaxDailyDosesExceeded => "max_daily_doses_exceeded",
+        MinHoursBetweenDoses => "min_hours_between_doses",
+        MinHoursBetweenDosesOtherSource => "min_hours_between_doses_other_source",
+        BeforeStartDate => "before_start_date",
+        AfterEndDate => "after_end_date",
+        SourcePaused => "source_paused",
+        StockNotDeducted => "stock_not_deducted",
+        StockRanOut => "stock_ran_out",
+    }
+);
+
+impl From<StockWarningCode> for WarningCode {
+    fn from(code: StockWarningCode) -> WarningCode {
+        match code {
+            StockWarningCode::NotDeducted => WarningCode::StockNotDeducted,
+            StockWarningCode::RanOut => WarningCode::StockRanOut,
+        }
+    }
+}
 
 /// The client's id for one intended take: a UUID, kept in its lower-case
 /// hyphenated form so that any spelling of it matches.
@@ -126,8 +137,7 @@ pub struct NewMedicationTake {
     pub client_uuid: Option<ClientUuid>,
     /// Defaults to the source's dose_amount (a tapering schedule's: the step in force)
     #[serde(default)]
-    #[schemars(with = "Option<decimal::Positive>")]
-    pub dose_amount: Option<Dec>,
+    pub dose_amount: Option<PositiveDecimal>,
     /// Defaults to the source's dose_unit (a tapering schedule's: the step in force)
     #[serde(default)]
     pub dose_unit: Option<DoseUnit>,

@@ -10,7 +10,7 @@ use rusqlite::Connection;
 use rust_decimal::Decimal;
 use rust_decimal::prelude::ToPrimitive;
 
-use super::model::{MedicationTake, Warning};
+use super::model::{MedicationTake, Warning, WarningCode};
 use super::store::{self, Source};
 use super::{midnight, planned_for, timestamp};
 use crate::decimal::Dec;
@@ -158,7 +158,7 @@ impl Judged<'_> {
             String::new()
         };
         Ok(Some(Warning {
-            code: "max_daily_doses_exceeded",
+            code: WarningCode::MaxDailyDosesExceeded,
             message: format!(
                 "{count} doses recorded in this {}{under_others}; the limit is {max}",
                 period(self.cycle)
@@ -184,7 +184,7 @@ impl Judged<'_> {
             closest = Some(closest.map_or(gap, |c| c.min(gap)));
         }
         Ok(closest.filter(|gap| *gap < min_gap).map(|gap| Warning {
-            code: "min_hours_between_doses",
+            code: WarningCode::MinHoursBetweenDoses,
             message: format!(
                 "another dose was recorded {} hours from this one; at least {} hours should pass between doses",
                 duration_to_hours(gap),
@@ -199,7 +199,7 @@ impl Judged<'_> {
         let close =
             too_close_to_other_sources(self.conn, &self.others, self.taken_at, self.min_gap)?;
         Ok(close.map(|(gap, limit)| Warning {
-            code: "min_hours_between_doses_other_source",
+            code: WarningCode::MinHoursBetweenDosesOtherSource,
             message: format!(
                 "a dose of the same medication under another source was recorded {} hours from this one; at least {} hours should pass between doses",
                 duration_to_hours(gap),
@@ -216,13 +216,13 @@ impl Judged<'_> {
         let mut warnings = Vec::new();
         if date(&self.source.start_date).is_some_and(|start| taken_on < start) {
             warnings.push(Warning {
-                code: "before_start_date",
+                code: WarningCode::BeforeStartDate,
                 message: "this dose was given before the schedule's start_date".into(),
             });
         }
         if date(&self.source.end_date).is_some_and(|end| taken_on > end) {
             warnings.push(Warning {
-                code: "after_end_date",
+                code: WarningCode::AfterEndDate,
                 message: "this dose was given after the schedule's end_date".into(),
             });
         }
@@ -233,7 +233,7 @@ impl Judged<'_> {
             self.take.taken_at.as_str(),
         )? {
             warnings.push(Warning {
-                code: "source_paused",
+                code: WarningCode::SourcePaused,
                 message: "this dose was given while its source was paused".into(),
             });
         }

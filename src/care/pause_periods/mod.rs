@@ -225,6 +225,11 @@ pub struct Restored<'a> {
     pub legacy_context: bool,
     pub recorded_by_membership_id: Option<i64>,
     pub resumed_by_membership_id: Option<i64>,
+    /// The bundle's reference to the opener when it matched no single
+    /// membership (import rule 8: the original reference is kept).
+    pub recorded_by_person_ref: Option<&'a str>,
+    /// The same for the period's resumer.
+    pub resumed_by_person_ref: Option<&'a str>,
 }
 
 /// Restores a period without pausing or resuming (import rule 1): manage
@@ -309,7 +314,7 @@ pub fn advance_imported(
     actor: &Actor,
     portable_id: &str,
     ended_at: &Timestamp,
-    resumed_by_membership_id: Option<i64>,
+    resumed_by: store::Resumer<'_>,
 ) -> Result<()> {
     let period = authorize_resume(conn, actor, portable_id)?;
     if !period.is_open() || !period.imported_context {
@@ -335,7 +340,7 @@ pub fn advance_imported(
         &ResourceId::Numeric(period.source_numeric_id),
     )?
     .ok_or_else(|| ApiError::not_found(period.source_type.noun()))?;
-    store::close(conn, period.row_id, resumed_by_membership_id, ended_at)?;
+    store::close(conn, period.row_id, resumed_by, ended_at)?;
     record(
         conn,
         actor.household_id,
@@ -392,7 +397,7 @@ pub fn resume(
     if !store::close(
         conn,
         period.row_id,
-        Some(actor.membership_id),
+        store::Resumer::Member(Some(actor.membership_id)),
         &crate::domain::Timestamp::now(),
     )? {
         return Err(ApiError::conflict(

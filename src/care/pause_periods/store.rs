@@ -19,14 +19,18 @@ const COLUMNS: &str = "pp.id, pp.portable_id, pp.source_type, pp.source_id,
     pp.started_at, pp.ended_at, pp.created_at, pp.updated_at, pp.legacy_context,
     pp.imported_context, pp.recorded_by_membership_id,
     CASE WHEN rm.id IS NOT NULL
-         THEN COALESCE(NULLIF(TRIM(ra.display_name), ''), rp.name, ra.email) END,
+         THEN COALESCE(NULLIF(TRIM(ra.display_name), ''), rp.name, ra.email)
+         ELSE orp.name END,
     pp.resumed_by_membership_id,
     CASE WHEN em.id IS NOT NULL
-         THEN COALESCE(NULLIF(TRIM(ea.display_name), ''), ep.name, ea.email) END,
+         THEN COALESCE(NULLIF(TRIM(ea.display_name), ''), ep.name, ea.email)
+         ELSE oep.name END,
     pp.lock_version";
 
 /// One set of joins gives every row its portable references and actor
-/// names (no query per row).
+/// names (no query per row). An imported period whose actor matched no
+/// single membership names the person its kept reference points to, when
+/// that person is in the household.
 const FROM: &str = "medication_pause_periods pp
     JOIN people p ON p.id = pp.person_id
     LEFT JOIN schedules s ON pp.source_type = 'schedule' AND s.id = pp.source_id
@@ -36,7 +40,12 @@ const FROM: &str = "medication_pause_periods pp
     LEFT JOIN people rp ON rp.id = rm.person_id
     LEFT JOIN memberships em ON em.id = pp.resumed_by_membership_id
     LEFT JOIN accounts ea ON ea.id = em.account_id
-    LEFT JOIN people ep ON ep.id = em.person_id";
+    LEFT JOIN people ep ON ep.id = em.person_id
+    LEFT JOIN medication_pause_period_actor_refs ar ON ar.pause_period_id = pp.id
+    LEFT JOIN people orp ON orp.household_id = pp.household_id
+        AND orp.portable_id = ar.recorded_by_person_ref
+    LEFT JOIN people oep ON oep.household_id = pp.household_id
+        AND oep.portable_id = ar.resumed_by_person_ref";
 
 fn from_row(r: &Row<'_>) -> rusqlite::Result<PausePeriod> {
     let portable_id: String = r.get(1)?;
@@ -224,7 +233,20 @@ pub fn insert_restored(conn: &WriteTx, r: &RestoredRow<'_>) -> Result<i64> {
         r.period.created_at,
         r.now,
     ])?;
-    Ok(conn.last_insert_rowid())
+    let id = conn.last_insert_rowid();
+    if r.period.recorded_by_person_ref.is_some() || r.period.resumed_by_person_ref.is_some() {
+        conn.prepare_cached(
+            "INSERT INTO medication_pause_period_actor_refs
+               (pause_period_id, recorded_by_person_ref, resumed_by_person_ref)
+             VALUES (?1, ?2, ?3)",
+        )?
+        .execute(params![
+            id,
+            r.period.recorded_by_person_ref,
+            r.period.resumed_by_person_ref
+        ])?;
+    }
+    Ok(id)
 }
 
 /// Whether [start, end) overlaps another period of the source (an unknown
@@ -246,13 +268,20 @@ pub fn overlaps(
         .query_row(params![source_type, source_id, start, end], |r| r.get(0))?)
 }
 
+/// Who resumed a period: a membership here, or (an imported period whose
+/// resumer matched no single membership) the bundle's person reference.
+#[derive(Debug, Clone, Copy)]
+pub enum Resumer<'a> {
+    Member(Option<i64>),
+    Original(&'a str),
+}
+
 /// Closes an open period; false when it was already closed.
-pub fn close(
-    conn: &WriteTx,
-    id: i64,
-    resumed_by_membership_id: Option<i64>,
-    now: &Timestamp,
-) -> Result<bool> {
+pub fn close(conn: &WriteTx, id: i64, resumed_by: Resumer<'_>, now: &Timestamp) -> Result<bool> {
+    let membership = match resumed_by {
+        Resumer::Member(membership) => membership,
+        Resumer::Original(_) => None,
+    };
     let changed = conn
         .prepare_cached(
             "UPDATE medication_pause_periods
@@ -260,6 +289,14 @@ pub fn close(
                  lock_version = lock_version + 1
              WHERE id = ?1 AND ended_at IS NULL",
         )?
-        .execute(params![id, resumed_by_membership_id, now])?;
+        .execute(params![id, membership, now])?;
+    if let (1, Resumer::Original(person_ref)) = (changed, resumed_by) {
+        conn.prepare_cached(
+            "INSERT INTO medication_pause_period_actor_refs (pause_period_id, resumed_by_person_ref)
+             VALUES (?1, ?2)
+             ON CONFLICT (pause_period_id) DO UPDATE SET resumed_by_person_ref = excluded.resumed_by_person_ref",
+        )?
+        .execute(params![id, person_ref])?;
+    }
     Ok(changed == 1)
 }

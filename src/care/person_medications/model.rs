@@ -8,7 +8,7 @@ pub use crate::care::plan::AdministrationKind;
 use crate::care::plan::{AssignmentPlan, PERSON_MEDICATION, Planned};
 use crate::care::schedules::model::{DailyDoses, Dose, DoseAttributes, SourceNotes};
 use crate::care::source_row::Sourced;
-use crate::decimal::{self, Dec};
+use crate::decimal::{NonNegativeDecimal, PositiveDecimal};
 use crate::domain::{AtLeast, ResourceId, Timestamp, present};
 use crate::http::openapi;
 use crate::http::replace::Whole;
@@ -63,8 +63,8 @@ pub struct PersonMedicationAttributes {
     pub source_dosage_option_id: Option<Option<ResourceId>>,
     /// Defaults to the dosage option's amount, else the medication's dose_amount
     #[serde(default, deserialize_with = "present")]
-    #[schemars(with = "decimal::Positive")]
-    pub dose_amount: Option<Option<Dec>>,
+    #[schemars(with = "PositiveDecimal")]
+    pub dose_amount: Option<Option<PositiveDecimal>>,
     /// Defaults to the dosage option's unit, else the medication's dose_unit
     #[serde(default, deserialize_with = "present")]
     #[schemars(with = "DoseUnit")]
@@ -76,8 +76,8 @@ pub struct PersonMedicationAttributes {
     #[schemars(with = "Option<DailyDoses>")]
     pub max_daily_doses: Option<Option<DailyDoses>>,
     #[serde(default, deserialize_with = "present")]
-    #[schemars(with = "Option<decimal::NonNegative>")]
-    pub min_hours_between_doses: Option<Option<Dec>>,
+    #[schemars(with = "Option<NonNegativeDecimal>")]
+    pub min_hours_between_doses: Option<Option<NonNegativeDecimal>>,
     #[serde(default, deserialize_with = "present")]
     #[schemars(with = "AdministrationKind", extend("default" = "routine"))]
     pub administration_kind: Option<Option<AdministrationKind>>,

@@ -4,8 +4,8 @@
 use jiff::civil::{Date, Time, Weekday};
 use serde_json::{Map, Value};
 
-use super::{STEP_KEYS, Slot, TaperStep, WEEKDAYS};
-use crate::decimal::Dec;
+use super::{STEP_KEYS, Slot, TaperStep, WeekdayName};
+use crate::decimal::{Dec, NonNegativeDecimal, PositiveDecimal};
 use crate::error::{ApiError, Problems};
 use crate::medicine::vocab::DoseUnit;
 
@@ -98,8 +98,9 @@ pub(super) fn read_weekdays(value: &Value, field: &str, problems: &mut Problems)
         "weekday names (monday to sunday)",
         problems,
         |v| {
-            let offset = WEEKDAYS.iter().position(|d| Some(*d) == v.as_str())?;
-            Weekday::from_monday_one_offset(offset as i8 + 1).ok()
+            v.as_str()
+                .and_then(WeekdayName::parse)
+                .map(WeekdayName::day)
         },
         |d| d.to_monday_zero_offset(),
     )
@@ -228,12 +229,8 @@ impl StepObject<'_> {
             problems.add(&self.at("dose_amount"), "is required");
             return None;
         };
-        match read_decimal(v) {
-            Ok(d) if d.is_positive() => Some(d),
-            Ok(_) => {
-                problems.add(&self.at("dose_amount"), "must be greater than zero");
-                None
-            }
+        match read_decimal::<PositiveDecimal>(v) {
+            Ok(d) => Some(d.get()),
             Err(message) => {
                 problems.add(&self.at("dose_amount"), message);
                 None
@@ -267,12 +264,8 @@ impl StepObject<'_> {
     }
 
     fn min_hours_between_doses(&self, problems: &mut Problems) -> Option<Dec> {
-        match read_decimal(self.given("min_hours_between_doses")?) {
-            Ok(d) if !d.is_negative() => Some(d),
-            Ok(_) => {
-                problems.add(&self.at("min_hours_between_doses"), "must not be negative");
-                None
-            }
+        match read_decimal::<NonNegativeDecimal>(self.given("min_hours_between_doses")?) {
+            Ok(d) => Some(d.get()),
             Err(message) => {
                 problems.add(&self.at("min_hours_between_doses"), message);
                 None
@@ -282,9 +275,15 @@ impl StepObject<'_> {
 }
 
 /// A decimal string (never a JSON number), as `Dec` reads it.
-fn read_decimal(value: &Value) -> std::result::Result<Dec, String> {
+/// A decimal held to its type's range (the type words the refusal).
+fn read_decimal<T: TryFrom<Dec, Error = &'static str>>(
+    value: &Value,
+) -> std::result::Result<T, String> {
     match value {
-        Value::String(s) => s.parse::<Dec>().map_err(|e| e.to_string()),
+        Value::String(s) => {
+            let d = s.parse::<Dec>().map_err(|e| e.to_string())?;
+            T::try_from(d).map_err(String::from)
+        }
         Value::Number(_) => {
             Err("must be a decimal string such as \"2.5\", not a JSON number".into())
         }

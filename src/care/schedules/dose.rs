@@ -17,7 +17,7 @@
 use rusqlite::Connection;
 
 pub use super::model::{Dose, DoseAttributes};
-use crate::decimal::Dec;
+use crate::decimal::{Dec, NonNegativeDecimal};
 use crate::domain::ResourceId;
 use crate::error::{ApiError, Problems, Result};
 use crate::medicine::dosage_options::model::DosageOption;
@@ -194,11 +194,7 @@ fn settle_amount(
             problems.add("dose_amount", "must not be null");
             None
         }
-        Some(Some(a)) if !a.is_positive() => {
-            problems.add("dose_amount", "must be greater than zero");
-            None
-        }
-        Some(Some(a)) => Some(a),
+        Some(Some(a)) => Some(a.get()),
         None => defaults
             .option
             .map(|o| o.amount)
@@ -267,11 +263,7 @@ fn settle_limits(
         },
     };
     let min_hours_between_doses = match attrs.min_hours_between_doses {
-        Some(Some(h)) if h.is_negative() => {
-            problems.add("min_hours_between_doses", "must not be negative");
-            None
-        }
-        Some(value) => value,
+        Some(value) => value.map(NonNegativeDecimal::get),
         None => match from_option {
             Some(o) => o.default_min_hours_between_doses,
             None => kept.and_then(|d| d.min_hours_between_doses),

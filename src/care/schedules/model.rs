@@ -8,7 +8,7 @@ use serde_json::Value;
 use crate::care::plan::{Planned, SCHEDULE, SchedulePlan};
 use crate::care::schedule_config::ScheduleConfig;
 use crate::care::source_row::Sourced;
-use crate::decimal::{self, Dec};
+use crate::decimal::{Dec, NonNegativeDecimal, PositiveDecimal};
 use crate::domain::{AtLeast, ResourceId, Text, Timestamp, present};
 use crate::http::openapi;
 use crate::http::replace::Whole;
@@ -25,13 +25,13 @@ pub struct Dose {
     pub source_dosage_option_id: Option<i64>,
     #[schemars(with = "Option<openapi::PortableId>")]
     pub source_dosage_option_portable_id: Option<String>,
-    #[schemars(with = "decimal::Positive")]
+    #[schemars(with = "PositiveDecimal")]
     pub dose_amount: Dec,
     pub dose_unit: DoseUnit,
     pub dose_cycle: Option<DoseCycle>,
     #[schemars(range(min = 1))]
     pub max_daily_doses: Option<i64>,
-    #[schemars(with = "Option<decimal::NonNegative>")]
+    #[schemars(with = "Option<NonNegativeDecimal>")]
     pub min_hours_between_doses: Option<Dec>,
 }
 
@@ -58,11 +58,11 @@ impl Dose {
 pub struct DoseAttributes {
     pub medication_id: Option<Option<ResourceId>>,
     pub source_dosage_option_id: Option<Option<ResourceId>>,
-    pub dose_amount: Option<Option<Dec>>,
+    pub dose_amount: Option<Option<PositiveDecimal>>,
     pub dose_unit: Option<Option<DoseUnit>>,
     pub dose_cycle: Option<Option<DoseCycle>>,
     pub max_daily_doses: Option<Option<i64>>,
-    pub min_hours_between_doses: Option<Option<Dec>>,
+    pub min_hours_between_doses: Option<Option<NonNegativeDecimal>>,
 }
 
 /// How many doses a dose cycle allows: at least 1.
@@ -128,8 +128,8 @@ pub struct ScheduleAttributes {
     pub source_dosage_option_id: Option<Option<ResourceId>>,
     /// Defaults to the dosage option's amount, else the medication's dose_amount
     #[serde(default, deserialize_with = "present")]
-    #[schemars(with = "decimal::Positive")]
-    pub dose_amount: Option<Option<Dec>>,
+    #[schemars(with = "PositiveDecimal")]
+    pub dose_amount: Option<Option<PositiveDecimal>>,
     /// Defaults to the dosage option's unit, else the medication's dose_unit
     #[serde(default, deserialize_with = "present")]
     #[schemars(with = "DoseUnit")]
@@ -144,8 +144,8 @@ pub struct ScheduleAttributes {
     #[schemars(with = "Option<DailyDoses>")]
     pub max_daily_doses: Option<Option<DailyDoses>>,
     #[serde(default, deserialize_with = "present")]
-    #[schemars(with = "Option<decimal::NonNegative>")]
-    pub min_hours_between_doses: Option<Option<Dec>>,
+    #[schemars(with = "Option<NonNegativeDecimal>")]
+    pub min_hours_between_doses: Option<Option<NonNegativeDecimal>>,
     /// Defaults to the medication's default_schedule_type
     #[serde(default, deserialize_with = "present")]
     #[schemars(with = "ScheduleType")]

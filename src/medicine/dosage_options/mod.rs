@@ -13,14 +13,12 @@ use rusqlite::Connection;
 use crate::auth::Actor;
 use crate::auth::access::require_inventory;
 use crate::db::change_feed::{self, Action, Change};
-use crate::decimal::Dec;
-use crate::domain::{IfMatch, Page, ResourceId, Timestamp, etag, trimmed};
+use crate::decimal::{Dec, NonNegativeDecimal};
+use crate::domain::{AtLeast, IfMatch, Page, ResourceId, Text, Timestamp, etag, trimmed};
 use crate::error::{ApiError, Problems, Result};
 use crate::medicine::forecast::{Holder, Plan, StockStatus};
 use crate::medicine::medications::store as medications_store;
-use model::{
-    DosageOption, DosageOptionAttributes, DosageOptionView, MAX_DESCRIPTION, MAX_FREQUENCY,
-};
+use model::{DosageOption, DosageOptionAttributes, DosageOptionView};
 
 pub const RECORD_TYPE: &str = crate::domain::record_type::DOSAGE_OPTION;
 
@@ -120,8 +118,7 @@ fn apply(row: &mut DosageOption, attrs: DosageOptionAttributes, mode: Mode) -> R
         None if whole => add("amount", "is required"),
         None => {}
         Some(None) => add("amount", "must not be null"),
-        Some(Some(a)) if !a.is_positive() => add("amount", "must be greater than zero"),
-        Some(Some(a)) => row.amount = a,
+        Some(Some(a)) => row.amount = a.get(),
     }
     match attrs.unit {
         None if whole => add("unit", "is required"),
@@ -129,29 +126,12 @@ fn apply(row: &mut DosageOption, attrs: DosageOptionAttributes, mode: Mode) -> R
         Some(None) => add("unit", "must not be null"),
         Some(Some(unit)) => row.unit = unit,
     }
-    let mut text =
-        |field: &str, value: Option<Option<String>>, max: usize, target: &mut Option<String>| {
-            if let Some(value) = value {
-                let value = trimmed(value);
-                if value.as_ref().is_some_and(|v| v.chars().count() > max) {
-                    add(field, &format!("must be at most {max} characters"));
-                } else {
-                    *target = value;
-                }
-            }
-        };
-    text(
-        "frequency",
-        attrs.frequency,
-        MAX_FREQUENCY,
-        &mut row.frequency,
-    );
-    text(
-        "description",
-        attrs.description,
-        MAX_DESCRIPTION,
-        &mut row.description,
-    );
+    if let Some(frequency) = attrs.frequency {
+        row.frequency = trimmed(frequency.map(Text::into_inner));
+    }
+    if let Some(description) = attrs.description {
+        row.description = trimmed(description.map(Text::into_inner));
+    }
     let mut flag = |field: &str, value: Option<Option<bool>>, target: &mut bool| match value {
         Some(None) => add(field, "must be true or false, not null"),
         Some(Some(v)) => *target = v,
@@ -167,35 +147,23 @@ fn apply(row: &mut DosageOption, attrs: DosageOptionAttributes, mode: Mode) -> R
         attrs.default_for_children,
         &mut row.default_for_children,
     );
-    match attrs.default_max_daily_doses {
-        Some(Some(n)) if n < 1 => add("default_max_daily_doses", "must be at least 1"),
-        Some(value) => row.default_max_daily_doses = value,
-        None => {}
+    if let Some(value) = attrs.default_max_daily_doses {
+        row.default_max_daily_doses = value.map(AtLeast::get);
     }
     if let Some(cycle) = attrs.default_dose_cycle {
         row.default_dose_cycle = cycle;
     }
-    let mut quantity =
-        |field: &str, value: Option<Option<Dec>>, target: &mut Option<Dec>| match value {
-            Some(Some(q)) if q.is_negative() => add(field, "must not be negative"),
-            Some(value) => *target = value,
-            None => {}
-        };
+    let quantity = |value: Option<Option<NonNegativeDecimal>>, target: &mut Option<Dec>| {
+        if let Some(value) = value {
+            *target = value.map(NonNegativeDecimal::get);
+        }
+    };
     quantity(
-        "default_min_hours_between_doses",
         attrs.default_min_hours_between_doses,
         &mut row.default_min_hours_between_doses,
     );
-    quantity(
-        "current_supply",
-        attrs.current_supply,
-        &mut row.current_supply,
-    );
-    quantity(
-        "reorder_threshold",
-        attrs.reorder_threshold,
-        &mut row.reorder_threshold,
-    );
+    quantity(attrs.current_supply, &mut row.current_supply);
+    quantity(attrs.reorder_threshold, &mut row.reorder_threshold);
     problems.check("the dosage option's attributes are invalid")
 }
 
@@ -358,11 +326,11 @@ mod tests {
         let mut row = blank();
         let err = apply(
             &mut row,
-            attrs(serde_json::json!({"current_supply": "-1"})),
+            attrs(serde_json::json!({"default_for_adults": null})),
             Mode::Replace,
         )
         .unwrap_err();
-        assert_eq!(fields(err), ["amount", "current_supply", "unit"]);
+        assert_eq!(fields(err), ["amount", "default_for_adults", "unit"]);
         let mut row = blank();
         apply(
             &mut row,
@@ -373,28 +341,22 @@ mod tests {
         assert_eq!(row.frequency, None);
     }
 
+    // Ranges and lengths are the attribute types' own: the body is refused
+    // while it is read, naming the field.
     #[test]
     fn limits() {
-        let mut row = blank();
-        let err = apply(
-            &mut row,
-            attrs(serde_json::json!({
-                "amount": "0", "unit": "ml", "default_max_daily_doses": 0,
-                "default_min_hours_between_doses": "-0.5", "default_for_adults": null,
-                "frequency": "x".repeat(201),
-            })),
-            Mode::Create,
-        )
-        .unwrap_err();
-        assert_eq!(
-            fields(err),
-            [
-                "amount",
-                "default_for_adults",
-                "default_max_daily_doses",
-                "default_min_hours_between_doses",
-                "frequency"
-            ]
-        );
+        for (field, value) in [
+            ("amount", serde_json::json!("0")),
+            ("default_max_daily_doses", serde_json::json!(0)),
+            ("default_min_hours_between_doses", serde_json::json!("-0.5")),
+            ("current_supply", serde_json::json!("-1")),
+            ("reorder_threshold", serde_json::json!("-0.000001")),
+            ("frequency", serde_json::json!("x".repeat(201))),
+            ("description", serde_json::json!("x".repeat(2001))),
+        ] {
+            let body = serde_json::json!({ field: value });
+            let err = crate::domain::body::typed::<DosageOptionAttributes>(Some(&body));
+            assert_eq!(fields(err.unwrap_err()), [field]);
+        }
     }
 }

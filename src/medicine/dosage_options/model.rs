@@ -3,16 +3,16 @@
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use crate::decimal::{self, Dec};
-use crate::domain::{ResourceId, Timestamp, Versioned, etag, present};
+use crate::decimal::{Dec, NonNegativeDecimal, PositiveDecimal};
+use crate::domain::{AtLeast, ResourceId, Text, Timestamp, Versioned, etag, present};
 use crate::http::openapi;
 use crate::http::replace::Whole;
 use crate::medicine::forecast::StockStatus;
 use crate::medicine::vocab::{DoseCycle, DoseUnit};
 
-/// The longest frequency text, counted after trimming.
+/// The longest frequency text.
 pub const MAX_FREQUENCY: usize = 200;
-/// The longest description, counted after trimming.
+/// The longest description.
 pub const MAX_DESCRIPTION: usize = 2000;
 
 // A dosage option as stored and as sent: it has no derived fields.
@@ -111,17 +111,17 @@ pub struct DosageOptionAttributes {
     #[schemars(with = "ResourceId")]
     pub medication_id: Option<Option<ResourceId>>,
     #[serde(default, deserialize_with = "present")]
-    #[schemars(with = "decimal::Positive")]
-    pub amount: Option<Option<Dec>>,
+    #[schemars(with = "PositiveDecimal")]
+    pub amount: Option<Option<PositiveDecimal>>,
     #[serde(default, deserialize_with = "present")]
     #[schemars(with = "DoseUnit")]
     pub unit: Option<Option<DoseUnit>>,
     #[serde(default, deserialize_with = "present")]
-    #[schemars(with = "Option<String>", extend("maxLength" = MAX_FREQUENCY))]
-    pub frequency: Option<Option<String>>,
+    #[schemars(with = "Option<Text<MAX_FREQUENCY>>")]
+    pub frequency: Option<Option<Text<MAX_FREQUENCY>>>,
     #[serde(default, deserialize_with = "present")]
-    #[schemars(with = "Option<String>", extend("maxLength" = MAX_DESCRIPTION))]
-    pub description: Option<Option<String>>,
+    #[schemars(with = "Option<Text<MAX_DESCRIPTION>>")]
+    pub description: Option<Option<Text<MAX_DESCRIPTION>>>,
     #[serde(default, deserialize_with = "present")]
     #[schemars(with = "bool", extend("default" = false))]
     pub default_for_adults: Option<Option<bool>>,
@@ -129,20 +129,20 @@ pub struct DosageOptionAttributes {
     #[schemars(with = "bool", extend("default" = false))]
     pub default_for_children: Option<Option<bool>>,
     #[serde(default, deserialize_with = "present")]
-    #[schemars(with = "Option<i64>", range(min = 1, max = i64::MAX))]
-    pub default_max_daily_doses: Option<Option<i64>>,
+    #[schemars(with = "Option<AtLeast<1>>")]
+    pub default_max_daily_doses: Option<Option<AtLeast<1>>>,
     #[serde(default, deserialize_with = "present")]
-    #[schemars(with = "Option<decimal::NonNegative>")]
-    pub default_min_hours_between_doses: Option<Option<Dec>>,
+    #[schemars(with = "Option<NonNegativeDecimal>")]
+    pub default_min_hours_between_doses: Option<Option<NonNegativeDecimal>>,
     #[serde(default, deserialize_with = "present")]
     #[schemars(with = "Option<DoseCycle>")]
     pub default_dose_cycle: Option<Option<DoseCycle>>,
     #[serde(default, deserialize_with = "present")]
-    #[schemars(with = "Option<decimal::NonNegative>")]
-    pub current_supply: Option<Option<Dec>>,
+    #[schemars(with = "Option<NonNegativeDecimal>")]
+    pub current_supply: Option<Option<NonNegativeDecimal>>,
     #[serde(default, deserialize_with = "present")]
-    #[schemars(with = "Option<decimal::NonNegative>")]
-    pub reorder_threshold: Option<Option<Dec>>,
+    #[schemars(with = "Option<NonNegativeDecimal>")]
+    pub reorder_threshold: Option<Option<NonNegativeDecimal>>,
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]

@@ -4,11 +4,11 @@
 use crate::db::WriteTx;
 use serde_json::json;
 
-use super::model::{self, Adjustment, MAX_SUPPLIER, Medication, OrderDetails, ReceiptDetails};
+use super::model::{self, Adjustment, Medication, OrderDetails, ReceiptDetails};
 use super::{for_change, save, trimmed};
 use crate::auth::Actor;
-use crate::decimal::Dec;
-use crate::domain::{IfMatch, ResourceId, Timestamp};
+use crate::decimal::PositiveDecimal;
+use crate::domain::{IfMatch, ResourceId, Text, Timestamp};
 use crate::error::{ApiError, Result};
 use crate::household::audit;
 use crate::medicine::vocab::ReorderStatus;
@@ -21,12 +21,9 @@ pub fn adjust_inventory(
     if_match: &IfMatch,
     adjustment: Adjustment,
 ) -> Result<Medication> {
-    if adjustment.quantity.is_negative() {
-        return Err(ApiError::invalid("quantity", "must not be negative"));
-    }
     let mut row = for_change(conn, actor, id, if_match)?;
     let previous = row.current_supply;
-    row.current_supply = adjustment.quantity;
+    row.current_supply = adjustment.quantity.get();
     audit::record(
         conn,
         actor.household_id,
@@ -37,15 +34,6 @@ pub fn adjust_inventory(
                "reason": adjustment.reason.as_str()}),
     )?;
     save(conn, actor, row)
-}
-
-fn check_order_quantity(quantity: Option<Dec>) -> Result<()> {
-    match quantity {
-        Some(q) if !q.is_positive() => {
-            Err(ApiError::invalid("quantity", "must be greater than zero"))
-        }
-        _ => Ok(()),
-    }
 }
 
 /// Records an order. While an order is outstanding (`reorder_status`
@@ -61,18 +49,8 @@ pub fn mark_as_ordered(
     if_match: &IfMatch,
     details: OrderDetails,
 ) -> Result<Medication> {
-    let quantity = details.quantity;
-    check_order_quantity(quantity.flatten())?;
-    let supplier = details.supplier.map(trimmed);
-    if supplier
-        .as_ref()
-        .is_some_and(|s| s.as_ref().is_some_and(|s| s.chars().count() > MAX_SUPPLIER))
-    {
-        return Err(ApiError::invalid(
-            "supplier",
-            format!("must be at most {MAX_SUPPLIER} characters"),
-        ));
-    }
+    let quantity = details.quantity.map(|q| q.map(PositiveDecimal::get));
+    let supplier = details.supplier.map(|s| trimmed(s.map(Text::into_inner)));
     let mut row = for_change(conn, actor, id, if_match)?;
     let outstanding = row.reorder.status == Some(ReorderStatus::Ordered);
     let previous = if outstanding {
@@ -122,8 +100,7 @@ pub fn mark_as_received(
             "a receipt takes only quantity",
         ));
     }
-    let sent = details.quantity.flatten();
-    check_order_quantity(sent)?;
+    let sent = details.quantity.flatten().map(PositiveDecimal::get);
     let mut row = for_change(conn, actor, id, if_match)?;
     let outstanding = match row.reorder.status {
         Some(ReorderStatus::Ordered) => row.reorder.quantity,

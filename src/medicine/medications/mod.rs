@@ -12,6 +12,7 @@ use rusqlite::Connection;
 use crate::auth::Actor;
 use crate::auth::access::require_inventory;
 use crate::db::change_feed::{self, Action, Change};
+use crate::decimal::{NonNegativeDecimal, PositiveDecimal};
 use crate::domain::{Digits, IfMatch, Page, ResourceId, Text, Timestamp, etag, trimmed};
 use crate::error::{ApiError, Problems, Result};
 use crate::household::locations::store as locations_store;
@@ -146,10 +147,7 @@ fn apply(
         row.dmd_code = code.map(Digits::into_inner);
     }
     if let Some(amount) = attrs.dose_amount {
-        match amount {
-            Some(a) if !a.is_positive() => add("dose_amount", "must be greater than zero"),
-            _ => row.dose_amount = amount,
-        }
+        row.dose_amount = amount.map(PositiveDecimal::get);
     }
     if let Some(unit) = attrs.dose_unit {
         row.dose_unit = unit;
@@ -162,15 +160,11 @@ fn apply(
     }
     match attrs.current_supply {
         Some(None) => add("current_supply", "must not be null"),
-        Some(Some(s)) if s.is_negative() => add("current_supply", "must not be negative"),
-        Some(Some(s)) => row.current_supply = s,
+        Some(Some(s)) => row.current_supply = s.get(),
         None => {}
     }
     if let Some(threshold) = attrs.reorder_threshold {
-        match threshold {
-            Some(t) if t.is_negative() => add("reorder_threshold", "must not be negative"),
-            _ => row.reorder_threshold = threshold,
-        }
+        row.reorder_threshold = threshold.map(NonNegativeDecimal::get);
     }
     problems.check("the medication's attributes are invalid")
 }

@@ -4,7 +4,7 @@ use jiff::civil::Date;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use crate::decimal::{self, Dec};
+use crate::decimal::{Dec, NonNegativeDecimal, PositiveDecimal};
 use crate::domain::{Digits, Name, ResourceId, Text, Timestamp, Versioned, etag, present};
 use crate::http::openapi;
 use crate::http::replace::Whole;
@@ -158,8 +158,8 @@ pub struct MedicationAttributes {
     #[schemars(with = "Option<Text<2000>>")]
     pub description: Option<Option<Text<2000>>>,
     #[serde(default, deserialize_with = "present")]
-    #[schemars(with = "Option<decimal::Positive>")]
-    pub dose_amount: Option<Option<Dec>>,
+    #[schemars(with = "Option<PositiveDecimal>")]
+    pub dose_amount: Option<Option<PositiveDecimal>>,
     #[serde(default, deserialize_with = "present")]
     #[schemars(with = "Option<DoseUnit>")]
     pub dose_unit: Option<Option<DoseUnit>>,
@@ -167,11 +167,11 @@ pub struct MedicationAttributes {
     #[schemars(with = "Option<ScheduleType>")]
     pub default_schedule_type: Option<Option<ScheduleType>>,
     #[serde(default, deserialize_with = "present")]
-    #[schemars(with = "decimal::NonNegative")]
-    pub current_supply: Option<Option<Dec>>,
+    #[schemars(with = "NonNegativeDecimal")]
+    pub current_supply: Option<Option<NonNegativeDecimal>>,
     #[serde(default, deserialize_with = "present")]
-    #[schemars(with = "Option<decimal::NonNegative>")]
-    pub reorder_threshold: Option<Option<Dec>>,
+    #[schemars(with = "Option<NonNegativeDecimal>")]
+    pub reorder_threshold: Option<Option<NonNegativeDecimal>>,
     #[serde(default, deserialize_with = "present")]
     #[schemars(with = "Option<Barcode>")]
     pub barcode: Option<Option<Barcode>>,
@@ -218,8 +218,7 @@ impl Whole for MedicationBody {
 #[schemars(inline)]
 pub struct Adjustment {
     // The counted stock, which becomes current_supply.
-    #[schemars(with = "decimal::NonNegative")]
-    pub quantity: Dec,
+    pub quantity: NonNegativeDecimal,
     pub reason: AdjustmentReason,
     #[serde(default)]
     pub note: Option<Text<1000>>,
@@ -232,7 +231,7 @@ pub struct AdjustmentBody {
     pub adjustment: Adjustment,
 }
 
-/// The longest supplier name, counted after trimming.
+/// The longest supplier name.
 pub const MAX_SUPPLIER: usize = 200;
 
 #[derive(Debug, Default, Deserialize, JsonSchema)]
@@ -240,11 +239,11 @@ pub const MAX_SUPPLIER: usize = 200;
 #[schemars(inline)]
 pub struct OrderDetails {
     #[serde(default, deserialize_with = "present")]
-    #[schemars(with = "Option<String>", extend("maxLength" = MAX_SUPPLIER))]
-    pub supplier: Option<Option<String>>,
+    #[schemars(with = "Option<Text<MAX_SUPPLIER>>")]
+    pub supplier: Option<Option<Text<MAX_SUPPLIER>>>,
     #[serde(default, deserialize_with = "present")]
-    #[schemars(with = "Option<decimal::Positive>")]
-    pub quantity: Option<Option<Dec>>,
+    #[schemars(with = "Option<PositiveDecimal>")]
+    pub quantity: Option<Option<PositiveDecimal>>,
     #[serde(default, deserialize_with = "present")]
     #[schemars(with = "Option<openapi::Date>")]
     pub expected_on: Option<Option<Date>>,
@@ -265,8 +264,8 @@ pub struct OrderBody {
 #[schemars(inline)]
 pub struct ReceiptDetails {
     #[serde(default, deserialize_with = "present")]
-    #[schemars(with = "Option<decimal::Positive>")]
-    pub quantity: Option<Option<Dec>>,
+    #[schemars(with = "Option<PositiveDecimal>")]
+    pub quantity: Option<Option<PositiveDecimal>>,
     #[serde(default, deserialize_with = "present")]
     #[schemars(skip)]
     pub supplier: Option<Option<String>>,

@@ -14,8 +14,8 @@ use serde_json::json;
 use crate::auth::Actor;
 use crate::auth::access::require_inventory;
 use crate::decimal::Dec;
-use crate::domain::{Page, ResourceId, Timestamp, trimmed};
-use crate::error::{ApiError, Problems, Result};
+use crate::domain::{Page, ResourceId, Text, Timestamp, trimmed};
+use crate::error::{ApiError, Result};
 use crate::household::audit;
 use crate::medicine::medications;
 use crate::medicine::{dosage_options, stock};
@@ -81,7 +81,7 @@ pub fn create(
 ) -> Result<StockRemoval> {
     let medication = authorize(conn, actor, medication_id)?;
 
-    let note = check(&input)?;
+    let note = trimmed(input.note.map(Text::into_inner));
 
     // The option named (by numeric or portable id) is resolved first, so a
     // retry naming it either way states the same facts.
@@ -95,7 +95,7 @@ pub fn create(
     };
     let submission_id = input.submission_id.0;
     let facts = Facts {
-        quantity: input.quantity,
+        quantity: input.quantity.get(),
         reason: input.reason,
         note: note.as_deref(),
         dosage_option_id: named_dosage.as_ref().map(|d| d.id),
@@ -168,20 +168,6 @@ pub fn create(
         }),
     )?;
     store::find(conn, id)?.ok_or_else(|| ApiError::internal("saved stock removal is missing"))
-}
-
-/// The 422 for a removal's quantity and note; the note, trimmed.
-fn check(input: &NewStockRemoval) -> Result<Option<String>> {
-    let mut problems = Problems::default();
-    if !input.quantity.is_positive() {
-        problems.add("quantity", "must be greater than zero");
-    }
-    let note = trimmed(input.note.clone());
-    if note.as_ref().is_some_and(|n| n.chars().count() > MAX_NOTE) {
-        problems.add("note", format!("must be at most {MAX_NOTE} characters"));
-    }
-    problems.check("the stock removal is invalid")?;
-    Ok(note)
 }
 
 /// The stock left after removing `quantity`; a 422 when the stock holds

@@ -5,8 +5,8 @@ use std::borrow::Cow;
 use schemars::{JsonSchema, Schema, SchemaGenerator, json_schema};
 use serde::{Deserialize, Serialize};
 
-use crate::decimal::{self, Dec};
-use crate::domain::{ResourceId, Timestamp};
+use crate::decimal::{Dec, PositiveDecimal};
+use crate::domain::{ResourceId, Text, Timestamp};
 use crate::http::openapi;
 use crate::medicine::vocab::StockRemovalReason;
 
@@ -135,16 +135,14 @@ fn reason<'de, D: serde::Deserializer<'de>>(de: D) -> Result<StockRemovalReason,
 #[schemars(inline)]
 pub struct NewStockRemoval {
     // A removal takes stock away: its quantity is greater than zero.
-    #[schemars(with = "decimal::Positive")]
-    pub quantity: Dec,
+    pub quantity: PositiveDecimal,
     #[serde(deserialize_with = "reason")]
     #[schemars(with = "StockRemovalReason")]
     pub reason: StockRemovalReason,
     /// Chosen by the client once per intended removal and kept for every retry of it
     pub submission_id: SubmissionId,
     #[serde(default)]
-    #[schemars(extend("maxLength" = super::MAX_NOTE))]
-    pub note: Option<String>,
+    pub note: Option<Text<{ super::MAX_NOTE }>>,
     /// A dosage option of this medication that tracks its own stock (its current_supply is not null), by numeric id or portable id; that stock is decremented instead of the medication's
     #[serde(default)]
     pub dosage_id: Option<DosageRef>,

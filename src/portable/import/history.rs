@@ -6,6 +6,8 @@ use serde_json::Value;
 
 use super::records::{portable_ref, same_value, text, timestamp, typed};
 use super::{Importer, store};
+use crate::care::dose_occurrences::model::Outcome;
+use crate::care::pause_periods::store::Resumer;
 use crate::care::person_medications::{self, model::PersonMedicationRow};
 use crate::care::schedules::{self, model::ScheduleRow};
 use crate::care::sources;
@@ -18,6 +20,14 @@ impl Importer<'_, '_> {
     pub(super) fn pause_periods(&mut self, records: &[RawRecord]) -> Result<()> {
         let household_id = self.actor.household_id;
         for record in records {
+            for field in [
+                "recorded_by_person_portable_id",
+                "resumed_by_person_portable_id",
+            ] {
+                if let Some(person) = record.get(field).and_then(Value::as_str) {
+                    self.original_actors.insert(person.to_string());
+                }
+            }
             let open = record.get("ended_at").is_none_or(Value::is_null);
             if let (true, Some(source)) = (
                 open,
@@ -34,12 +44,21 @@ impl Importer<'_, '_> {
             let reason = typed(rec.get("reason").cloned().unwrap_or(Value::Null))
                 .map_err(|_| ApiError::invalid("reason", "is not a supported pause reason"))?;
             let source = portable_ref(rec, "source_portable_id")?;
-            let actor_of = |field: &str| -> Result<Option<i64>> {
-                match rec.get(field).and_then(Value::as_str) {
-                    Some(person) => store::sole_membership_of(tx, household_id, person),
-                    None => Ok(None),
-                }
+            // (membership here, the bundle's reference kept when none or
+            // several memberships match: import rule 8)
+            let actor_of = |field: &str| -> Result<(Option<i64>, Option<&str>)> {
+                let Some(person) = rec.get(field).and_then(Value::as_str) else {
+                    return Ok((None, None));
+                };
+                Ok(match store::sole_membership_of(tx, household_id, person)? {
+                    Some(membership) => (Some(membership), None),
+                    None => (None, Some(person)),
+                })
             };
+            let (recorded_by_membership_id, recorded_by_person_ref) =
+                actor_of("recorded_by_person_portable_id")?;
+            let (resumed_by_membership_id, resumed_by_person_ref) =
+                actor_of("resumed_by_person_portable_id")?;
             let started_at = timestamp(rec, "started_at")?;
             let ended_at = timestamp(rec, "ended_at")?;
             let created_at = timestamp(rec, "created_at")?
@@ -53,8 +72,10 @@ impl Importer<'_, '_> {
                 ended_at: ended_at.as_deref(),
                 created_at: &created_at,
                 legacy_context: rec.get("legacy_context") == Some(&Value::Bool(true)),
-                recorded_by_membership_id: actor_of("recorded_by_person_portable_id")?,
-                resumed_by_membership_id: actor_of("resumed_by_person_portable_id")?,
+                recorded_by_membership_id,
+                resumed_by_membership_id,
+                recorded_by_person_ref,
+                resumed_by_person_ref,
             };
             crate::care::pause_periods::restore(tx, actor, &period)
         })
@@ -106,6 +127,9 @@ impl Importer<'_, '_> {
                 .get("outcome")
                 .and_then(Value::as_str)
                 .ok_or_else(|| ApiError::invalid("outcome", "is required"))?;
+            let outcome = Outcome::parse(outcome).ok_or_else(|| {
+                ApiError::invalid("outcome", format!("must be {}", Outcome::ALL.join(", ")))
+            })?;
             let scheduled_at = timestamp(rec, "scheduled_at")?;
             let resolved_at = timestamp(rec, "resolved_at")?;
             let restored = crate::care::dose_occurrences::outcomes::Restored {
@@ -171,8 +195,11 @@ impl Importer<'_, '_> {
                 .get("resumed_by_person_portable_id")
                 .and_then(Value::as_str)
             {
-                Some(person) => store::sole_membership_of(self.tx, household_id, person)?,
-                None => None,
+                Some(person) => match store::sole_membership_of(self.tx, household_id, person)? {
+                    Some(membership) => Resumer::Member(Some(membership)),
+                    None => Resumer::Original(person),
+                },
+                None => Resumer::Member(None),
             };
             self.tx.execute_batch("SAVEPOINT portable_record")?;
             match crate::care::pause_periods::advance_imported(

@@ -8,7 +8,7 @@
 //! (`db::with_portable_id`), so the same record keeps one identity across
 //! installations.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use serde_json::{Value, json};
 
@@ -72,19 +72,31 @@ pub fn parse(plaintext: &[u8]) -> Result<Payload> {
 /// rolled back and the summary says what the import would find; with
 /// `apply` true any conflict or error is a 422 and nothing is kept.
 pub fn run(tx: &WriteTx, actor: &Actor, payload: Payload, apply: bool) -> Result<ImportSummary> {
+    run_reporting(tx, actor, payload, apply, &crate::portable::quiet)
+}
+
+/// [`run`], telling `progress` how many records of each collection were
+/// handled.
+pub fn run_reporting(
+    tx: &WriteTx,
+    actor: &Actor,
+    payload: Payload,
+    apply: bool,
+    progress: crate::portable::Progress<'_>,
+) -> Result<ImportSummary> {
     tx.execute_batch("SAVEPOINT portable_import")?;
-    let outcome = Importer::new(tx, actor, &payload.format).and_then(|mut importer| {
+    let outcome = Importer::new(tx, actor, &payload.format, progress).and_then(|mut importer| {
         importer.all(payload)?;
-        Ok(importer.summary)
+        Ok((importer.summary, importer.original_actors))
     });
     let keep = apply
-        && matches!(&outcome, Ok(summary) if summary.conflicts.is_empty() && summary.errors.is_empty());
+        && matches!(&outcome, Ok((summary, _)) if summary.conflicts.is_empty() && summary.errors.is_empty());
     if keep {
         tx.execute_batch("RELEASE portable_import")?;
     } else {
         tx.execute_batch("ROLLBACK TO portable_import; RELEASE portable_import")?;
     }
-    let mut summary = outcome?;
+    let (mut summary, original_actors) = outcome?;
     if apply && !keep {
         return Err(refused(&summary));
     }
@@ -98,6 +110,7 @@ pub fn run(tx: &WriteTx, actor: &Actor, payload: Payload, apply: bool) -> Result
             ("household", actor.household_id),
             json!({
                 "imported_by_membership_id": actor.membership_id,
+                "original_actor_person_portable_ids": original_actors,
                 "format": summary.format,
                 "created": summary.created,
             }),
@@ -147,6 +160,11 @@ struct Importer<'t, 'c> {
     open_paused: std::collections::HashSet<String>,
     /// Imported open periods the bundle now closes (portable ids).
     pending_advances: Vec<String>,
+    /// The people the bundle names as having paused or resumed a source
+    /// (portable ids), for the audit event: they are the original actors,
+    /// apart from the importing member.
+    original_actors: BTreeSet<String>,
+    progress: crate::portable::Progress<'t>,
 }
 
 /// Reads one collection of the destination as portable JSON by portable id.
@@ -165,7 +183,12 @@ fn index<T: serde::Serialize>(
 }
 
 impl<'t, 'c> Importer<'t, 'c> {
-    fn new(tx: &'t WriteTx<'c>, actor: &'t Actor, format: &str) -> Result<Importer<'t, 'c>> {
+    fn new(
+        tx: &'t WriteTx<'c>,
+        actor: &'t Actor,
+        format: &str,
+        progress: crate::portable::Progress<'t>,
+    ) -> Result<Importer<'t, 'c>> {
         let read = Reader::new(tx, actor);
         let mut existing = HashMap::new();
         existing.insert(PEOPLE.name, index(|s| read.people(s))?);
@@ -196,6 +219,8 @@ impl<'t, 'c> Importer<'t, 'c> {
             existing,
             open_paused: Default::default(),
             pending_advances: Vec::new(),
+            original_actors: BTreeSet::new(),
+            progress,
         })
     }
 
@@ -435,7 +460,9 @@ impl<'t, 'c> Importer<'t, 'c> {
             .counts
             .entry(collection.name.to_string())
             .or_default() += records.len() as u64;
-        for record in records {
+        let total = records.len() as u64;
+        for (done, record) in (1..).zip(records) {
+            (self.progress)(collection.name, done, total);
             let Some(portable_id) = self.check_shape(collection, record) else {
                 continue;
             };
