@@ -18,6 +18,7 @@ mod dose_outcomes;
 mod durability;
 mod hardening;
 mod health_events;
+mod invitation_page;
 mod invitations;
 mod location_memberships;
 mod locations;

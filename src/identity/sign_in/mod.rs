@@ -6,6 +6,7 @@
 //! slowed by the same counters.
 
 pub mod page;
+pub mod password;
 pub mod routes;
 pub mod store;
 
@@ -241,9 +242,23 @@ pub fn failed(
     )
 }
 
+/// Records a successful sign-in (whatever it leads to) and forgets the
+/// account's failures.
+pub fn succeeded(
+    tx: &WriteTx,
+    account_id: i64,
+    email: &str,
+    address: &str,
+    metadata: serde_json::Value,
+) -> Result<()> {
+    events::clear(tx, &events::account_key(email))?;
+    tracing::info!(account_id, "signed in");
+    events::record(tx, Some(account_id), "sign_in.succeeded", address, metadata)
+}
+
 /// The code for a completed sign-in, and the URL that hands it to the client.
 #[allow(clippy::too_many_arguments)]
-fn complete(
+pub fn complete(
     tx: &WriteTx,
     request: &Authorization,
     issuer: &str,
@@ -253,12 +268,10 @@ fn complete(
     address: &str,
     step: &str,
 ) -> Result<String> {
-    events::clear(tx, &events::account_key(email))?;
-    tracing::info!(account_id, step, client_id = %request.client.id, "signed in");
-    events::record(
+    succeeded(
         tx,
-        Some(account_id),
-        "sign_in.succeeded",
+        account_id,
+        email,
         address,
         json!({"step": step, "client_id": request.client.id}),
     )?;
@@ -281,6 +294,20 @@ fn complete(
     Ok(redirect_with(&request.redirect_uri, &params))
 }
 
+/// After a correct password: the token of a pending second step when the
+/// account has one, else `None` (the account is verified).
+pub fn begin_second_step(tx: &WriteTx, account_id: i64) -> Result<Option<String>> {
+    if !mfa::enabled(tx, account_id)? {
+        return Ok(None);
+    }
+    let pending = token::generate(PENDING_PREFIX);
+    let expires = crate::domain::Timestamp::from_jiff(
+        jiff::Timestamp::now() + jiff::SignedDuration::from_secs(PENDING_SECS),
+    );
+    store::insert_pending(tx, &pending, account_id, &expires)?;
+    Ok(Some(pending.token))
+}
+
 /// After a correct password: done, or on to the second step.
 #[allow(clippy::too_many_arguments)]
 pub fn password_accepted(
@@ -292,13 +319,8 @@ pub fn password_accepted(
     device_label: &str,
     address: &str,
 ) -> Result<AfterPassword> {
-    if mfa::enabled(tx, account_id)? {
-        let pending = token::generate(PENDING_PREFIX);
-        let expires = crate::domain::Timestamp::from_jiff(
-            jiff::Timestamp::now() + jiff::SignedDuration::from_secs(PENDING_SECS),
-        );
-        store::insert_pending(tx, &pending, account_id, &expires)?;
-        return Ok(AfterPassword::SecondStep(pending.token));
+    if let Some(pending) = begin_second_step(tx, account_id)? {
+        return Ok(AfterPassword::SecondStep(pending));
     }
     complete(
         tx,
@@ -311,6 +333,66 @@ pub fn password_accepted(
         "password",
     )
     .map(AfterPassword::Done)
+}
+
+/// What a second-step code proves.
+pub enum SecondFactor {
+    /// The pending sign-in's account, and the step that verified it.
+    Verified {
+        account_id: i64,
+        email: String,
+        step: &'static str,
+    },
+    /// The code was wrong (counted as a failure); the same pending sign-in may try again.
+    WrongCode,
+    /// The pending sign-in is unknown or expired: start again.
+    Expired,
+}
+
+/// Checks a second-step code against the pending sign-in it names; a
+/// verified one is spent.
+pub fn verify_second_step(
+    tx: &WriteTx,
+    key: &MfaKey,
+    pending: &str,
+    code: &str,
+    address: &str,
+) -> Result<SecondFactor> {
+    let Some(presented) = token::parse_with(PENDING_PREFIX, pending) else {
+        return Ok(SecondFactor::Expired);
+    };
+    let Some(found) = store::find_pending(tx, presented.selector)? else {
+        return Ok(SecondFactor::Expired);
+    };
+    if !presented.matches(&found.secret_sha256)
+        || found.expires_at <= crate::domain::Timestamp::now()
+    {
+        return Ok(SecondFactor::Expired);
+    }
+    let (id, account_id) = (found.id, found.account_id);
+    let email: String = tx.query_row(
+        "SELECT email FROM accounts WHERE id = ?1",
+        [account_id],
+        |r| r.get(0),
+    )?;
+    match mfa::check(tx, key, account_id, code)? {
+        Some(factor) => {
+            store::delete_pending(tx, id)?;
+            let step = match factor {
+                Factor::Totp => "totp",
+                Factor::RecoveryCode => "recovery_code",
+            };
+            Ok(SecondFactor::Verified {
+                account_id,
+                email,
+                step,
+            })
+        }
+        None => {
+            failed(tx, Some(account_id), &email, address, "second_factor")?;
+            Ok(SecondFactor::WrongCode)
+        }
+    }
 }
 
 /// What the second step leads to.
@@ -333,47 +415,24 @@ pub fn second_step(
     device_label: &str,
     address: &str,
 ) -> Result<AfterSecondStep> {
-    let Some(presented) = token::parse_with(PENDING_PREFIX, pending) else {
-        return Ok(AfterSecondStep::Expired);
-    };
-    let Some(found) = store::find_pending(tx, presented.selector)? else {
-        return Ok(AfterSecondStep::Expired);
-    };
-    if !presented.matches(&found.secret_sha256)
-        || found.expires_at <= crate::domain::Timestamp::now()
-    {
-        return Ok(AfterSecondStep::Expired);
-    }
-    let (id, account_id) = (found.id, found.account_id);
-    let email: String = tx.query_row(
-        "SELECT email FROM accounts WHERE id = ?1",
-        [account_id],
-        |r| r.get(0),
-    )?;
-    match mfa::check(tx, key, account_id, code)? {
-        Some(factor) => {
-            store::delete_pending(tx, id)?;
-            let step = match factor {
-                Factor::Totp => "totp",
-                Factor::RecoveryCode => "recovery_code",
-            };
-            complete(
-                tx,
-                request,
-                issuer,
-                account_id,
-                &email,
-                device_label,
-                address,
-                step,
-            )
-            .map(AfterSecondStep::Done)
-        }
-        None => {
-            failed(tx, Some(account_id), &email, address, "second_factor")?;
-            Ok(AfterSecondStep::WrongCode)
-        }
-    }
+    Ok(match verify_second_step(tx, key, pending, code, address)? {
+        SecondFactor::Verified {
+            account_id,
+            email,
+            step,
+        } => AfterSecondStep::Done(complete(
+            tx,
+            request,
+            issuer,
+            account_id,
+            &email,
+            device_label,
+            address,
+            step,
+        )?),
+        SecondFactor::WrongCode => AfterSecondStep::WrongCode,
+        SecondFactor::Expired => AfterSecondStep::Expired,
+    })
 }
 
 /// The email of a pending sign-in, for its failure counter before the step.

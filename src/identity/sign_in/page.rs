@@ -45,7 +45,8 @@ pub fn escape(text: &str) -> String {
     out
 }
 
-fn page(title: &str, error: Option<&str>, body: &str) -> String {
+/// The page around a form: title, an alert for the error, the body.
+pub fn page(title: &str, error: Option<&str>, body: &str) -> String {
     let error = error
         .map(|e| {
             format!(
@@ -80,7 +81,7 @@ fn hidden(params: &AuthorizeParams, csrf: &str, pending: Option<&str>) -> String
         .join("\n")
 }
 
-fn described_by(error: Option<&str>) -> String {
+pub fn described_by(error: Option<&str>) -> String {
     if error.is_some() {
         format!(" aria-describedby=\"{ERROR_ID}\" aria-invalid=\"true\"")
     } else {
