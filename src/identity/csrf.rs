@@ -10,8 +10,8 @@ use subtle::ConstantTimeEq;
 
 use crate::identity::is_https;
 
-/// The cookie's value, if it is one we could have set.
-pub fn from_cookie(headers: &HeaderMap, name: &str) -> Option<String> {
+/// A cookie's value as sent.
+pub fn cookie(headers: &HeaderMap, name: &str) -> Option<String> {
     headers
         .get_all(header::COOKIE)
         .iter()
@@ -20,11 +20,15 @@ pub fn from_cookie(headers: &HeaderMap, name: &str) -> Option<String> {
         .filter_map(|pair| pair.trim().split_once('='))
         .find(|(cookie, _)| *cookie == name)
         .map(|(_, value)| value.to_string())
-        .filter(|v| {
-            v.len() == 43
-                && v.bytes()
-                    .all(|b| b.is_ascii_alphanumeric() || b"-_".contains(&b))
-        })
+}
+
+/// The cookie's value, if it is one we could have set.
+pub fn from_cookie(headers: &HeaderMap, name: &str) -> Option<String> {
+    cookie(headers, name).filter(|v| {
+        v.len() == 43
+            && v.bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b"-_".contains(&b))
+    })
 }
 
 pub fn generate() -> String {
@@ -46,6 +50,15 @@ pub fn matches(cookie: Option<&str>, sent: Option<&str>) -> bool {
 pub fn set(mut response: Response, name: &str, path: &str, value: &str, base: &str) -> Response {
     let secure = if is_https(base) { "; Secure" } else { "" };
     let cookie = format!("{name}={value}; Path={path}; HttpOnly; SameSite=Lax{secure}");
+    if let Ok(value) = HeaderValue::from_str(&cookie) {
+        response.headers_mut().append(header::SET_COOKIE, value);
+    }
+    response
+}
+
+/// Removes a cookie set by `set`.
+pub fn clear(mut response: Response, name: &str, path: &str) -> Response {
+    let cookie = format!("{name}=; Path={path}; Max-Age=0; HttpOnly; SameSite=Lax");
     if let Ok(value) = HeaderValue::from_str(&cookie) {
         response.headers_mut().append(header::SET_COOKIE, value);
     }

@@ -10,6 +10,7 @@ pub mod events;
 pub mod invitation;
 pub mod mfa;
 pub mod oauth;
+pub mod oidc;
 pub mod operator;
 pub mod removed;
 pub mod sessions;
@@ -43,6 +44,7 @@ pub fn root_router() -> Router<AppState> {
     Router::new()
         .route(METADATA_PATH, get(oauth::routes::metadata))
         .merge(invitation::routes::router())
+        .merge(oidc::routes::router())
 }
 
 /// The server's own origin: the configured public URL, or else the origin

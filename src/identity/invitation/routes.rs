@@ -9,14 +9,14 @@ use axum::routing::get;
 use serde::Deserialize;
 use serde_json::json;
 
-use super::page;
+use super::page::{self, ProviderButton};
 use super::{InvitationForm, Step};
 use crate::error::{ApiError, Result};
 use crate::household::invitations::{self, Invitee};
-use crate::identity::sign_in::page::html;
+use crate::identity::sign_in::page::{html, html_to};
 use crate::identity::sign_in::password::{self, PasswordCheck};
 use crate::identity::sign_in::{self, SecondFactor};
-use crate::identity::{ClientAddress, base_url, csrf, parse_form, parse_pairs};
+use crate::identity::{ClientAddress, base_url, csrf, oidc, parse_form, parse_pairs};
 use crate::state::AppState;
 
 const CSRF_COOKIE: &str = "pillbox_invitation_csrf";
@@ -58,14 +58,39 @@ struct Visit {
 
 impl Visit {
     fn respond(&self, status: StatusCode, body: String) -> Response {
-        let response = html(status, body, None);
+        let origin = oidc::routes::provider_origin(&self.state);
+        let response = html_to(
+            status,
+            body,
+            origin
+                .as_slice()
+                .iter()
+                .map(String::as_str)
+                .collect::<Vec<_>>()
+                .as_slice(),
+        );
         csrf::set(response, CSRF_COOKIE, page::ACTION, &self.csrf, &self.base)
     }
 
     fn landing(&self, status: StatusCode, error: Option<(Step, &str)>) -> Response {
+        let button = self.state.settings.oidc.as_ref().map(|o| ProviderButton {
+            name: &o.name,
+            action: page::ACTION,
+            hidden: vec![
+                ("csrf_token", self.csrf.as_str()),
+                ("token", self.token.as_str()),
+                ("step", "provider"),
+            ],
+        });
         self.respond(
             status,
-            page::landing(&self.invitee, &self.token, &self.csrf, None, error),
+            page::landing(
+                &self.invitee,
+                &self.token,
+                &self.csrf,
+                button.as_ref(),
+                error,
+            ),
         )
     }
 
@@ -179,6 +204,14 @@ async fn submit(
         (Some(pending), _) => second_step(&visit, pending, &form).await,
         (None, Some("create")) => create(&visit, &form).await,
         (None, Some("sign_in")) => sign_in_step(&visit, &form).await,
+        (None, Some("provider")) if visit.state.settings.oidc.is_some() => Ok(oidc::routes::start(
+            &visit.state,
+            &visit.base,
+            oidc::model::Purpose::Invitation,
+            Some(&visit.token),
+            &visit.address,
+        )
+        .await),
         _ => Ok(html(StatusCode::BAD_REQUEST, page::malformed(), None)),
     };
     outcome.unwrap_or_else(ApiError::into_response)

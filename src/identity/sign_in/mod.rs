@@ -12,7 +12,7 @@ pub mod store;
 
 use rusqlite::{Connection, OptionalExtension};
 use schemars::JsonSchema;
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use serde_json::json;
 
 use crate::auth::token;
@@ -25,7 +25,7 @@ use crate::identity::{events, oauth};
 
 /// The authorization request (RFC 6749 4.1.1 with RFC 7636's challenge),
 /// as query parameters of the page or hidden fields of its forms.
-#[derive(Debug, Clone, Default, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize, JsonSchema)]
 pub struct AuthorizeParams {
     /// Must be `code`
     pub response_type: Option<String>,
@@ -79,6 +79,8 @@ pub struct SignInForm {
     pub code: Option<String>,
     /// An unused recovery code instead of a code (second step)
     pub recovery_code: Option<String>,
+    /// `oidc`: sign in with the configured identity provider instead
+    pub provider: Option<String>,
 }
 
 /// A checked authorization request.

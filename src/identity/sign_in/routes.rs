@@ -8,7 +8,7 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use serde_json::json;
 
-use super::page::{self, html};
+use super::page::{self, html, html_to};
 use super::password::{self, PasswordCheck};
 use super::{
     AfterPassword, AfterSecondStep, Authorization, AuthorizeParams, Refusal, SignInForm,
@@ -17,7 +17,7 @@ use super::{
 use crate::error::{ApiError, Result};
 use crate::http::openapi::{Api, Op};
 use crate::identity::oauth::routes::AUTHORIZE_PATH;
-use crate::identity::{ClientAddress, base_url, csrf, parse_form, parse_pairs};
+use crate::identity::{ClientAddress, base_url, csrf, oidc, parse_form, parse_pairs};
 use crate::state::AppState;
 
 const TAG: &str = "OAuth";
@@ -120,12 +120,13 @@ async fn show(State(state): State<AppState>, headers: HeaderMap, uri: Uri) -> Re
         Err(refusal) => return refused(refusal, StatusCode::FOUND),
     };
     let csrf = csrf_cookie(&headers).unwrap_or_else(csrf::generate);
-    let body = page::password_form(&params, &csrf, "", None);
-    with_cookie(
-        html(StatusCode::OK, body, Some(&request.redirect_uri)),
-        &csrf,
-        &base,
-    )
+    let provider = state.settings.oidc.as_ref().map(|o| o.name.as_str());
+    let body = page::password_form(&params, &csrf, "", None, provider);
+    let origin = oidc::routes::provider_origin(&state);
+    let targets: Vec<&str> = std::iter::once(request.redirect_uri.as_str())
+        .chain(origin.as_deref())
+        .collect();
+    with_cookie(html_to(StatusCode::OK, body, &targets), &csrf, &base)
 }
 
 /// One submission, with what every step needs.
@@ -141,13 +142,18 @@ struct Submission {
 
 impl Submission {
     fn page(&self, status: StatusCode, body: String) -> Response {
-        html(status, body, Some(&self.request.redirect_uri))
+        let origin = oidc::routes::provider_origin(&self.state);
+        let targets: Vec<&str> = std::iter::once(self.request.redirect_uri.as_str())
+            .chain(origin.as_deref())
+            .collect();
+        html_to(status, body, &targets)
     }
 
     fn password_page(&self, status: StatusCode, email: &str, error: &str) -> Response {
+        let provider = self.state.settings.oidc.as_ref().map(|o| o.name.as_str());
         self.page(
             status,
-            page::password_form(&self.params, &self.csrf, email, Some(error)),
+            page::password_form(&self.params, &self.csrf, email, Some(error), provider),
         )
     }
 
@@ -214,6 +220,20 @@ async fn submit(
             "This sign-in form has expired or did not come from this server. Please sign in again.",
         );
         return with_cookie(response, &submission.csrf, &submission.base);
+    }
+    if form.provider.as_deref() == Some("oidc") && submission.state.settings.oidc.is_some() {
+        let purpose = oidc::model::Purpose::Authorize {
+            params: Box::new(submission.params.clone()),
+            device_label: submission.device_label.clone(),
+        };
+        return oidc::routes::start(
+            &submission.state,
+            &submission.base,
+            purpose,
+            None,
+            &submission.address,
+        )
+        .await;
     }
     let outcome = match form.mfa_token.as_deref() {
         Some(pending) => second_step(&submission, pending, &form).await,
