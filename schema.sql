@@ -736,3 +736,14 @@ CREATE TABLE IF NOT EXISTS oidc_pending (
     created_at    TEXT NOT NULL,
     expires_at    TEXT NOT NULL
 ) STRICT;
+
+-- A provider identity no account matched, waiting for its owner to sign in
+-- with a password once to link it (the token is in the sign-in form).
+CREATE TABLE IF NOT EXISTS oidc_pending_links (
+    id            INTEGER PRIMARY KEY,
+    selector      TEXT NOT NULL UNIQUE,
+    secret_sha256 BLOB NOT NULL,
+    issuer        TEXT NOT NULL,
+    subject       TEXT NOT NULL,
+    expires_at    TEXT NOT NULL
+) STRICT;

@@ -533,7 +533,13 @@ async fn bad_id_tokens_are_each_refused_with_a_page_and_audited() {
     for (reason, status, words, make) in cases {
         let (back, _) = delegated(&app, &provider, make).await;
         refused(&back, status, words);
-        assert!(html(&back).contains("Back to signing in"), "{reason}");
+        // An identity no account matched may be linked by signing in with
+        // a password; a token that failed its checks may only start again.
+        let onward = match reason {
+            "email_not_verified" | "no_matching_account" => "link it",
+            _ => "Back to signing in",
+        };
+        assert!(html(&back).contains(onward), "{reason}");
         assert_eq!(failures(&app, reason).await, 1, "{reason} is audited");
     }
     let linked: i64 = app
@@ -639,4 +645,60 @@ async fn an_invitee_signs_in_with_the_provider_on_the_invitation_page() {
     assert_eq!(member, 1);
     // The link is spent.
     open(&app, &token).await.assert_status(404);
+}
+
+#[tokio::test]
+async fn an_identity_no_account_matches_is_linked_once_by_signing_in_with_the_password() {
+    let provider = start_provider().await;
+    let app = app_with(&provider).await;
+    let unverified = |nonce: &str| {
+        let mut c = claims(&provider, nonce, "user-9", "owner@example.org");
+        c["email_verified"] = json!(false);
+        sign(&keys().0, &c)
+    };
+    let (refused_page, verifier) = delegated(&app, &provider, unverified).await;
+    refused(&refused_page, 403, "has not verified your email");
+    let text = html(&refused_page);
+    assert!(text.contains("link it"), "{text}");
+    let mut fields = hidden_fields(text);
+    assert!(
+        fields
+            .iter()
+            .any(|(k, v)| k == "link_token" && v.starts_with("pbx_oidcl_"))
+    );
+    let cookie = cookies_of(&refused_page)
+        .split("; ")
+        .find(|c| c.starts_with("pillbox_sign_in_csrf="))
+        .expect("the link form's CSRF cookie")
+        .to_string();
+    // A wrong password links nothing.
+    let mut wrong = fields.clone();
+    wrong.push(("email".into(), "owner@example.org".into()));
+    wrong.push(("password".into(), "not the password".into()));
+    post_page(&app, &wrong, &cookie).await.assert_status(401);
+    fields.push(("email".into(), "owner@example.org".into()));
+    fields.push(("password".into(), crate::support::PASSWORD.into()));
+    let signed_in = post_page(&app, &fields, &cookie).await;
+    assert_eq!(signed_in.status.as_u16(), 303, "{}", html(&signed_in));
+    let code = param(&location_params(&signed_in), "code")
+        .unwrap()
+        .to_string();
+    redeem(&app, &code, &verifier).await.assert_status(200);
+    let linked: i64 = app
+        .db
+        .read(|c| {
+            Ok(c.query_row(
+                "SELECT count(*) FROM oidc_identities i JOIN accounts a ON a.id = i.account_id
+                 WHERE i.subject = 'user-9' AND a.email = 'owner@example.org'",
+                [],
+                |r| r.get(0),
+            )?)
+        })
+        .await
+        .unwrap();
+    assert_eq!(linked, 1);
+    // From now on the provider alone signs this identity in.
+    let (again, _) = delegated(&app, &provider, unverified).await;
+    assert_eq!(again.status.as_u16(), 303, "{}", html(&again));
+    assert!(again.header("location").unwrap().starts_with(REDIRECT));
 }

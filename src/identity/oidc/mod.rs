@@ -364,3 +364,11 @@ pub fn origin(url: &str) -> Option<String> {
         .all(|b| b.is_ascii_graphic() && b != b';' && b != b',' && b != b'\'')
         .then_some(origin)
 }
+
+/// A link token for an identity no account matched (ten minutes, once).
+pub fn offer_link(tx: &WriteTx, claims: &Claims) -> Result<String> {
+    let link = crate::auth::token::generate(crate::identity::sign_in::LINK_PREFIX);
+    let expires = Timestamp::now().plus(jiff::SignedDuration::from_secs(PENDING_SECS));
+    store::insert_pending_link(tx, &link, &claims.iss, &claims.sub, &expires)?;
+    Ok(link.token)
+}

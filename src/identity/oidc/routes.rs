@@ -237,12 +237,16 @@ async fn finish(
                         Err(failure) => failure,
                     };
                     super::record_failure(tx, None, failure, &address, "sign_in")?;
-                    Ok(Err(failure))
+                    let link = matches!(failure, Failure::NoAccount | Failure::EmailNotVerified)
+                        .then(|| super::offer_link(tx, &claims))
+                        .transpose()?;
+                    Ok(Err((failure, link)))
                 })
                 .await?;
             Ok(match done {
                 Ok(url) => redirect(&url),
-                Err(failure) => fail(failure),
+                Err((failure, Some(link))) => link_page(&settings, failure, &base, &params, &link),
+                Err((failure, None)) => fail(failure),
             })
         }
         Purpose::Invitation => accept_invitation(state, headers, address, claims, &settings).await,
@@ -358,4 +362,39 @@ async fn accept_invitation(
         }
         Err(e) => return Err(e),
     })
+}
+
+/// The refusal of an identity no account matched, with the password form
+/// that links it: whoever signs in with it (and their second factor) links
+/// this identity to their account, once.
+fn link_page(
+    settings: &OidcSettings,
+    failure: Failure,
+    base: &str,
+    params: &sign_in::AuthorizeParams,
+    link: &str,
+) -> Response {
+    let mut params = params.clone();
+    params.link_token = Some(link.to_string());
+    let csrf = csrf::generate();
+    let form = sign_in::page::password_body(&params, &csrf, "", None, None);
+    let body = format!(
+        "<p>If you have a Pillbox account, sign in with its password once to link it to this {} identity; from then on {} is enough.</p>\n{form}",
+        escape(&settings.name),
+        escape(&settings.name)
+    );
+    let text = page(
+        &format!("Sign-in with {} did not work", settings.name),
+        Some(&failure.message(&settings.name)),
+        &body,
+    );
+    let targets: Vec<&str> = params.redirect_uri.as_deref().into_iter().collect();
+    let response = sign_in::page::html_to(failure.status(), text, &targets);
+    csrf::set(
+        response,
+        sign_in::routes::CSRF_COOKIE,
+        "/api/v1/oauth",
+        &csrf,
+        base,
+    )
 }

@@ -74,3 +74,52 @@ pub fn link(tx: &WriteTx, issuer: &str, subject: &str, account_id: i64) -> Resul
     .execute(params![issuer, subject, account_id, now])?;
     Ok(())
 }
+
+pub fn insert_pending_link(
+    tx: &WriteTx,
+    token: &crate::auth::token::NewToken,
+    issuer: &str,
+    subject: &str,
+    expires_at: &Timestamp,
+) -> Result<()> {
+    tx.prepare_cached("DELETE FROM oidc_pending_links WHERE expires_at < ?1")?
+        .execute([Timestamp::now()])?;
+    tx.prepare_cached(
+        "INSERT INTO oidc_pending_links (selector, secret_sha256, issuer, subject, expires_at)
+         VALUES (?1, ?2, ?3, ?4, ?5)",
+    )?
+    .execute(params![
+        token.selector,
+        token.secret_sha256,
+        issuer,
+        subject,
+        expires_at
+    ])?;
+    Ok(())
+}
+
+/// A pending link (issuer, subject), removed when its secret matches and it
+/// has not expired: a link token is good once.
+pub fn take_pending_link(
+    tx: &WriteTx,
+    presented: &crate::auth::token::Presented<'_>,
+) -> Result<Option<(String, String)>> {
+    let found: Option<(i64, Vec<u8>, String, String, Timestamp)> = tx
+        .prepare_cached(
+            "SELECT id, secret_sha256, issuer, subject, expires_at FROM oidc_pending_links
+             WHERE selector = ?1",
+        )?
+        .query_row([presented.selector], |r| {
+            Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?))
+        })
+        .optional()?;
+    let Some((id, secret, issuer, subject, expires_at)) = found else {
+        return Ok(None);
+    };
+    if !presented.matches(&secret) || expires_at <= Timestamp::now() {
+        return Ok(None);
+    }
+    tx.prepare_cached("DELETE FROM oidc_pending_links WHERE id = ?1")?
+        .execute([id])?;
+    Ok(Some((issuer, subject)))
+}

@@ -42,6 +42,9 @@ pub struct AuthorizeParams {
     pub scope: Option<String>,
     /// A name for the device shown in the session list (default: from the user agent)
     pub device_label: Option<String>,
+    /// From the page of a delegated sign-in no account matched: signing in
+    /// links that identity-provider identity to the account
+    pub link_token: Option<String>,
 }
 
 impl AuthorizeParams {
@@ -56,6 +59,7 @@ impl AuthorizeParams {
             ("code_challenge_method", &self.code_challenge_method),
             ("scope", &self.scope),
             ("device_label", &self.device_label),
+            ("link_token", &self.link_token),
         ]
         .into_iter()
         .filter_map(|(name, value)| value.as_deref().map(|v| (name, v)))
@@ -91,6 +95,7 @@ pub struct Authorization {
     pub state: Option<String>,
     pub code_challenge: String,
     pub scope: String,
+    pub link_token: Option<String>,
 }
 
 /// Why a request cannot go on: a page of our own when the client or its
@@ -179,6 +184,7 @@ pub fn validate(
         state: params.state.clone(),
         code_challenge: code_challenge.to_string(),
         scope,
+        link_token: params.link_token.clone(),
     })
 }
 
@@ -277,6 +283,9 @@ pub fn complete(
         address,
         json!({"step": step, "client_id": request.client.id}),
     )?;
+    if let Some(link) = request.link_token.as_deref() {
+        link_identity(tx, link, account_id, address)?;
+    }
     let code = oauth::issue_code(
         tx,
         &oauth::Grant {
@@ -449,4 +458,27 @@ pub fn pending_email(conn: &Connection, pending: &str) -> Result<Option<String>>
         )?
         .query_row([presented.selector], |r| r.get(0))
         .optional()?)
+}
+
+pub const LINK_PREFIX: &str = "pbx_oidcl_";
+
+/// Links the identity-provider identity a link token names to the account
+/// that just signed in; a token that is unknown, used or expired links
+/// nothing (the sign-in itself stands).
+fn link_identity(tx: &WriteTx, link: &str, account_id: i64, address: &str) -> Result<()> {
+    let Some(presented) = token::parse_with(LINK_PREFIX, link) else {
+        return Ok(());
+    };
+    let Some((issuer, subject)) = crate::identity::oidc::store::take_pending_link(tx, &presented)?
+    else {
+        return Ok(());
+    };
+    crate::identity::oidc::store::link(tx, &issuer, &subject, account_id)?;
+    events::record(
+        tx,
+        Some(account_id),
+        "oidc.linked",
+        address,
+        json!({"issuer": issuer}),
+    )
 }

@@ -98,20 +98,34 @@ pub fn password_form(
     error: Option<&str>,
     provider: Option<&str>,
 ) -> String {
+    page(
+        "Sign in",
+        error,
+        &password_body(params, csrf, email, error, provider),
+    )
+}
+
+/// The first step's forms without the page around them.
+pub fn password_body(
+    params: &AuthorizeParams,
+    csrf: &str,
+    email: &str,
+    error: Option<&str>,
+    provider: Option<&str>,
+) -> String {
     let body = PASSWORD
         .replace("{{action}}", ACTION)
         .replace("{{hidden}}", &hidden(params, csrf, None))
         .replace("{{email}}", &escape(email))
         .replace("{{describedby}}", &described_by(error));
-    let body = match provider {
+    match provider {
         Some(name) => format!(
             "{body}\n<form method=\"post\" action=\"{ACTION}\">\n{}\n<input type=\"hidden\" name=\"provider\" value=\"oidc\">\n<p><button type=\"submit\">Sign in with {}</button></p>\n</form>",
             hidden(params, csrf, None),
             escape(name)
         ),
         None => body,
-    };
-    page("Sign in", error, &body)
+    }
 }
 
 /// The second step: a TOTP code or a recovery code.

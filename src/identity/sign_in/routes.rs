@@ -21,7 +21,7 @@ use crate::identity::{ClientAddress, base_url, csrf, oidc, parse_form, parse_pai
 use crate::state::AppState;
 
 const TAG: &str = "OAuth";
-const CSRF_COOKIE: &str = "pillbox_sign_in_csrf";
+pub const CSRF_COOKIE: &str = "pillbox_sign_in_csrf";
 
 fn html_response(description: &str) -> serde_json::Value {
     json!({"description": description,
@@ -48,6 +48,7 @@ pub fn routes(api: Api) -> Api {
             .query("code_challenge_method", json!({"const": "S256"}), "Only S256")
             .query("scope", text(), "pillbox (the default)")
             .query("device_label", text(), "A name for the device in the session list")
+            .query("link_token", text(), "From the page of a delegated sign-in no account matched: signing in links that identity to the account")
             .html_ok("The sign-in page")
             .response(302, redirect_response("Back to the client's redirect URI with error, error_description, state and iss"))
             .response(400, html_response("An error page: unknown client, unregistered redirect URI or malformed request")),
