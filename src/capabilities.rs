@@ -77,6 +77,8 @@ struct Notifications {
 #[schemars(inline)]
 struct Authentication {
     methods: Vec<&'static str>,
+    /// Whether the sign-in page offers an OpenID Connect identity provider ("Sign in with …"); its name, when it does
+    delegated_sign_in: DelegatedSignIn,
     mobile_oauth: MobileOauth,
     web_oauth: WebOauth,
     multi_factor: Vec<&'static str>,
@@ -105,6 +107,13 @@ struct MobileOauth {
     revocation_endpoint: String,
     code_challenge_methods: Vec<&'static str>,
     grant_types: Vec<&'static str>,
+}
+
+#[derive(Debug, Serialize, JsonSchema)]
+#[schemars(inline)]
+struct DelegatedSignIn {
+    supported: bool,
+    provider_name: Option<String>,
 }
 
 #[derive(Debug, Serialize, JsonSchema)]
@@ -326,7 +335,15 @@ fn authentication(state: &AppState, base: &str) -> Authentication {
     let mobile = crate::identity::clients::find(&state.settings, base, &oauth.mobile_client_id);
     let web = crate::identity::clients::find(&state.settings, base, &oauth.web_client_id);
     Authentication {
-        methods: vec!["oauth_authorization_code", "app_token"],
+        methods: if state.settings.oidc.is_some() {
+            vec!["oauth_authorization_code", "openid_connect", "app_token"]
+        } else {
+            vec!["oauth_authorization_code", "app_token"]
+        },
+        delegated_sign_in: DelegatedSignIn {
+            supported: state.settings.oidc.is_some(),
+            provider_name: state.settings.oidc.as_ref().map(|o| o.name.clone()),
+        },
         mobile_oauth: MobileOauth {
             supported: mobile.is_some(),
             client_id: oauth.mobile_client_id.clone(),

@@ -134,6 +134,30 @@ pub struct ServeArgs {
     #[arg(long, env = "PILLBOX_SMTP_FROM", default_value = DEFAULT_SMTP_FROM)]
     pub smtp_from: String,
 
+    /// A PEM certificate authority to trust for the SMTP server's TLS
+    /// certificate (a private CA or a self-signed certificate), beside the
+    /// public roots; needs smtps:// or ?tls=required.
+    #[arg(long, env = "PILLBOX_SMTP_CA_FILE")]
+    pub smtp_ca_file: Option<PathBuf>,
+
+    /// OpenID Connect issuer for delegated sign-in ("Sign in with …"); on
+    /// only with --oidc-client-id and PILLBOX_OIDC_CLIENT_SECRET too. The
+    /// provider's redirect URI to register is `<public URL>/oidc/callback`.
+    #[arg(long, env = "PILLBOX_OIDC_ISSUER")]
+    pub oidc_issuer: Option<String>,
+
+    /// The client id registered at the OpenID Connect provider.
+    #[arg(long, env = "PILLBOX_OIDC_CLIENT_ID")]
+    pub oidc_client_id: Option<String>,
+
+    /// The client secret registered at the provider (prefer the environment variable: flags show in process lists).
+    #[arg(long, env = "PILLBOX_OIDC_CLIENT_SECRET", hide_env_values = true)]
+    pub oidc_client_secret: Option<String>,
+
+    /// The provider's name on the sign-in button ("Sign in with <name>").
+    #[arg(long, env = "PILLBOX_OIDC_NAME", default_value = DEFAULT_OIDC_NAME)]
+    pub oidc_name: String,
+
     #[arg(long, env = "PILLBOX_LOG_FORMAT", value_enum, default_value_t = LogFormat::Text)]
     pub log_format: LogFormat,
     /// Directory for scheduled backups of the database; none are taken without it
@@ -214,6 +238,31 @@ pub struct Settings {
     pub invitation_ttl_days: u64,
     /// Email delivery; `None` when no SMTP server is configured.
     pub mail: Option<crate::mail::MailSettings>,
+    /// Delegated sign-in; `None` unless issuer, client id and secret are all set.
+    pub oidc: Option<OidcSettings>,
+}
+
+pub const DEFAULT_OIDC_NAME: &str = "single sign-on";
+
+/// The OpenID Connect provider of delegated sign-in.
+#[derive(Clone)]
+pub struct OidcSettings {
+    /// Exactly as the provider's ID tokens name it (`iss`).
+    pub issuer: String,
+    pub client_id: String,
+    pub client_secret: String,
+    /// Shown on the button: "Sign in with <name>".
+    pub name: String,
+}
+
+impl std::fmt::Debug for OidcSettings {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("OidcSettings")
+            .field("issuer", &self.issuer)
+            .field("client_id", &self.client_id)
+            .field("name", &self.name)
+            .finish_non_exhaustive()
+    }
 }
 
 /// The registered public clients and token lifetimes of the sign-in server.
@@ -313,6 +362,7 @@ impl Default for Settings {
             reminders: ReminderSettings::default(),
             invitation_ttl_days: DEFAULT_INVITATION_TTL_DAYS,
             mail: None,
+            oidc: None,
         }
     }
 }
@@ -351,7 +401,24 @@ impl From<&ServeArgs> for Settings {
                 .map(|url| crate::mail::MailSettings {
                     smtp_url: url.clone(),
                     from: args.smtp_from.clone(),
+                    ca_file: args.smtp_ca_file.clone(),
                 }),
+            oidc: oidc_settings(args),
         }
     }
+}
+
+fn oidc_settings(args: &ServeArgs) -> Option<OidcSettings> {
+    let set = |v: &Option<String>| {
+        v.as_deref()
+            .map(str::trim)
+            .filter(|v| !v.is_empty())
+            .map(str::to_string)
+    };
+    Some(OidcSettings {
+        issuer: set(&args.oidc_issuer)?,
+        client_id: set(&args.oidc_client_id)?,
+        client_secret: set(&args.oidc_client_secret)?,
+        name: args.oidc_name.trim().to_string(),
+    })
 }

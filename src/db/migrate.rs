@@ -23,6 +23,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("migrations/0005_reminders.sql"),
     include_str!("migrations/0006_invitations_and_mail.sql"),
     include_str!("migrations/0007_pause_actor_refs.sql"),
+    include_str!("migrations/0008_oidc.sql"),
 ];
 
 pub const SCHEMA_VERSION: i64 = MIGRATIONS.len() as i64;

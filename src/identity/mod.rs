@@ -5,9 +5,12 @@
 //! it may do in a household is decided at every request by `auth`.
 
 pub mod clients;
+pub mod csrf;
 pub mod events;
+pub mod invitation;
 pub mod mfa;
 pub mod oauth;
+pub mod oidc;
 pub mod operator;
 pub mod removed;
 pub mod sessions;
@@ -38,7 +41,10 @@ pub fn routes(api: Api) -> Api {
 
 /// Routes outside /api/v1: the discovery document sits where RFC 8414 says.
 pub fn root_router() -> Router<AppState> {
-    Router::new().route(METADATA_PATH, get(oauth::routes::metadata))
+    Router::new()
+        .route(METADATA_PATH, get(oauth::routes::metadata))
+        .merge(invitation::routes::router())
+        .merge(oidc::routes::router())
 }
 
 /// The server's own origin: the configured public URL, or else the origin

@@ -9,6 +9,7 @@ pub mod store;
 use std::time::Duration;
 
 use lettre::message::{Mailbox, MultiPart};
+use lettre::transport::smtp::client::{Certificate, Tls, TlsParameters};
 use lettre::{AsyncSmtpTransport, AsyncTransport, Message, Tokio1Executor};
 
 use crate::db::{Db, WriteTx};
@@ -21,6 +22,10 @@ use crate::error::Result;
 pub struct MailSettings {
     pub smtp_url: String,
     pub from: String,
+    /// A PEM file of the certificate authority the SMTP server's certificate
+    /// is issued by, when that is a private one (a home server's own CA or a
+    /// self-signed certificate); trusted beside the public roots.
+    pub ca_file: Option<std::path::PathBuf>,
 }
 
 /// One message for the outbox.
@@ -56,15 +61,60 @@ impl Drop for Sender {
 
 /// Starts the background sender. Fails only on a URL lettre cannot read.
 pub fn start(db: Db, settings: MailSettings) -> std::result::Result<Sender, String> {
-    let transport = AsyncSmtpTransport::<Tokio1Executor>::from_url(&settings.smtp_url)
-        .map_err(|e| format!("PILLBOX_SMTP_URL is not a usable SMTP URL: {e}"))?
-        .timeout(Some(Duration::from_secs(30)))
-        .build();
+    let transport = transport(&settings)?;
     let from: Mailbox = settings
         .from
         .parse()
         .map_err(|e| format!("the mail sender address is not an email address: {e}"))?;
     Ok(Sender(tokio::spawn(run(db, transport, from))))
+}
+
+/// The SMTP transport the URL describes, trusting the configured private
+/// certificate authority too when there is one.
+fn transport(
+    settings: &MailSettings,
+) -> std::result::Result<AsyncSmtpTransport<Tokio1Executor>, String> {
+    let unusable =
+        |e: &dyn std::fmt::Display| format!("PILLBOX_SMTP_URL is not a usable SMTP URL: {e}");
+    let mut builder = AsyncSmtpTransport::<Tokio1Executor>::from_url(&settings.smtp_url)
+        .map_err(|e| unusable(&e))?
+        .timeout(Some(Duration::from_secs(30)));
+    if let Some(path) = &settings.ca_file {
+        let pem = std::fs::read(path)
+            .map_err(|e| format!("cannot read the SMTP CA file {}: {e}", path.display()))?;
+        let certificate = Certificate::from_pem(&pem).map_err(|e| {
+            format!(
+                "the SMTP CA file {} is not a PEM certificate: {e}",
+                path.display()
+            )
+        })?;
+        let url = reqwest::Url::parse(&settings.smtp_url).map_err(|e| unusable(&e))?;
+        let host = url
+            .host_str()
+            .ok_or_else(|| unusable(&"it names no host"))?;
+        let host = host
+            .trim_start_matches('[')
+            .trim_end_matches(']')
+            .to_string();
+        let parameters = TlsParameters::builder(host)
+            .add_root_certificate(certificate)
+            .build_rustls()
+            .map_err(|e| format!("cannot set up TLS for SMTP: {e}"))?;
+        let mode = url
+            .query_pairs()
+            .find(|(name, _)| name == "tls")
+            .map(|(_, value)| value.into_owned());
+        let tls = match (url.scheme(), mode.as_deref()) {
+            ("smtps", _) => Tls::Wrapper(parameters),
+            ("smtp", Some("required")) => Tls::Required(parameters),
+            ("smtp", Some("opportunistic")) => Tls::Opportunistic(parameters),
+            _ => {
+                return Err("PILLBOX_SMTP_CA_FILE needs a TLS connection: an smtps:// URL, or smtp://…?tls=required".into());
+            }
+        };
+        builder = builder.tls(tls);
+    }
+    Ok(builder.build())
 }
 
 async fn run(db: Db, transport: AsyncSmtpTransport<Tokio1Executor>, from: Mailbox) {

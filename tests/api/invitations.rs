@@ -437,8 +437,8 @@ async fn resend_needs_a_user_session_and_email_delivery() {
 /// An SMTP server the test starts (mailin, a real SMTP implementation) that
 /// keeps every message it receives.
 #[derive(Clone, Default)]
-struct Sink {
-    messages: std::sync::Arc<std::sync::Mutex<Vec<String>>>,
+pub struct Sink {
+    pub messages: std::sync::Arc<std::sync::Mutex<Vec<String>>>,
     current: Vec<u8>,
 }
 
@@ -475,7 +475,7 @@ fn token_in(message: &str) -> String {
         .collect()
 }
 
-async fn wait_for(what: &str, mut check: impl AsyncFnMut() -> bool) {
+pub async fn wait_for(what: &str, mut check: impl AsyncFnMut() -> bool) {
     for _ in 0..100 {
         if check().await {
             return;
@@ -494,6 +494,7 @@ async fn invitation_mail_waits_in_the_outbox_across_a_restart_and_is_delivered_o
     let mail = pillbox::mail::MailSettings {
         smtp_url: format!("smtp://127.0.0.1:{port}"),
         from: "Pillbox <pillbox@example.org>".into(),
+        ca_file: None,
     };
     let app = TestApp::with_settings(pillbox::config::Settings {
         rate_limit_per_minute: 0,

@@ -346,12 +346,45 @@ pub fn accept(conn: &WriteTx, auth: &Authenticated, presented: &str) -> Result<A
             "an invitation is accepted with a signed-in user session, not an app token",
         ));
     }
+    accept_as(conn, auth.account_id, presented)
+}
+
+/// The invitation behind a link, as its landing page shows it: only while
+/// it can still be accepted, and never its token.
+#[derive(Debug, Clone)]
+pub struct Invitee {
+    pub email: String,
+    pub household_name: String,
+    pub role: Role,
+}
+
+pub fn invitee(conn: &Connection, presented: &str) -> Result<Option<Invitee>> {
+    let Some(row) = by_token(conn, presented)? else {
+        return Ok(None);
+    };
+    if row.status != "pending" || row.expires_at <= Timestamp::now() {
+        return Ok(None);
+    }
+    let Some(household) = crate::household::settings::store::find(conn, row.household_id)? else {
+        return Ok(None);
+    };
+    Ok(Some(Invitee {
+        email: row.email,
+        household_name: household.name,
+        role: row.role,
+    }))
+}
+
+/// Accepts for an account that has just proved who it is: a user session
+/// (`accept`), or a sign-in or new account on the invitation's own page.
+/// The one rule behind both.
+pub fn accept_as(conn: &WriteTx, account_id: i64, presented: &str) -> Result<AcceptedInvitation> {
     let row = by_token(conn, presented)?.ok_or_else(unavailable)?;
-    let email = store::account_email(conn, auth.account_id)?.ok_or_else(unavailable)?;
+    let email = store::account_email(conn, account_id)?.ok_or_else(unavailable)?;
     if !email.eq_ignore_ascii_case(&row.email) {
         return Err(unavailable());
     }
-    let existing = store::membership_of(conn, row.household_id, auth.account_id)?;
+    let existing = store::membership_of(conn, row.household_id, account_id)?;
     match row.status.as_str() {
         "accepted" => {
             return match existing {
@@ -367,7 +400,7 @@ pub fn accept(conn: &WriteTx, auth: &Authenticated, presented: &str) -> Result<A
         _ => return Err(unavailable()),
     }
     let membership_id =
-        memberships_store::insert(conn, row.household_id, auth.account_id, None, row.role)?;
+        memberships_store::insert(conn, row.household_id, account_id, None, row.role)?;
     let mut membership = memberships_store::find(conn, row.household_id, membership_id)?
         .ok_or_else(|| ApiError::internal("new membership not found"))?;
     membership.permissions = row.permissions;

@@ -6,12 +6,13 @@
 //! slowed by the same counters.
 
 pub mod page;
+pub mod password;
 pub mod routes;
 pub mod store;
 
 use rusqlite::{Connection, OptionalExtension};
 use schemars::JsonSchema;
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use serde_json::json;
 
 use crate::auth::token;
@@ -24,7 +25,7 @@ use crate::identity::{events, oauth};
 
 /// The authorization request (RFC 6749 4.1.1 with RFC 7636's challenge),
 /// as query parameters of the page or hidden fields of its forms.
-#[derive(Debug, Clone, Default, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize, JsonSchema)]
 pub struct AuthorizeParams {
     /// Must be `code`
     pub response_type: Option<String>,
@@ -41,6 +42,9 @@ pub struct AuthorizeParams {
     pub scope: Option<String>,
     /// A name for the device shown in the session list (default: from the user agent)
     pub device_label: Option<String>,
+    /// From the page of a delegated sign-in no account matched: signing in
+    /// links that identity-provider identity to the account
+    pub link_token: Option<String>,
 }
 
 impl AuthorizeParams {
@@ -55,6 +59,7 @@ impl AuthorizeParams {
             ("code_challenge_method", &self.code_challenge_method),
             ("scope", &self.scope),
             ("device_label", &self.device_label),
+            ("link_token", &self.link_token),
         ]
         .into_iter()
         .filter_map(|(name, value)| value.as_deref().map(|v| (name, v)))
@@ -78,6 +83,8 @@ pub struct SignInForm {
     pub code: Option<String>,
     /// An unused recovery code instead of a code (second step)
     pub recovery_code: Option<String>,
+    /// `oidc`: sign in with the configured identity provider instead
+    pub provider: Option<String>,
 }
 
 /// A checked authorization request.
@@ -88,6 +95,7 @@ pub struct Authorization {
     pub state: Option<String>,
     pub code_challenge: String,
     pub scope: String,
+    pub link_token: Option<String>,
 }
 
 /// Why a request cannot go on: a page of our own when the client or its
@@ -176,6 +184,7 @@ pub fn validate(
         state: params.state.clone(),
         code_challenge: code_challenge.to_string(),
         scope,
+        link_token: params.link_token.clone(),
     })
 }
 
@@ -241,9 +250,23 @@ pub fn failed(
     )
 }
 
+/// Records a successful sign-in (whatever it leads to) and forgets the
+/// account's failures.
+pub fn succeeded(
+    tx: &WriteTx,
+    account_id: i64,
+    email: &str,
+    address: &str,
+    metadata: serde_json::Value,
+) -> Result<()> {
+    events::clear(tx, &events::account_key(email))?;
+    tracing::info!(account_id, "signed in");
+    events::record(tx, Some(account_id), "sign_in.succeeded", address, metadata)
+}
+
 /// The code for a completed sign-in, and the URL that hands it to the client.
 #[allow(clippy::too_many_arguments)]
-fn complete(
+pub fn complete(
     tx: &WriteTx,
     request: &Authorization,
     issuer: &str,
@@ -253,15 +276,16 @@ fn complete(
     address: &str,
     step: &str,
 ) -> Result<String> {
-    events::clear(tx, &events::account_key(email))?;
-    tracing::info!(account_id, step, client_id = %request.client.id, "signed in");
-    events::record(
+    succeeded(
         tx,
-        Some(account_id),
-        "sign_in.succeeded",
+        account_id,
+        email,
         address,
         json!({"step": step, "client_id": request.client.id}),
     )?;
+    if let Some(link) = request.link_token.as_deref() {
+        link_identity(tx, link, account_id, address)?;
+    }
     let code = oauth::issue_code(
         tx,
         &oauth::Grant {
@@ -281,6 +305,20 @@ fn complete(
     Ok(redirect_with(&request.redirect_uri, &params))
 }
 
+/// After a correct password: the token of a pending second step when the
+/// account has one, else `None` (the account is verified).
+pub fn begin_second_step(tx: &WriteTx, account_id: i64) -> Result<Option<String>> {
+    if !mfa::enabled(tx, account_id)? {
+        return Ok(None);
+    }
+    let pending = token::generate(PENDING_PREFIX);
+    let expires = crate::domain::Timestamp::from_jiff(
+        jiff::Timestamp::now() + jiff::SignedDuration::from_secs(PENDING_SECS),
+    );
+    store::insert_pending(tx, &pending, account_id, &expires)?;
+    Ok(Some(pending.token))
+}
+
 /// After a correct password: done, or on to the second step.
 #[allow(clippy::too_many_arguments)]
 pub fn password_accepted(
@@ -292,13 +330,8 @@ pub fn password_accepted(
     device_label: &str,
     address: &str,
 ) -> Result<AfterPassword> {
-    if mfa::enabled(tx, account_id)? {
-        let pending = token::generate(PENDING_PREFIX);
-        let expires = crate::domain::Timestamp::from_jiff(
-            jiff::Timestamp::now() + jiff::SignedDuration::from_secs(PENDING_SECS),
-        );
-        store::insert_pending(tx, &pending, account_id, &expires)?;
-        return Ok(AfterPassword::SecondStep(pending.token));
+    if let Some(pending) = begin_second_step(tx, account_id)? {
+        return Ok(AfterPassword::SecondStep(pending));
     }
     complete(
         tx,
@@ -311,6 +344,66 @@ pub fn password_accepted(
         "password",
     )
     .map(AfterPassword::Done)
+}
+
+/// What a second-step code proves.
+pub enum SecondFactor {
+    /// The pending sign-in's account, and the step that verified it.
+    Verified {
+        account_id: i64,
+        email: String,
+        step: &'static str,
+    },
+    /// The code was wrong (counted as a failure); the same pending sign-in may try again.
+    WrongCode,
+    /// The pending sign-in is unknown or expired: start again.
+    Expired,
+}
+
+/// Checks a second-step code against the pending sign-in it names; a
+/// verified one is spent.
+pub fn verify_second_step(
+    tx: &WriteTx,
+    key: &MfaKey,
+    pending: &str,
+    code: &str,
+    address: &str,
+) -> Result<SecondFactor> {
+    let Some(presented) = token::parse_with(PENDING_PREFIX, pending) else {
+        return Ok(SecondFactor::Expired);
+    };
+    let Some(found) = store::find_pending(tx, presented.selector)? else {
+        return Ok(SecondFactor::Expired);
+    };
+    if !presented.matches(&found.secret_sha256)
+        || found.expires_at <= crate::domain::Timestamp::now()
+    {
+        return Ok(SecondFactor::Expired);
+    }
+    let (id, account_id) = (found.id, found.account_id);
+    let email: String = tx.query_row(
+        "SELECT email FROM accounts WHERE id = ?1",
+        [account_id],
+        |r| r.get(0),
+    )?;
+    match mfa::check(tx, key, account_id, code)? {
+        Some(factor) => {
+            store::delete_pending(tx, id)?;
+            let step = match factor {
+                Factor::Totp => "totp",
+                Factor::RecoveryCode => "recovery_code",
+            };
+            Ok(SecondFactor::Verified {
+                account_id,
+                email,
+                step,
+            })
+        }
+        None => {
+            failed(tx, Some(account_id), &email, address, "second_factor")?;
+            Ok(SecondFactor::WrongCode)
+        }
+    }
 }
 
 /// What the second step leads to.
@@ -333,47 +426,24 @@ pub fn second_step(
     device_label: &str,
     address: &str,
 ) -> Result<AfterSecondStep> {
-    let Some(presented) = token::parse_with(PENDING_PREFIX, pending) else {
-        return Ok(AfterSecondStep::Expired);
-    };
-    let Some(found) = store::find_pending(tx, presented.selector)? else {
-        return Ok(AfterSecondStep::Expired);
-    };
-    if !presented.matches(&found.secret_sha256)
-        || found.expires_at <= crate::domain::Timestamp::now()
-    {
-        return Ok(AfterSecondStep::Expired);
-    }
-    let (id, account_id) = (found.id, found.account_id);
-    let email: String = tx.query_row(
-        "SELECT email FROM accounts WHERE id = ?1",
-        [account_id],
-        |r| r.get(0),
-    )?;
-    match mfa::check(tx, key, account_id, code)? {
-        Some(factor) => {
-            store::delete_pending(tx, id)?;
-            let step = match factor {
-                Factor::Totp => "totp",
-                Factor::RecoveryCode => "recovery_code",
-            };
-            complete(
-                tx,
-                request,
-                issuer,
-                account_id,
-                &email,
-                device_label,
-                address,
-                step,
-            )
-            .map(AfterSecondStep::Done)
-        }
-        None => {
-            failed(tx, Some(account_id), &email, address, "second_factor")?;
-            Ok(AfterSecondStep::WrongCode)
-        }
-    }
+    Ok(match verify_second_step(tx, key, pending, code, address)? {
+        SecondFactor::Verified {
+            account_id,
+            email,
+            step,
+        } => AfterSecondStep::Done(complete(
+            tx,
+            request,
+            issuer,
+            account_id,
+            &email,
+            device_label,
+            address,
+            step,
+        )?),
+        SecondFactor::WrongCode => AfterSecondStep::WrongCode,
+        SecondFactor::Expired => AfterSecondStep::Expired,
+    })
 }
 
 /// The email of a pending sign-in, for its failure counter before the step.
@@ -388,4 +458,27 @@ pub fn pending_email(conn: &Connection, pending: &str) -> Result<Option<String>>
         )?
         .query_row([presented.selector], |r| r.get(0))
         .optional()?)
+}
+
+pub const LINK_PREFIX: &str = "pbx_oidcl_";
+
+/// Links the identity-provider identity a link token names to the account
+/// that just signed in; a token that is unknown, used or expired links
+/// nothing (the sign-in itself stands).
+fn link_identity(tx: &WriteTx, link: &str, account_id: i64, address: &str) -> Result<()> {
+    let Some(presented) = token::parse_with(LINK_PREFIX, link) else {
+        return Ok(());
+    };
+    let Some((issuer, subject)) = crate::identity::oidc::store::take_pending_link(tx, &presented)?
+    else {
+        return Ok(());
+    };
+    crate::identity::oidc::store::link(tx, &issuer, &subject, account_id)?;
+    events::record(
+        tx,
+        Some(account_id),
+        "oidc.linked",
+        address,
+        json!({"issuer": issuer}),
+    )
 }

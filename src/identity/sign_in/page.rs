@@ -45,7 +45,8 @@ pub fn escape(text: &str) -> String {
     out
 }
 
-fn page(title: &str, error: Option<&str>, body: &str) -> String {
+/// The page around a form: title, an alert for the error, the body.
+pub fn page(title: &str, error: Option<&str>, body: &str) -> String {
     let error = error
         .map(|e| {
             format!(
@@ -80,7 +81,7 @@ fn hidden(params: &AuthorizeParams, csrf: &str, pending: Option<&str>) -> String
         .join("\n")
 }
 
-fn described_by(error: Option<&str>) -> String {
+pub fn described_by(error: Option<&str>) -> String {
     if error.is_some() {
         format!(" aria-describedby=\"{ERROR_ID}\" aria-invalid=\"true\"")
     } else {
@@ -88,19 +89,43 @@ fn described_by(error: Option<&str>) -> String {
     }
 }
 
-/// The first step: email and password.
+/// The first step: email and password, and the identity provider's
+/// button when one is configured (`provider` is its name).
 pub fn password_form(
     params: &AuthorizeParams,
     csrf: &str,
     email: &str,
     error: Option<&str>,
+    provider: Option<&str>,
+) -> String {
+    page(
+        "Sign in",
+        error,
+        &password_body(params, csrf, email, error, provider),
+    )
+}
+
+/// The first step's forms without the page around them.
+pub fn password_body(
+    params: &AuthorizeParams,
+    csrf: &str,
+    email: &str,
+    error: Option<&str>,
+    provider: Option<&str>,
 ) -> String {
     let body = PASSWORD
         .replace("{{action}}", ACTION)
         .replace("{{hidden}}", &hidden(params, csrf, None))
         .replace("{{email}}", &escape(email))
         .replace("{{describedby}}", &described_by(error));
-    page("Sign in", error, &body)
+    match provider {
+        Some(name) => format!(
+            "{body}\n<form method=\"post\" action=\"{ACTION}\">\n{}\n<input type=\"hidden\" name=\"provider\" value=\"oidc\">\n<p><button type=\"submit\">Sign in with {}</button></p>\n</form>",
+            hidden(params, csrf, None),
+            escape(name)
+        ),
+        None => body,
+    }
 }
 
 /// The second step: a TOTP code or a recovery code.
@@ -131,10 +156,17 @@ pub fn error_page(message: &str) -> String {
 /// policy, with `form-action` widened to the client's redirect target
 /// (browsers apply it to the redirect that follows the form).
 pub fn html(status: StatusCode, body: String, redirect_to: Option<&str>) -> Response {
-    let form_action = match redirect_to.and_then(origin_of) {
-        Some(origin) => format!("form-action 'self' {origin}"),
-        None => "form-action 'self'".to_string(),
-    };
+    html_to(status, body, redirect_to.as_slice())
+}
+
+/// `html` for a page whose forms may lead to several places (the client
+/// and the identity provider).
+pub fn html_to(status: StatusCode, body: String, targets: &[&str]) -> Response {
+    let mut form_action = "form-action 'self'".to_string();
+    for origin in targets.iter().filter_map(|t| origin_of(t)) {
+        form_action.push(' ');
+        form_action.push_str(&origin);
+    }
     let csp = crate::http::PAGE_CSP.replace("form-action 'self'", &form_action);
     let mut response = (
         status,

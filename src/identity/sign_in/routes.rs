@@ -1,19 +1,15 @@
 //! The authorize endpoint: GET shows the sign-in page, POST takes its
 //! forms. Pages and redirects, not JSON: the browser is the client here.
 
-use std::sync::OnceLock;
-
 use axum::body::Bytes;
 use axum::extract::State;
 use axum::http::{HeaderMap, HeaderValue, StatusCode, Uri, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
-use base64::Engine;
-use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use serde_json::json;
-use subtle::ConstantTimeEq;
 
-use super::page::{self, html};
+use super::page::{self, html, html_to};
+use super::password::{self, PasswordCheck};
 use super::{
     AfterPassword, AfterSecondStep, Authorization, AuthorizeParams, Refusal, SignInForm,
     device_label, validate,
@@ -21,11 +17,11 @@ use super::{
 use crate::error::{ApiError, Result};
 use crate::http::openapi::{Api, Op};
 use crate::identity::oauth::routes::AUTHORIZE_PATH;
-use crate::identity::{ClientAddress, base_url, events, is_https, parse_form, parse_pairs};
+use crate::identity::{ClientAddress, base_url, csrf, oidc, parse_form, parse_pairs};
 use crate::state::AppState;
 
 const TAG: &str = "OAuth";
-const CSRF_COOKIE: &str = "pillbox_sign_in_csrf";
+pub const CSRF_COOKIE: &str = "pillbox_sign_in_csrf";
 
 fn html_response(description: &str) -> serde_json::Value {
     json!({"description": description,
@@ -52,6 +48,7 @@ pub fn routes(api: Api) -> Api {
             .query("code_challenge_method", json!({"const": "S256"}), "Only S256")
             .query("scope", text(), "pillbox (the default)")
             .query("device_label", text(), "A name for the device in the session list")
+            .query("link_token", text(), "From the page of a delegated sign-in no account matched: signing in links that identity to the account")
             .html_ok("The sign-in page")
             .response(302, redirect_response("Back to the client's redirect URI with error, error_description, state and iss"))
             .response(400, html_response("An error page: unknown client, unregistered redirect URI or malformed request")),
@@ -100,35 +97,11 @@ fn refused(refusal: Refusal, status: StatusCode) -> Response {
 }
 
 fn csrf_cookie(headers: &HeaderMap) -> Option<String> {
-    headers
-        .get_all(header::COOKIE)
-        .iter()
-        .filter_map(|v| v.to_str().ok())
-        .flat_map(|v| v.split(';'))
-        .filter_map(|pair| pair.trim().split_once('='))
-        .find(|(name, _)| *name == CSRF_COOKIE)
-        .map(|(_, value)| value.to_string())
-        .filter(|v| {
-            v.len() == 43
-                && v.bytes()
-                    .all(|b| b.is_ascii_alphanumeric() || b"-_".contains(&b))
-        })
+    csrf::from_cookie(headers, CSRF_COOKIE)
 }
 
-fn new_csrf() -> String {
-    let mut bytes = [0u8; 32];
-    getrandom::fill(&mut bytes).expect("operating system random source");
-    URL_SAFE_NO_PAD.encode(bytes)
-}
-
-fn with_cookie(mut response: Response, csrf: &str, base: &str) -> Response {
-    let secure = if is_https(base) { "; Secure" } else { "" };
-    let cookie =
-        format!("{CSRF_COOKIE}={csrf}; Path=/api/v1/oauth; HttpOnly; SameSite=Lax{secure}");
-    if let Ok(value) = HeaderValue::from_str(&cookie) {
-        response.headers_mut().append(header::SET_COOKIE, value);
-    }
-    response
+fn with_cookie(response: Response, value: &str, base: &str) -> Response {
+    csrf::set(response, CSRF_COOKIE, "/api/v1/oauth", value, base)
 }
 
 async fn show(State(state): State<AppState>, headers: HeaderMap, uri: Uri) -> Response {
@@ -147,13 +120,14 @@ async fn show(State(state): State<AppState>, headers: HeaderMap, uri: Uri) -> Re
         Ok(request) => request,
         Err(refusal) => return refused(refusal, StatusCode::FOUND),
     };
-    let csrf = csrf_cookie(&headers).unwrap_or_else(new_csrf);
-    let body = page::password_form(&params, &csrf, "", None);
-    with_cookie(
-        html(StatusCode::OK, body, Some(&request.redirect_uri)),
-        &csrf,
-        &base,
-    )
+    let csrf = csrf_cookie(&headers).unwrap_or_else(csrf::generate);
+    let provider = state.settings.oidc.as_ref().map(|o| o.name.as_str());
+    let body = page::password_form(&params, &csrf, "", None, provider);
+    let origin = oidc::routes::provider_origin(&state);
+    let targets: Vec<&str> = std::iter::once(request.redirect_uri.as_str())
+        .chain(origin.as_deref())
+        .collect();
+    with_cookie(html_to(StatusCode::OK, body, &targets), &csrf, &base)
 }
 
 /// One submission, with what every step needs.
@@ -169,13 +143,18 @@ struct Submission {
 
 impl Submission {
     fn page(&self, status: StatusCode, body: String) -> Response {
-        html(status, body, Some(&self.request.redirect_uri))
+        let origin = oidc::routes::provider_origin(&self.state);
+        let targets: Vec<&str> = std::iter::once(self.request.redirect_uri.as_str())
+            .chain(origin.as_deref())
+            .collect();
+        html_to(status, body, &targets)
     }
 
     fn password_page(&self, status: StatusCode, email: &str, error: &str) -> Response {
+        let provider = self.state.settings.oidc.as_ref().map(|o| o.name.as_str());
         self.page(
             status,
-            page::password_form(&self.params, &self.csrf, email, Some(error)),
+            page::password_form(&self.params, &self.csrf, email, Some(error), provider),
         )
     }
 
@@ -186,31 +165,9 @@ impl Submission {
         )
     }
 
-    /// The longer of the waits the address and the account must sit out.
-    async fn wait(&self, email: &str) -> Result<Option<u64>> {
-        let keys = [self.address.clone(), events::account_key(email)];
-        self.state
-            .db
-            .read(move |conn| {
-                let mut longest = None;
-                for key in &keys {
-                    longest = longest.max(events::wait_secs(conn, key)?);
-                }
-                Ok(longest)
-            })
-            .await
-    }
-
+    /// A page refused while waiting: recorded, with Retry-After.
     async fn throttled(&self, wait: u64, account_email: &str, page: Response) -> Result<Response> {
-        let address = self.address.clone();
-        let email = account_email.to_string();
-        self.state
-            .db
-            .write(move |tx| {
-                let account = super::find_account(tx, &email)?.map(|(id, _)| id);
-                events::record(tx, account, "sign_in.throttled", &address, json!({}))
-            })
-            .await?;
+        super::password::throttled(&self.state.db, &self.address, account_email).await?;
         let mut page = page;
         page.headers_mut()
             .insert(header::RETRY_AFTER, HeaderValue::from(wait.max(1)));
@@ -243,14 +200,14 @@ async fn submit(
         .get(header::USER_AGENT)
         .and_then(|v| v.to_str().ok());
     let cookie = csrf_cookie(&headers);
-    let csrf_ok = match (&cookie, &form.csrf_token) {
-        (Some(cookie), Some(sent)) => bool::from(cookie.as_bytes().ct_eq(sent.as_bytes())),
-        _ => false,
-    };
+    let csrf_ok = csrf::matches(cookie.as_deref(), form.csrf_token.as_deref());
     let submission = Submission {
         device_label: device_label(form.request.device_label.as_deref(), user_agent),
         params: form.request.clone(),
-        csrf: cookie.clone().filter(|_| csrf_ok).unwrap_or_else(new_csrf),
+        csrf: cookie
+            .clone()
+            .filter(|_| csrf_ok)
+            .unwrap_or_else(csrf::generate),
         state,
         base,
         request,
@@ -265,20 +222,25 @@ async fn submit(
         );
         return with_cookie(response, &submission.csrf, &submission.base);
     }
+    if form.provider.as_deref() == Some("oidc") && submission.state.settings.oidc.is_some() {
+        let purpose = oidc::model::Purpose::Authorize {
+            params: Box::new(submission.params.clone()),
+            device_label: submission.device_label.clone(),
+        };
+        return oidc::routes::start(
+            &submission.state,
+            &submission.base,
+            purpose,
+            None,
+            &submission.address,
+        )
+        .await;
+    }
     let outcome = match form.mfa_token.as_deref() {
         Some(pending) => second_step(&submission, pending, &form).await,
         None => password_step(&submission, &form).await,
     };
     outcome.unwrap_or_else(ApiError::into_response)
-}
-
-/// The hash an unknown email's password is checked against, so that an
-/// unknown email takes as long as a known one.
-fn decoy_hash() -> &'static str {
-    static HASH: OnceLock<String> = OnceLock::new();
-    HASH.get_or_init(|| {
-        crate::auth::password::hash("a password no account has, for timing").unwrap_or_default()
-    })
 }
 
 async fn password_step(s: &Submission, form: &SignInForm) -> Result<Response> {
@@ -291,36 +253,19 @@ async fn password_step(s: &Submission, form: &SignInForm) -> Result<Response> {
             "Enter your email address and your password.",
         ));
     }
-    if let Some(wait) = s.wait(&email).await? {
-        let page = s.password_page(
-            StatusCode::TOO_MANY_REQUESTS,
-            &email,
-            &format!("Too many sign-in attempts. Wait {wait} seconds, then try again."),
-        );
-        return s.throttled(wait, &email, page).await;
-    }
-    let lookup = email.clone();
-    let found = s
-        .state
-        .db
-        .read(move |conn| super::find_account(conn, &lookup))
-        .await?;
-    let hash = found.as_ref().map(|(_, hash)| hash.clone());
-    let verified = tokio::task::spawn_blocking(move || {
-        let hash = hash.as_deref().unwrap_or_else(|| decoy_hash());
-        crate::auth::password::verify(&password, hash)
-    })
-    .await
-    .map_err(|e| ApiError::internal(format!("password check failed: {e}")))?;
-    let account_id = match found {
-        Some((id, _)) if verified => id,
-        other => {
-            let account_id = other.map(|(id, _)| id);
-            let (failed_email, address) = (email.clone(), s.address.clone());
-            s.state
-                .db
-                .write(move |tx| super::failed(tx, account_id, &failed_email, &address, "password"))
-                .await?;
+    let account_id = match password::check(&s.state.db, &s.address, &email, password).await? {
+        PasswordCheck::Right { account_id } => account_id,
+        PasswordCheck::Throttled(wait) => {
+            let mut page = s.password_page(
+                StatusCode::TOO_MANY_REQUESTS,
+                &email,
+                &format!("Too many sign-in attempts. Wait {wait} seconds, then try again."),
+            );
+            page.headers_mut()
+                .insert(header::RETRY_AFTER, HeaderValue::from(wait.max(1)));
+            return Ok(page);
+        }
+        PasswordCheck::Wrong => {
             return Ok(s.password_page(
                 StatusCode::UNAUTHORIZED,
                 &email,
@@ -358,7 +303,7 @@ async fn second_step(s: &Submission, pending: &str, form: &SignInForm) -> Result
     else {
         return Ok(s.password_page(StatusCode::UNAUTHORIZED, "", expired));
     };
-    if let Some(wait) = s.wait(&email).await? {
+    if let Some(wait) = password::wait(&s.state.db, &s.address, &email).await? {
         let message = format!("Too many attempts. Wait {wait} seconds, then try again.");
         let page = s.second_page(StatusCode::TOO_MANY_REQUESTS, pending, Some(&message));
         return s.throttled(wait, &email, page).await;
