@@ -22,6 +22,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("migrations/0004_sign_in.sql"),
     include_str!("migrations/0005_reminders.sql"),
     include_str!("migrations/0006_invitations_and_mail.sql"),
+    include_str!("migrations/0007_review_prompts.sql"),
 ];
 
 pub const SCHEMA_VERSION: i64 = MIGRATIONS.len() as i64;
