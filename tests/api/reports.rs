@@ -267,11 +267,14 @@ async fn the_reviews_report_needs_view_access_and_the_adult_review_permission() 
     filtered.assert_status(200);
     assert!(filtered.data()["reviews"].as_array().unwrap().is_empty());
     assert_eq!(filtered.data()["review_status"], "hidden");
+    let by_short_name = app.get(&format!("{path}&status=pending"), &token).await;
+    by_short_name.assert_status(200);
+    assert_eq!(by_short_name.data()["reviews"].as_array().unwrap().len(), 1);
     app.get(&format!("{path}&review_status=closed"), &token)
         .await
         .assert_error(422, "validation_failed");
     let audited = downloads(&app).await;
-    assert_eq!(audited.len(), 2);
+    assert_eq!(audited.len(), 3);
     assert!(audited[0].contains("medication_reviews"));
 }
 

@@ -170,6 +170,8 @@ async fn a_pair_named_by_the_evidence_gets_one_prompt_and_never_a_second() {
     got.assert_status(200);
     assert_eq!(got.data(), prompt);
     assert!(got.etag().starts_with('"'));
+    // Each queue entry carries its ETag, so it can be reviewed straight away.
+    assert_eq!(prompt["etag"], got.etag());
 }
 
 #[tokio::test]

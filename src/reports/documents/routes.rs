@@ -160,11 +160,16 @@ fn history_query(query: &QueryParams) -> Result<HistoryQuery> {
 }
 
 fn review_status(query: &QueryParams) -> Result<Option<ReviewStatus>> {
+    let name = if query.get("review_status").is_some() {
+        "review_status"
+    } else {
+        "status"
+    };
     query
-        .get("review_status")
+        .get(name)
         .map(|text| {
             ReviewStatus::parse(text)
-                .ok_or_else(|| ApiError::invalid("review_status", "is not a supported value"))
+                .ok_or_else(|| ApiError::invalid(name, "is not a supported value"))
         })
         .transpose()
 }

@@ -133,6 +133,9 @@ pub struct MedicationReviewPrompt {
     pub notes: Option<String>,
     pub created_at: Timestamp,
     pub updated_at: Timestamp,
+    /// The prompt's current ETag (also the ETag header of a single prompt),
+    /// so a queue entry can be reviewed without reading it again
+    pub etag: String,
     #[serde(skip)]
     pub lock_version: i64,
 }
@@ -146,6 +149,7 @@ impl Versioned for MedicationReviewPrompt {
 impl From<PromptRow> for MedicationReviewPrompt {
     fn from(row: PromptRow) -> Self {
         MedicationReviewPrompt {
+            etag: etag(&row.portable_id, row.lock_version),
             id: row.id,
             portable_id: row.portable_id,
             person_id: row.person_id,

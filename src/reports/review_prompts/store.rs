@@ -260,7 +260,7 @@ pub fn person_household(conn: &Connection, person_id: i64) -> Result<Option<(i64
         .optional()?)
 }
 
-/// People whose schedules, assignments or medicines changed after `seq` in
+/// People whose schedules, assignments, pauses or medicines changed after `seq` in
 /// the change feed, and the feed's last seq. A changed medicine (its name)
 /// concerns everyone with a live source of it.
 pub fn people_changed_since(conn: &Connection, seq: i64) -> Result<(Vec<i64>, i64)> {
@@ -270,7 +270,7 @@ pub fn people_changed_since(conn: &Connection, seq: i64) -> Result<(Vec<i64>, i6
     let people = conn
         .prepare_cached(
             "SELECT person_id FROM change_feed
-             WHERE seq > ?1 AND seq <= ?2 AND record_type IN (?3, ?4) AND person_id IS NOT NULL
+             WHERE seq > ?1 AND seq <= ?2 AND record_type IN (?3, ?4, ?6) AND person_id IS NOT NULL
              UNION
              SELECT s.person_id FROM change_feed c JOIN schedules s ON s.medication_id = c.record_id
              WHERE c.seq > ?1 AND c.seq <= ?2 AND c.record_type = ?5 AND s.retired_at IS NULL
@@ -286,6 +286,7 @@ pub fn people_changed_since(conn: &Connection, seq: i64) -> Result<(Vec<i64>, i6
                 crate::domain::record_type::SCHEDULE,
                 crate::domain::record_type::PERSON_MEDICATION,
                 crate::domain::record_type::MEDICATION,
+                crate::domain::record_type::PAUSE_PERIOD,
             ],
             |r| r.get(0),
         )?
