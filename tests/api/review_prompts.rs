@@ -750,3 +750,71 @@ fn the_evidence_import_command_loads_and_updates_in_place() {
     )
     .assert_one_line_failure("not an openFDA drug-label file");
 }
+
+#[test]
+fn the_served_binary_makes_prompts_when_schedules_change() {
+    use crate::process::{
+        free_port, http_get, http_request, pillbox, run, serve, set_up_household, token_create,
+    };
+    let (dir, data, household) = set_up_household();
+    let fixture = fixture();
+    run(
+        pillbox(&[
+            "evidence",
+            "import",
+            "--data-dir",
+            data.to_str().unwrap(),
+            fixture.to_str().unwrap(),
+        ]),
+        None,
+    )
+    .assert_success();
+    let token = token_create(&data, &household, "owner@example.org", &[])
+        .single_stdout_line()
+        .to_string();
+    let port = free_port();
+    let _server = serve(&data, port, &dir.path().join("serve.log"));
+    let hh = |rest: &str| format!("/api/v1/households/{household}{rest}");
+    let post = |path: &str, body: Value| {
+        let response = http_request(
+            port,
+            "POST",
+            &hh(path),
+            Some(&token),
+            &[],
+            Some(&body.to_string()),
+        )
+        .unwrap();
+        assert_eq!(response.status, 201, "{}", response.body);
+        response.json()["data"].clone()
+    };
+    let person = post(
+        "/people",
+        json!({"person": {"name": "Zoë Ångström", "date_of_birth": "1950-02-03"}}),
+    );
+    for name in ["Sertraline 50mg tablets", "Warfarin 1mg tablets"] {
+        let med = post("/medications", json!({"medication": {"name": name}}));
+        post(
+            "/schedules",
+            json!({"schedule": {
+                "person_id": person["id"], "medication_id": med["id"], "dose_amount": "1",
+                "dose_unit": "tablet", "schedule_type": "daily",
+                "schedule_config": {"times": ["08:00"]}, "start_date": "2026-01-01",
+            }}),
+        );
+    }
+    let queue = hh(&format!(
+        "/medication_review_prompts?person_id={}",
+        person["id"]
+    ));
+    let mut prompts = Value::Null;
+    for _ in 0..100 {
+        prompts = http_get(port, &queue, Some(&token)).unwrap().json()["data"].clone();
+        if prompts.as_array().is_some_and(|p| !p.is_empty()) {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    assert_eq!(prompts.as_array().map(Vec::len), Some(1), "{prompts}");
+    assert_eq!(prompts[0]["evidence"]["matched_term"], "warfarin");
+}
