@@ -817,4 +817,45 @@ fn the_served_binary_makes_prompts_when_schedules_change() {
     }
     assert_eq!(prompts.as_array().map(Vec::len), Some(1), "{prompts}");
     assert_eq!(prompts[0]["evidence"]["matched_term"], "warfarin");
+
+    // A review's practitioner details and notes stay out of the log, even
+    // when the review is refused.
+    let path = hh(&format!("/medication_review_prompts/{}", prompts[0]["id"]));
+    let etag = prompts[0]["etag"].as_str().unwrap().to_string();
+    let review = json!({"medication_review_prompt": {
+        "review_status": "practitioner_reviewed", "practitioner_name": "Dr Quintessa Private",
+        "practitioner_role": "pharmacist", "reviewed_on": "2026-11-20",
+        "notes": "Confidential dosage advice",
+    }});
+    let refused = json!({"medication_review_prompt": {
+        "review_status": "practitioner_changed", "notes": "Secret second note",
+    }});
+    let reviewed = http_request(
+        port,
+        "PATCH",
+        &path,
+        Some(&token),
+        &[("If-Match", &etag)],
+        Some(&review.to_string()),
+    )
+    .unwrap();
+    assert_eq!(reviewed.status, 200, "{}", reviewed.body);
+    let stale = http_request(
+        port,
+        "PATCH",
+        &path,
+        Some(&token),
+        &[("If-Match", &etag)],
+        Some(&refused.to_string()),
+    )
+    .unwrap();
+    assert_eq!(stale.status, 409);
+    let log = std::fs::read_to_string(dir.path().join("serve.log")).unwrap();
+    assert!(
+        log.contains("medication_review_prompts"),
+        "requests are logged: {log}"
+    );
+    for private in ["Quintessa", "Confidential", "Secret second"] {
+        assert!(!log.contains(private), "{private} in the log: {log}");
+    }
 }
