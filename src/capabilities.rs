@@ -225,7 +225,12 @@ struct Features {
     web_push: bool,
     native_push: bool,
     ntfy: bool,
+    /// The health history and medication reviews reports (JSON)
     reports: bool,
+    /// The same reports as PDF downloads
+    report_pdf: bool,
+    /// The medication review prompt queue (prompts from interaction evidence)
+    medication_review_prompts: bool,
 }
 
 /// `base` is the server's origin (the public URL, or the one the request
@@ -309,7 +314,9 @@ pub fn document(state: &AppState, base: &str, vapid_public_key: Option<&str>) ->
             web_push: vapid_public_key.is_some(),
             native_push,
             ntfy: true,
-            reports: false,
+            reports: true,
+            report_pdf: true,
+            medication_review_prompts: true,
         },
         notifications: Notifications {
             kinds: vec![

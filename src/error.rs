@@ -122,6 +122,10 @@ pub enum ApiError {
     PayloadTooLarge(usize),
     #[error("rate limit exceeded")]
     RateLimited { retry_after_secs: u64 },
+    /// A 503 with a named code (the spec's `report_unavailable`): the
+    /// service could not do this now; the message says what failed.
+    #[error("{message}")]
+    Unavailable { code: &'static str, message: String },
     /// Never shown to the client; logged with the request id.
     #[error("internal error: {0}")]
     Internal(String),
@@ -191,6 +195,7 @@ impl ApiError {
             ApiError::UnsupportedMediaType => StatusCode::UNSUPPORTED_MEDIA_TYPE,
             ApiError::PayloadTooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
             ApiError::RateLimited { .. } => StatusCode::TOO_MANY_REQUESTS,
+            ApiError::Unavailable { .. } => StatusCode::SERVICE_UNAVAILABLE,
             ApiError::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
         }
     }
@@ -200,7 +205,9 @@ impl ApiError {
             ApiError::Unauthorized(_) => "unauthorized",
             ApiError::Forbidden(_) => "forbidden",
             ApiError::NotFound(_) => "not_found",
-            ApiError::Conflict { code, .. } | ApiError::Unprocessable { code, .. } => code,
+            ApiError::Conflict { code, .. }
+            | ApiError::Unprocessable { code, .. }
+            | ApiError::Unavailable { code, .. } => code,
             ApiError::StaleEtag => "edit_conflict",
             ApiError::Validation { .. } => "validation_failed",
             ApiError::PreconditionRequired(_) => "precondition_required",

@@ -19,6 +19,7 @@ pub mod mail;
 pub mod medicine;
 pub mod portable;
 pub mod reminders;
+pub mod reports;
 pub mod state;
 pub mod sync;
 pub mod web;

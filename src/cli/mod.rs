@@ -4,6 +4,7 @@
 mod account;
 mod backup;
 mod check;
+mod evidence;
 mod health;
 mod household;
 mod member;
@@ -55,6 +56,9 @@ pub enum Command {
     Household(household::HouseholdCommand),
     /// Check the database read-only (integrity, foreign keys, schema version, sizes, row counts); safe while serving
     Check(check::CheckArgs),
+    /// Interaction evidence for medication review prompts
+    #[command(subcommand)]
+    Evidence(evidence::EvidenceCommand),
     /// Print the version of this binary and the database schema it writes
     Version,
     /// Exit 0 when the server on this machine answers (the container health check)
@@ -98,6 +102,7 @@ pub fn run(cli: Cli) -> ExitCode {
             Command::Token(command) => token::run(command).await,
             Command::Household(command) => household::run(command).await,
             Command::Check(args) => check::run(args).await,
+            Command::Evidence(command) => evidence::run(command).await,
             Command::Health(args) => health::run(args),
             Command::Backup(args) => backup::backup(args).await,
             Command::Restore(args) => backup::restore(args).await,

@@ -26,6 +26,7 @@ pub async fn run(args: ServeArgs) -> CliResult {
         Some(mail) => Some(crate::mail::start(db.clone(), mail)?),
         None => None,
     };
+    let review_prompts = crate::reports::review_prompts::task::spawn(db.clone());
     let mut state = AppState::new(db.clone(), settings);
     if let Some(dir) = &args.backup_dir {
         let status = std::sync::Arc::new(crate::backup::schedule::Status::enabled());
@@ -68,6 +69,7 @@ pub async fn run(args: ServeArgs) -> CliResult {
     crate::http::server::serve(listener, app, args.connection_limits(), shutdown_signal()).await;
     tracing::info!("shutting down: finishing queued writes");
     reminders.abort();
+    review_prompts.abort();
     db.close().await;
     Ok(())
 }

@@ -24,6 +24,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("migrations/0006_invitations_and_mail.sql"),
     include_str!("migrations/0007_pause_actor_refs.sql"),
     include_str!("migrations/0008_oidc.sql"),
+    include_str!("migrations/0009_review_prompts.sql"),
 ];
 
 pub const SCHEMA_VERSION: i64 = MIGRATIONS.len() as i64;

@@ -38,6 +38,7 @@ pub fn api() -> Api {
     let api = crate::care::routes(api);
     let api = crate::reminders::routes::routes(api);
     let api = crate::sync::routes(api);
+    let api = crate::reports::routes(api);
     crate::portable::routes(api)
 }
 

@@ -95,6 +95,14 @@ const RESOURCE_TAGS: &[(&str, &str)] = &[
     ("Multi-factor", "TOTP second factor and recovery codes"),
     ("Sync", "Snapshots and the change feed for offline clients"),
     (
+        "Medication review prompts",
+        "Prompts to ask a pharmacist or doctor about medicines a drug label warns about together, and their reviews",
+    ),
+    (
+        "Reports",
+        "A person's health history and medication reviews, as JSON and PDF",
+    ),
+    (
         "Portability",
         "Encrypted household export and import, and data exports",
     ),

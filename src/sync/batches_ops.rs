@@ -23,6 +23,7 @@ use crate::domain::ResourceId;
 use crate::error::{ApiError, Result};
 use crate::household::{locations, people};
 use crate::medicine::{dosage_options, medications, stock_removals};
+use crate::reports::review_prompts;
 
 /// A saved result about to be replayed, with the operation that made it.
 pub struct Replayed<'a> {
@@ -184,6 +185,9 @@ pub static OPERATIONS: &[OperationKind] = &[
     kind("medication_dose_occurrence", "update", dose_outcomes::RECORD_TYPE,
         |s| s.update(|id, m, a| dose_outcomes::reopen(s.conn, s.actor, id, m, a)),
         |c, a, r| dose_outcomes::authorize_reopen(c, a, person_of(c, a, "dose_occurrences", r)?)),
+    kind("medication_review", "update", review_prompts::RECORD_TYPE,
+        |s| s.update(|id, m, a| review_prompts::update(s.conn, s.actor, id, m, a)),
+        |c, a, r| review_prompts::authorize(c, a, &r.record())),
 ];
 
 /// The row of a pair, if a batch may carry it.

@@ -21,6 +21,7 @@ use crate::state::AppState;
 
 #[derive(Embed)]
 #[folder = "assets/"]
+#[exclude = "fonts/*"]
 struct Assets;
 
 /// Where the app lives in the browser's address bar; every path under it is

@@ -40,6 +40,8 @@ mod ranges;
 mod readme;
 mod reminders;
 mod reminders_native;
+mod reports;
+mod review_prompts;
 mod schedules;
 mod sign_in;
 mod sign_in_lockout;

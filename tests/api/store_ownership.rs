@@ -20,6 +20,12 @@ const OWNERS: &[(&str, &[&str])] = &[
     ("audit_events", &["src/household/audit/store.rs"]),
     ("invitations", &["src/household/invitations/store.rs"]),
     ("mail_outbox", &["src/mail/store.rs"]),
+    ("review_evidence", &["src/reports/evidence/store.rs"]),
+    ("review_evidence_names", &["src/reports/evidence/store.rs"]),
+    (
+        "medication_review_prompts",
+        &["src/reports/review_prompts/store.rs"],
+    ),
     // Sign-in (src/identity). Authentication stamps a session's last use,
     // as it does an app token's.
     (

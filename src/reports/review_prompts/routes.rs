@@ -1,0 +1,140 @@
+//! Review prompt handlers: parse, call the rule, shape the response.
+
+use axum::extract::State;
+use axum::http::{StatusCode, Uri};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, patch};
+use serde_json::{Value, json};
+
+use super::Filter;
+use super::model::{MedicationReviewPrompt, Priority, ReviewBody, ReviewStatus};
+use crate::auth::Actor;
+use crate::auth::access::{Named, filter_id};
+use crate::db::idempotency::{self, Replay, SavedResponse};
+use crate::domain::IfMatch;
+use crate::domain::body::typed;
+use crate::error::{ApiError, Result};
+use crate::http::extract::{ApiJson, IdempotencyKey, PathId, QueryParams};
+use crate::http::openapi::{Api, Op};
+use crate::http::respond;
+use crate::state::AppState;
+
+const TAG: &str = "Medication review prompts";
+const COLLECTION: &str = "/households/{household_id}/medication_review_prompts";
+const MEMBER: &str = "/households/{household_id}/medication_review_prompts/{id}";
+
+pub fn routes(api: Api) -> Api {
+    api.route(
+        Op::get(COLLECTION, "listMedicationReviewPrompts", TAG)
+            .summary("List medication review prompts")
+            .description("The review queue: prompts of the people the caller may view, highest priority first, then newest. Each holds the immutable evidence snapshot it was made from. Hidden prompts are left out unless show_hidden=1 (or review_status=hidden). Responses are no-store.")
+            .paginated()
+            .query("review_status", ReviewStatus::schema(), "Only prompts with this review status")
+            .query("priority", Priority::schema(), "Only prompts of this priority")
+            .query("show_hidden", json!({"type": "string", "enum": ["1", "0", "true", "false"]}), "Include hidden prompts")
+            .query(
+                "person_id",
+                json!({"$ref": "#/components/schemas/ResourceIdentifier"}),
+                "Only prompts of this person (numeric or portable id)",
+            )
+            .page::<MedicationReviewPrompt>(),
+        get(list),
+    )
+    .route(
+        Op::get(MEMBER, "getMedicationReviewPrompt", TAG)
+            .summary("Get a medication review prompt")
+            .description("Needs view access to the prompt's person (404 otherwise). `{id}` is its numeric or portable id.")
+            .ok::<MedicationReviewPrompt>()
+            .etag(),
+        get(show),
+    )
+    .route(
+        Op::patch(MEMBER, "updateMedicationReviewPrompt", TAG)
+            .summary("Record a review of a medication review prompt")
+            .description("Moves the prompt's review_status (pending, hidden and acknowledged move freely; a practitioner status moves only to the other one) and records the practitioner's name, role and review date (required for practitioner_reviewed and practitioner_changed) and notes. The evidence snapshot, priority and medicines cannot change (422). Needs manage access to the person and the current ETag in If-Match (428 without, 409 when stale). The review and its audit event commit together. With an Idempotency-Key, a saved response is replayed only while the caller still has manage access to the person.")
+            .body::<ReviewBody>()
+            .if_match_required()
+            .idempotency_key()
+            .ok::<MedicationReviewPrompt>()
+            .etag(),
+        patch(update),
+    )
+}
+
+fn flag(query: &QueryParams, name: &str) -> Result<bool> {
+    match query.get(name) {
+        None | Some("0") | Some("false") => Ok(false),
+        Some("1") | Some("true") => Ok(true),
+        Some(_) => Err(ApiError::invalid(name, "must be 1, 0, true or false")),
+    }
+}
+
+fn vocabulary<T>(
+    query: &QueryParams,
+    name: &str,
+    parse: fn(&str) -> Option<T>,
+) -> Result<Option<T>> {
+    query
+        .get(name)
+        .map(|text| parse(text).ok_or_else(|| ApiError::invalid(name, "is not a supported value")))
+        .transpose()
+}
+
+async fn list(State(state): State<AppState>, actor: Actor, query: QueryParams) -> Result<Response> {
+    let page = query.page()?;
+    let review_status = vocabulary(&query, "review_status", ReviewStatus::parse)?;
+    let priority = vocabulary(&query, "priority", Priority::parse)?;
+    let show_hidden = flag(&query, "show_hidden")?;
+    let person = query.reference("person_id")?;
+    let (prompts, total) = state
+        .db
+        .read(move |conn| {
+            let filter = Filter {
+                review_status,
+                priority,
+                show_hidden,
+                person_id: filter_id(conn, &actor, Named::Person, person.as_ref())?,
+            };
+            super::list(conn, &actor, &filter, page)
+        })
+        .await?;
+    Ok(respond::collection(prompts, page, total))
+}
+
+async fn show(State(state): State<AppState>, actor: Actor, PathId(id): PathId) -> Result<Response> {
+    let prompt = state
+        .db
+        .read(move |conn| super::get(conn, &actor, &id))
+        .await?;
+    Ok(respond::ok_tagged(prompt))
+}
+
+async fn update(
+    State(state): State<AppState>,
+    actor: Actor,
+    PathId(id): PathId,
+    if_match: IfMatch,
+    IdempotencyKey(key): IdempotencyKey,
+    uri: Uri,
+    ApiJson(body): ApiJson<Value>,
+) -> Result<Response> {
+    let replay = Replay::new(key, "PATCH", uri.path(), Some(&body));
+    let attrs = typed::<ReviewBody>(Some(&body))?.medication_review_prompt;
+    let saved = state
+        .db
+        .write(move |tx| {
+            idempotency::run(
+                tx,
+                &actor,
+                &replay,
+                // A saved review is replayed only while the caller may still review.
+                |conn, _| super::authorize(conn, &actor, &id),
+                |tx| {
+                    let prompt = super::update(tx, &actor, &id, &if_match, attrs)?;
+                    SavedResponse::tagged(StatusCode::OK, &prompt)
+                },
+            )
+        })
+        .await?;
+    Ok(saved.into_response())
+}
