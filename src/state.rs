@@ -22,6 +22,9 @@ pub struct AppState {
     pub mfa_key: Option<MfaKey>,
     /// Scheduled backups: whether they run and how the last one went.
     pub backups: Arc<crate::backup::schedule::Status>,
+    /// Outbound calls of lookup and suggestions, with the dictionary's
+    /// server-wide rate limit.
+    pub lookup: Arc<crate::lookup::Services>,
 }
 
 impl AppState {
@@ -42,11 +45,12 @@ impl AppState {
             });
         AppState {
             db,
-            settings: Arc::new(settings),
             rate_limits,
             openapi: Bytes::new(),
             mfa_key,
             backups: Arc::default(),
+            lookup: crate::lookup::Services::new(settings.terminology.as_ref()),
+            settings: Arc::new(settings),
         }
     }
 
