@@ -101,7 +101,7 @@ async fn household(app: &TestApp) -> (Ids, Ids, Ids) {
 #[tokio::test]
 async fn an_assistant_reads_the_household_and_records_a_take() {
     let app = TestApp::new().await;
-    let (ada, _paracetamol, schedule) = household(&app).await;
+    let (ada, paracetamol, schedule) = household(&app).await;
     let url = serve(&app).await;
     let client = connect(&url, &app.owner).await.unwrap();
     let info = client.peer_info().expect("initialized");
@@ -209,6 +209,25 @@ async fn an_assistant_reads_the_household_and_records_a_take() {
     assert!(!ok(&resumed)["data"]["ended_at"].is_null());
     let history = call(&client, "list_pause_history", json!({})).await;
     assert_eq!(ok(&history)["meta"]["total_count"], 1);
+
+    // A stock removal goes through the same rule as REST and is audited there.
+    let removal = call(
+        &client,
+        "record_stock_removal",
+        json!({"medication_id": paracetamol.portable, "stock_removal": {
+            "quantity": "2", "reason": "expired",
+            "submission_id": "0192f0a8-0000-7000-8000-0000000000aa"}}),
+    )
+    .await;
+    assert_eq!(ok(&removal)["data"]["quantity"], "2");
+    let removals = app
+        .get(
+            &app.hh(&format!("/medications/{}/stock_removals", paracetamol.id)),
+            &app.owner,
+        )
+        .await;
+    removals.assert_status(200);
+    assert_eq!(removals.body["meta"]["total_count"], 1);
 
     // Bad input is the API's 422, naming the field.
     let bad = call(
