@@ -157,6 +157,27 @@ pub struct ServeArgs {
     /// The provider's name on the sign-in button ("Sign in with <name>").
     #[arg(long, env = "PILLBOX_OIDC_NAME", default_value = DEFAULT_OIDC_NAME)]
     pub oidc_name: String,
+    /// dm+d client id at the NHS terminology server; medication lookup is off unless this and the client secret are both set
+    #[arg(long, env = "TERMINOLOGY_DMD_CLIENT_ID", hide_env_values = true)]
+    pub terminology_dmd_client_id: Option<String>,
+    /// dm+d client secret at the NHS terminology server (prefer the environment variable)
+    #[arg(long, env = "TERMINOLOGY_DMD_CLIENT_SECRET", hide_env_values = true)]
+    pub terminology_dmd_client_secret: Option<String>,
+    /// FHIR base URL of the terminology server
+    #[arg(long, env = "PILLBOX_TERMINOLOGY_URL", default_value = crate::lookup::DEFAULT_TERMINOLOGY_URL)]
+    pub terminology_url: String,
+    /// OAuth 2.0 token endpoint of the terminology server (client_credentials grant)
+    #[arg(long, env = "PILLBOX_TERMINOLOGY_TOKEN_URL", default_value = crate::lookup::DEFAULT_TERMINOLOGY_TOKEN_URL)]
+    pub terminology_token_url: String,
+    /// Base URL of an OpenAI-compatible API (e.g. http://127.0.0.1:11434/v1 for Ollama); AI set-up suggestions are off without it and --ai-model
+    #[arg(long, env = "PILLBOX_AI_BASE_URL")]
+    pub ai_base_url: Option<String>,
+    /// Model name the AI endpoint is asked for
+    #[arg(long, env = "PILLBOX_AI_MODEL")]
+    pub ai_model: Option<String>,
+    /// Bearer key of the AI endpoint, if it needs one (prefer the environment variable)
+    #[arg(long, env = "PILLBOX_AI_API_KEY", hide_env_values = true)]
+    pub ai_api_key: Option<String>,
 
     #[arg(long, env = "PILLBOX_LOG_FORMAT", value_enum, default_value_t = LogFormat::Text)]
     pub log_format: LogFormat,
@@ -263,6 +284,10 @@ impl std::fmt::Debug for OidcSettings {
             .field("name", &self.name)
             .finish_non_exhaustive()
     }
+    /// Medication lookup; `None` unless both dm+d credentials are set.
+    pub terminology: Option<crate::lookup::TerminologySettings>,
+    /// AI set-up suggestions; `None` until an endpoint and model are set.
+    pub ai: Option<crate::lookup::AiSettings>,
 }
 
 /// The registered public clients and token lifetimes of the sign-in server.
@@ -363,6 +388,8 @@ impl Default for Settings {
             invitation_ttl_days: DEFAULT_INVITATION_TTL_DAYS,
             mail: None,
             oidc: None,
+            terminology: None,
+            ai: None,
         }
     }
 }
@@ -404,6 +431,17 @@ impl From<&ServeArgs> for Settings {
                     ca_file: args.smtp_ca_file.clone(),
                 }),
             oidc: oidc_settings(args),
+            terminology: crate::lookup::TerminologySettings::configured(
+                args.terminology_dmd_client_id.as_deref(),
+                args.terminology_dmd_client_secret.as_deref(),
+                &args.terminology_url,
+                &args.terminology_token_url,
+            ),
+            ai: crate::lookup::AiSettings::configured(
+                args.ai_base_url.as_deref(),
+                args.ai_model.as_deref(),
+                args.ai_api_key.as_deref(),
+            ),
         }
     }
 }

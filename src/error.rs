@@ -122,10 +122,13 @@ pub enum ApiError {
     PayloadTooLarge(usize),
     #[error("rate limit exceeded")]
     RateLimited { retry_after_secs: u64 },
-    /// A 503 with a named code (the spec's `report_unavailable`): the
-    /// service could not do this now; the message says what failed.
+    /// A feature switched off, or an outside service that cannot answer
+    /// now (503).
     #[error("{message}")]
     Unavailable { code: &'static str, message: String },
+    /// An outside service answered with something unusable (502).
+    #[error("{message}")]
+    BadGateway { code: &'static str, message: String },
     /// Never shown to the client; logged with the request id.
     #[error("internal error: {0}")]
     Internal(String),
@@ -176,6 +179,28 @@ impl ApiError {
         }
     }
 
+    /// 503: the feature is off in this server's configuration.
+    pub fn feature_unavailable(message: impl Into<String>) -> Self {
+        ApiError::Unavailable {
+            code: "feature_unavailable",
+            message: message.into(),
+        }
+    }
+
+    pub fn unavailable(code: &'static str, message: impl Into<String>) -> Self {
+        ApiError::Unavailable {
+            code,
+            message: message.into(),
+        }
+    }
+
+    pub fn bad_gateway(code: &'static str, message: impl Into<String>) -> Self {
+        ApiError::BadGateway {
+            code,
+            message: message.into(),
+        }
+    }
+
     pub fn internal(err: impl std::fmt::Display) -> Self {
         ApiError::Internal(err.to_string())
     }
@@ -196,6 +221,7 @@ impl ApiError {
             ApiError::PayloadTooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
             ApiError::RateLimited { .. } => StatusCode::TOO_MANY_REQUESTS,
             ApiError::Unavailable { .. } => StatusCode::SERVICE_UNAVAILABLE,
+            ApiError::BadGateway { .. } => StatusCode::BAD_GATEWAY,
             ApiError::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
         }
     }
@@ -207,7 +233,8 @@ impl ApiError {
             ApiError::NotFound(_) => "not_found",
             ApiError::Conflict { code, .. }
             | ApiError::Unprocessable { code, .. }
-            | ApiError::Unavailable { code, .. } => code,
+            | ApiError::Unavailable { code, .. }
+            | ApiError::BadGateway { code, .. } => code,
             ApiError::StaleEtag => "edit_conflict",
             ApiError::Validation { .. } => "validation_failed",
             ApiError::PreconditionRequired(_) => "precondition_required",

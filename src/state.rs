@@ -24,6 +24,9 @@ pub struct AppState {
     pub backups: Arc<crate::backup::schedule::Status>,
     /// The first-run set-up link of `serve`, while the server has no household.
     pub setup_link: Arc<crate::web::setup_link::SetupLink>,
+    /// Outbound calls of lookup and suggestions, with the dictionary's
+    /// server-wide rate limit.
+    pub lookup: Arc<crate::lookup::Services>,
 }
 
 impl AppState {
@@ -44,12 +47,13 @@ impl AppState {
             });
         AppState {
             db,
-            settings: Arc::new(settings),
             rate_limits,
             openapi: Bytes::new(),
             mfa_key,
             backups: Arc::default(),
             setup_link: Arc::default(),
+            lookup: crate::lookup::Services::new(settings.terminology.as_ref()),
+            settings: Arc::new(settings),
         }
     }
 

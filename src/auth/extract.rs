@@ -5,7 +5,7 @@
 use axum::extract::FromRequestParts;
 use axum::http::request::Parts;
 
-use super::{Actor, Authenticated, Verified, store, token};
+use super::{Actor, Authenticated, Credential, Verified, store, token};
 use crate::domain::numeric_id;
 use crate::error::{ApiError, Result};
 use crate::http::extract::raw_param;
@@ -106,4 +106,31 @@ impl FromRequestParts<AppState> for Actor {
         note_use(state, &authenticated);
         actor
     }
+}
+
+/// The actor of a request made with a household app token, in the
+/// household of the token's membership (the MCP endpoint, whose path names
+/// no household): verified and resolved exactly as a household route's
+/// `Actor`, from current data.
+pub async fn app_token_actor(parts: &Parts, state: &AppState) -> Result<Actor> {
+    let authenticated = authenticate(parts, state).await?;
+    let Credential::AppToken { membership_id, .. } = authenticated.credential else {
+        return Err(ApiError::Unauthorized(
+            "this endpoint needs a household app token",
+        ));
+    };
+    state
+        .db
+        .read(move |conn| {
+            let household_id = store::membership_household(conn, membership_id)?
+                .ok_or(ApiError::Unauthorized("the app token is no longer active"))?;
+            // A suspended or revoked membership: the token no longer works.
+            store::household_actor(conn, &authenticated, household_id).map_err(|e| match e {
+                ApiError::NotFound(_) => {
+                    ApiError::Unauthorized("the app token's membership is no longer active")
+                }
+                other => other,
+            })
+        })
+        .await
 }

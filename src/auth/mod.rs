@@ -18,6 +18,7 @@ use crate::medicine::vocab::vocabulary;
 use crate::state::AppState;
 
 pub use access::AccessLevel;
+pub use extract::app_token_actor;
 
 vocabulary!(
     /// A member's role in a household.

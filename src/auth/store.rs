@@ -173,6 +173,17 @@ pub fn household_actor(
     })
 }
 
+/// The household of a membership (an app token's), active or not.
+pub fn membership_household(conn: &Connection, membership_id: i64) -> Result<Option<i64>> {
+    Ok(conn
+        .query_row(
+            "SELECT household_id FROM memberships WHERE id = ?1",
+            params![membership_id],
+            |r| r.get(0),
+        )
+        .optional()?)
+}
+
 pub fn person_in_household(conn: &Connection, household_id: i64, person_id: i64) -> Result<bool> {
     Ok(conn
         .query_row(

@@ -39,6 +39,7 @@ pub fn api() -> Api {
     let api = crate::reminders::routes::routes(api);
     let api = crate::sync::routes(api);
     let api = crate::reports::routes(api);
+    let api = crate::lookup::routes::routes(api);
     crate::portable::routes(api)
 }
 
@@ -75,6 +76,7 @@ pub fn app(mut state: AppState) -> Router {
         .nest(API_PREFIX, v1)
         .merge(crate::identity::root_router())
         .merge(crate::web::router())
+        .merge(crate::mcp::routes::router(&state))
         .fallback(route_not_found)
         .layer(middleware::from_fn(cache_headers))
         .layer(middleware::from_fn_with_state(

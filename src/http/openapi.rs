@@ -106,6 +106,10 @@ const RESOURCE_TAGS: &[(&str, &str)] = &[
         "Portability",
         "Encrypted household export and import, and data exports",
     ),
+    (
+        "Lookup",
+        "Medication lookup in the national medicines dictionary and AI set-up suggestions",
+    ),
 ];
 
 fn audience_tags() -> [(&'static str, &'static str); 4] {
@@ -934,6 +938,14 @@ fn error_responses() -> Value {
         (415, "The request body is not sent as application/json"),
         (422, "Submitted attributes or filters are invalid"),
         (428, "The mutation needs a version precondition (If-Match)"),
+        (
+            502,
+            "An outside service this operation relies on answered with something unusable",
+        ),
+        (
+            503,
+            "The feature is off in this server's configuration, or an outside service it relies on cannot answer now",
+        ),
     ] {
         responses.insert(
             format!("Error{code}"),

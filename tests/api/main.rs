@@ -5,6 +5,7 @@ mod support;
 
 mod admin;
 mod admin_escalation;
+mod ai_suggestions;
 mod basics;
 mod cli;
 mod cli_account;
@@ -23,6 +24,8 @@ mod invitations;
 mod location_memberships;
 mod locations;
 mod mail_tls;
+mod lookup;
+mod mcp;
 mod medication_takes;
 mod medications;
 mod medicine_stock;

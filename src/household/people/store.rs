@@ -154,3 +154,13 @@ pub fn notification_preferences_of(
     })?;
     Ok(rows.collect::<rusqlite::Result<HashMap<_, _>>>()?)
 }
+
+/// The names of every person of a household (AI suggestions redact them
+/// from text before it leaves the server).
+pub fn names(conn: &Connection, household_id: i64) -> Result<Vec<String>> {
+    let mut statement = conn.prepare_cached("SELECT name FROM people WHERE household_id = ?1")?;
+    let names = statement
+        .query_map([household_id], |row| row.get(0))?
+        .collect::<rusqlite::Result<Vec<String>>>()?;
+    Ok(names)
+}

@@ -32,10 +32,23 @@ pub struct HouseholdSettings {
     pub missed_dose_grace_minutes: i64,
     /// How reminder delivery is going, per channel (read only)
     pub delivery_health: Vec<crate::reminders::model::ChannelHealth>,
+    /// What in this server's configuration keeps a feature off (read only)
+    pub warnings: Vec<SettingsWarning>,
     pub created_at: Timestamp,
     pub updated_at: Timestamp,
     #[serde(skip)]
     pub lock_version: i64,
+}
+
+/// A feature the server's configuration keeps off, for administrators.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+#[schemars(deny_unknown_fields)]
+pub struct SettingsWarning {
+    /// Stable code, e.g. medication_lookup_unavailable
+    #[schemars(length(min = 1))]
+    pub code: &'static str,
+    #[schemars(length(min = 1))]
+    pub message: &'static str,
 }
 
 impl Versioned for HouseholdSettings {

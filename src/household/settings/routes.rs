@@ -56,6 +56,7 @@ fn with_health(
 ) -> Result<HouseholdSettings> {
     settings.delivery_health =
         crate::reminders::delivery_health(conn, settings.id, &config.reminders)?;
+    settings.warnings = crate::lookup::routes::admin_warnings(config);
     Ok(settings)
 }
 

@@ -22,6 +22,7 @@ pub fn find(conn: &Connection, household_id: i64) -> Result<Option<HouseholdSett
                 app_token_max_age_days: r.get(4)?,
                 missed_dose_grace_minutes: crate::reminders::DEFAULT_GRACE_MINUTES,
                 delivery_health: Vec::new(),
+                warnings: Vec::new(),
                 created_at: r.get(5)?,
                 updated_at: r.get(6)?,
                 lock_version: r.get(7)?,
