@@ -261,6 +261,10 @@ pub struct Settings {
     pub mail: Option<crate::mail::MailSettings>,
     /// Delegated sign-in; `None` unless issuer, client id and secret are all set.
     pub oidc: Option<OidcSettings>,
+    /// Medication lookup; `None` unless both dm+d credentials are set.
+    pub terminology: Option<crate::lookup::TerminologySettings>,
+    /// AI set-up suggestions; `None` until an endpoint and model are set.
+    pub ai: Option<crate::lookup::AiSettings>,
 }
 
 pub const DEFAULT_OIDC_NAME: &str = "single sign-on";
@@ -284,10 +288,6 @@ impl std::fmt::Debug for OidcSettings {
             .field("name", &self.name)
             .finish_non_exhaustive()
     }
-    /// Medication lookup; `None` unless both dm+d credentials are set.
-    pub terminology: Option<crate::lookup::TerminologySettings>,
-    /// AI set-up suggestions; `None` until an endpoint and model are set.
-    pub ai: Option<crate::lookup::AiSettings>,
 }
 
 /// The registered public clients and token lifetimes of the sign-in server.

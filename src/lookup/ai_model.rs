@@ -95,7 +95,7 @@ pub struct SuggestedMedication {
 pub struct SuggestedAttributes {
     #[schemars(length(min = 1, max = 200))]
     pub name: String,
-    #[schemars(with = "decimal::Positive")]
+    #[schemars(with = "decimal::PositiveDecimal")]
     pub dose_amount: Dec,
     pub dose_unit: DoseUnit,
     pub default_schedule_type: ScheduleType,
@@ -109,7 +109,7 @@ pub struct SuggestedAttributes {
 pub struct SuggestedDosageOption {
     #[schemars(extend("const" = true))]
     pub suggestion: bool,
-    #[schemars(with = "decimal::Positive")]
+    #[schemars(with = "decimal::PositiveDecimal")]
     pub amount: Dec,
     pub unit: DoseUnit,
     #[schemars(length(max = 500))]
@@ -125,7 +125,7 @@ pub struct SuggestedSchedule {
     /// `{"times": ["HH:MM", ...]}`, or `{"as_needed": true}` for prn
     #[schemars(with = "std::collections::BTreeMap<String, serde_json::Value>")]
     pub schedule_config: serde_json::Value,
-    #[schemars(with = "decimal::Positive")]
+    #[schemars(with = "decimal::PositiveDecimal")]
     pub dose_amount: Dec,
     pub dose_unit: DoseUnit,
 }

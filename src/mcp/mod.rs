@@ -15,6 +15,7 @@ use serde::de::DeserializeOwned;
 use serde_json::{Map, Value};
 
 use crate::auth::Actor;
+use crate::care::dose_occurrences::model::Outcome;
 use crate::care::dose_occurrences::outcomes::{self as dose_outcomes, NotTakenAttrs};
 use crate::care::{health_events, medication_takes, pause_periods};
 use crate::domain::{IfMatch, Page};
@@ -243,10 +244,10 @@ pub async fn call(state: &AppState, actor: Actor, name: &str, arguments: Value) 
         "mark_dose_not_taken" => {
             let dose: NotTakenInput = input(arguments)?;
             let attrs = NotTakenAttrs {
-                source_type: dose.source_type.as_str().to_string(),
+                source_type: dose.source_type,
                 source_id: dose.source_id,
                 occurrence_key: dose.occurrence_key,
-                outcome: "not_taken".to_string(),
+                outcome: Outcome::NotTaken,
                 reason: dose.reason,
                 note: dose.note,
             };
@@ -368,7 +369,7 @@ fn summary(conn: &rusqlite::Connection, actor: &Actor) -> Result<HouseholdSummar
         page.page += 1;
     };
     let (doses, meta) = crate::care::dose_occurrences::list(conn, actor, None, None)?;
-    let count = |outcome: &str| doses.iter().filter(|d| d.outcome == outcome).count();
+    let count = |outcome: Outcome| doses.iter().filter(|d| d.outcome == outcome).count();
     Ok(HouseholdSummary {
         household: HouseholdFacts {
             id: actor.household_id,
@@ -381,9 +382,9 @@ fn summary(conn: &rusqlite::Connection, actor: &Actor) -> Result<HouseholdSummar
         today: TodayFacts {
             date: meta.date.to_string(),
             expected: doses.len(),
-            open: count("open"),
-            taken: count("taken"),
-            not_taken: count("not_taken"),
+            open: count(Outcome::Open),
+            taken: count(Outcome::Taken),
+            not_taken: count(Outcome::NotTaken),
         },
     })
 }

@@ -62,8 +62,10 @@ pub struct NotTakenInput {
     #[schemars(length(min = 1))]
     pub occurrence_key: String,
     /// Why it was not taken
-    pub reason: Option<String>,
-    pub note: Option<String>,
+    #[serde(default)]
+    pub reason: Option<crate::domain::Text<{ crate::care::dose_occurrences::outcomes::MAX_REASON }>>,
+    #[serde(default)]
+    pub note: Option<crate::domain::Text<{ crate::care::dose_occurrences::outcomes::MAX_NOTE }>>,
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]
