@@ -156,11 +156,10 @@ async fn run() -> BenchResult<()> {
     let data = settings.temp_dir("pillbox-bench")?;
     let ceiling_data = settings.temp_dir("pillbox-bench-ceiling")?;
     let pinned = pinned_cpu()?;
+    print_machine(data.path());
     if let Some(cpu) = pinned {
         keep_off_cpu(cpu)?;
     }
-
-    print_machine(data.path());
     println!(
         "settings: {:.1} s measured after {:.1} s warm-up per scenario; reads at {} connections, takes at {:?}; burst of {} connections, RSS read {:.0} s after it; servers {}",
         settings.measure.as_secs_f64(),
@@ -212,24 +211,23 @@ async fn run() -> BenchResult<()> {
 
     let mut rows = Vec::new();
     let point = drive(&bare, reads, &settings, get("/items/1".into(), None)).await;
-    let point_rps = point.requests_per_second();
     rows.push(Row::new("ceiling: point read", reads, &point, None));
     let list = drive(&bare, reads, &settings, get("/items?limit=20".into(), None)).await;
     rows.push(Row::new("ceiling: 20-row list", reads, &list, None));
 
     let one_path = format!("/api/v1/households/{h}/medications/{}", fixture.medication);
     let run = drive(&pillbox, reads, &settings, get(one_path, token.clone())).await;
-    rows.push(Row::new("GET one medication", reads, &run, Some(point_rps)));
+    rows.push(Row::new("GET one medication", reads, &run, Some(&point)));
     let list_path = format!("/api/v1/households/{h}/medications?per_page=20");
     let run = drive(&pillbox, reads, &settings, get(list_path, token.clone())).await;
-    rows.push(Row::new("GET 20 medications", reads, &run, Some(point_rps)));
+    rows.push(Row::new("GET 20 medications", reads, &run, Some(&point)));
     let doses_path = format!("/api/v1/households/{h}/dose_occurrences");
     let run = drive(&pillbox, reads, &settings, get(doses_path, token.clone())).await;
     rows.push(Row::new(
         "GET today's expected doses (40)",
         reads,
         &run,
-        Some(point_rps),
+        Some(&point),
     ));
 
     let mut takes_acknowledged = 0u64;
@@ -249,7 +247,7 @@ async fn run() -> BenchResult<()> {
             "POST a take, durable",
             clients,
             &run,
-            Some(durable.requests_per_second()),
+            Some(&durable),
         ));
     }
     let loaded = Sample::of(&pid);
@@ -285,7 +283,11 @@ async fn run() -> BenchResult<()> {
     println!("| memory and threads (pillbox) | RSS MB | threads |");
     println!("|---|--:|--:|");
     println!("| just started | {} | |", fmt_mb(started_rss));
-    println!("| idle | {} | {} |", fmt_mb(idle.rss_mb), fmt_n(idle.threads));
+    println!(
+        "| idle | {} | {} |",
+        fmt_mb(idle.rss_mb),
+        fmt_n(idle.threads)
+    );
     println!(
         "| after the scenarios | {} | {} |",
         fmt_mb(loaded.rss_mb),
@@ -538,8 +540,8 @@ impl Fixture {
                     response.body_text()
                 ));
             }
-            let created: Value = serde_json::from_slice(&response.body)
-                .map_err(|e| format!("{what} body: {e}"))?;
+            let created: Value =
+                serde_json::from_slice(&response.body).map_err(|e| format!("{what} body: {e}"))?;
             created["data"]["id"]
                 .as_i64()
                 .ok_or_else(|| format!("{what} returned no id"))
@@ -655,8 +657,8 @@ impl CeilingProcess {
     }
 
     fn takes_recorded(&self, dir: &Path) -> BenchResult<u64> {
-        let conn = rusqlite::Connection::open(dir.join(ceiling::DATABASE))
-            .map_err(|e| e.to_string())?;
+        let conn =
+            rusqlite::Connection::open(dir.join(ceiling::DATABASE)).map_err(|e| e.to_string())?;
         conn.query_row("SELECT count(*) FROM takes", [], |r| r.get::<_, i64>(0))
             .map(|n| n as u64)
             .map_err(|e| e.to_string())
@@ -825,11 +827,9 @@ mod ceiling {
 
     async fn list(Query(q): Query<Limit>) -> Result<Json<Value>, StatusCode> {
         let items = read(|c| {
-            c.prepare_cached(&format!(
-                "SELECT {COLUMNS} FROM items ORDER BY id LIMIT ?1"
-            ))?
-            .query_map([q.limit], item)?
-            .collect::<rusqlite::Result<Vec<_>>>()
+            c.prepare_cached(&format!("SELECT {COLUMNS} FROM items ORDER BY id LIMIT ?1"))?
+                .query_map([q.limit], item)?
+                .collect::<rusqlite::Result<Vec<_>>>()
         })
         .map_err(|_| StatusCode::INTERNAL_SERVER_ERROR)?;
         Ok(Json(json!({"data": items})))
@@ -899,11 +899,9 @@ impl Workload {
                 }});
                 Request::post(path, token, &body)
             }
-            Workload::CeilingTake => Request::post(
-                "/takes",
-                "none",
-                &json!({"take": {"client_uuid": uuid()}}),
-            ),
+            Workload::CeilingTake => {
+                Request::post("/takes", "none", &json!({"take": {"client_uuid": uuid()}}))
+            }
         }
     }
 
@@ -1103,19 +1101,26 @@ struct Row {
     p99: f64,
     errors: u64,
     ratio: Option<f64>,
+    /// The ceiling's server CPU per request over this scenario's.
+    cpu_ratio: Option<f64>,
     cpu_us: Option<f64>,
     first_error: Option<String>,
 }
 
 impl Row {
-    /// `ceiling_rps`: what the ratio is taken against (none for a ceiling row).
+    /// `ceiling`: what the ratios are taken against (none for a ceiling row).
     fn new(
         scenario: &'static str,
         clients: usize,
         stats: &RunStats,
-        ceiling_rps: Option<f64>,
+        ceiling: Option<&RunStats>,
     ) -> Row {
         let rps = stats.requests_per_second();
+        let ceiling_rps = ceiling.map(RunStats::requests_per_second);
+        let cpu_ratio = ceiling
+            .and_then(RunStats::cpu_us_per_request)
+            .zip(stats.cpu_us_per_request())
+            .map(|(c, p)| if p > 0.0 { c / p } else { f64::NAN });
         Row {
             scenario,
             clients,
@@ -1124,6 +1129,7 @@ impl Row {
             p99: stats.percentile_ms(99.0),
             errors: stats.errors,
             ratio: ceiling_rps.map(|c| if c > 0.0 { rps / c } else { f64::NAN }),
+            cpu_ratio,
             cpu_us: stats.cpu_us_per_request(),
             first_error: stats.first_error.clone(),
         }
@@ -1132,28 +1138,42 @@ impl Row {
 
 fn print_table(rows: &[Row]) {
     println!(
-        "| {:<32} | {:>5} | {:>10} | {:>7} | {:>7} | {:>6} | {:>10} | {:>14} |",
-        "scenario", "conns", "requests/s", "p50 ms", "p99 ms", "errors", "ratio", "server CPU/req"
+        "| {:<32} | {:>5} | {:>10} | {:>7} | {:>7} | {:>6} | {:>10} | {:>14} | {:>9} |",
+        "scenario",
+        "conns",
+        "requests/s",
+        "p50 ms",
+        "p99 ms",
+        "errors",
+        "ratio",
+        "server CPU/req",
+        "CPU ratio"
     );
     println!(
-        "|{:-<34}|{:->7}|{:->12}|{:->9}|{:->9}|{:->8}|{:->12}|{:->16}|",
-        "", ":", ":", ":", ":", ":", ":", ":"
+        "|{:-<34}|{:->7}|{:->12}|{:->9}|{:->9}|{:->8}|{:->12}|{:->16}|{:->11}|",
+        "", ":", ":", ":", ":", ":", ":", ":", ":"
     );
     for row in rows {
         let cpu = row
             .cpu_us
             .map_or_else(|| "n/a".to_string(), |us| format!("{us:.0} µs"));
-        let ratio = row
-            .ratio
-            .map_or_else(|| "—".to_string(), |r| format!("{r:.2}"));
+        let ratio = |r: Option<f64>| r.map_or_else(|| "—".to_string(), |r| format!("{r:.2}"));
         println!(
-            "| {:<32} | {:>5} | {:>10.0} | {:>7.2} | {:>7.2} | {:>6} | {:>10} | {:>14} |",
-            row.scenario, row.clients, row.rps, row.p50, row.p99, row.errors, ratio, cpu
+            "| {:<32} | {:>5} | {:>10.0} | {:>7.2} | {:>7.2} | {:>6} | {:>10} | {:>14} | {:>9} |",
+            row.scenario,
+            row.clients,
+            row.rps,
+            row.p50,
+            row.p99,
+            row.errors,
+            ratio(row.ratio),
+            cpu,
+            ratio(row.cpu_ratio)
         );
     }
     println!();
     println!(
-        "ratio: reads against the ceiling's point read, takes against its durable insert at the same connections"
+        "ratio: requests/s against the ceiling's (reads: its point read; takes: its durable insert at the same connections); CPU ratio: the ceiling's server CPU per request over this one's (less sensitive to other load on the machine)"
     );
     println!();
 }
