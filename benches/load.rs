@@ -1,13 +1,23 @@
-//! Load benchmark: starts the release-built `pillbox` binary on a fresh data
-//! directory and drives two endpoints with concurrent keep-alive clients:
+//! Load benchmark: the release-built `pillbox` binary beside a ceiling
+//! server doing the same kind of work with nothing else, both driven in the
+//! same run by the same in-process load generator, so that the ratios cancel
+//! much of the machine's noise.
 //!
-//! - `GET /api/v1/households/{id}/medications?per_page=20` (listMedications, a read),
-//! - `POST /api/v1/households/{id}/medications/{id}/stock_removals`
-//!   (createStockRemoval, a durable write: fsynced before the 201),
+//! The ceiling is a bare axum + rusqlite server (this benchmark's own binary
+//! started again as a child process): reads on a read-only connection per
+//! runtime thread, run in place; writes on one writer thread with WAL,
+//! `synchronous=FULL` and group commit (a durable insert plus a stock update
+//! per request, answered after the commit's fsync).
 //!
-//! and, in the same run, a minimal axum route served in-process on its own
-//! runtime (the ceiling: what this HTTP stack and this load generator reach
-//! on this machine with no application work at all).
+//! | Scenario | pillbox | ceiling |
+//! |---|---|---|
+//! | GET one medication | getMedication | point read of one row |
+//! | GET 20 medications | listMedications?per_page=20 | point read (and a 20-row list, shown) |
+//! | GET today's expected doses | listDoseOccurrences (20 schedules × 2 times) | point read |
+//! | POST a take, durable | createMedicationTake (fsynced before the 201) | durable insert + stock update |
+//!
+//! Then memory and threads: idle RSS, RSS and threads during a burst of
+//! 2,000 connections, and RSS 60 s after it.
 //!
 //! Run with `cargo bench --bench load`. Settings (environment):
 //!
@@ -15,23 +25,26 @@
 //! |---|---|---|
 //! | `PILLBOX_BENCH_SECONDS` | `5` | Measured seconds per scenario |
 //! | `PILLBOX_BENCH_WARMUP_SECONDS` | `1` | Unmeasured warm-up before each scenario |
-//! | `PILLBOX_BENCH_CONCURRENCY` | `8,32` | Concurrent clients (comma-separated list) |
-//! | `PILLBOX_BENCH_DIR` | system temp dir | Where the temporary data directory goes (its file system decides fsync cost) |
-//! | `PILLBOX_BENCH_BINARY` | the bench-profile build | Another `pillbox` binary to measure (e.g. a static build) |
+//! | `PILLBOX_BENCH_READ_CONNECTIONS` | `32` | Connections of the read scenarios |
+//! | `PILLBOX_BENCH_WRITE_CONNECTIONS` | `16,64` | Connections of the take scenarios (comma-separated) |
+//! | `PILLBOX_BENCH_BURST` | `2000` | Connections of the burst (0: no burst) |
+//! | `PILLBOX_BENCH_SETTLE_SECONDS` | `60` | Wait after the burst before the last RSS reading |
+//! | `PILLBOX_BENCH_PIN_CPU` | unset | Serve both servers from this one CPU (`taskset -c N`); the load generator keeps to the other CPUs |
+//! | `PILLBOX_BENCH_DIR` | system temp dir | Where the temporary data directories go (their file system decides fsync cost) |
+//! | `PILLBOX_BENCH_BINARY` | the bench-profile build | Another `pillbox` binary to measure |
 //!
 //! Every client is a tokio task with its own persistent HTTP/1.1 connection;
 //! every response status is checked and every request's latency recorded.
-//! All traffic goes to 127.0.0.1; every loop and request is bounded in time;
-//! the server child process is killed when the guard holding it drops. The
-//! server logs each request as it does in production (`RUST_LOG` is passed
-//! through) to `serve.log` in the temporary data directory. The table's last
-//! column is the CPU time (user + system, all threads) the server used per
-//! request in the measured window, read from /proc.
+//! All traffic goes to 127.0.0.1; every loop is bounded in time; both child
+//! processes are killed when their guards drop. The "server CPU/req" column
+//! is the CPU time (user + system, all threads) the server used per request
+//! in the measured window, read from /proc.
 
 mod common;
 
 use std::net::SocketAddr;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -39,15 +52,29 @@ use serde_json::{Value, json};
 
 use common::{
     BenchResult, HttpConn, Names, Pillbox, REQUEST_TIMEOUT, Request, STARTUP_TIMEOUT, load_average,
-    print_machine, stat_cpu,
+    memory, pinned_cpu, print_machine, stat_cpu, threads,
 };
 
 const MEDICATIONS: usize = 20;
-/// Supply of the medication the removals draw from: far more than any run takes.
+/// Supply of the medication the takes draw from: far more than any run takes.
 const LARGE_SUPPLY: &str = "100000000";
-const REMOVAL_QUANTITY: &str = "0.25";
+/// Requests each burst connection sends before it closes.
+const BURST_REQUESTS: usize = 3;
+/// The longest the burst may last, start to finish.
+const BURST_LIMIT: Duration = Duration::from_secs(60);
+/// Set (to a data directory) when this binary runs as the ceiling server.
+const CEILING_DIR_ENV: &str = "PILLBOX_BENCH_CEILING_DIR";
+const CEILING_LISTEN_ENV: &str = "PILLBOX_BENCH_CEILING_LISTEN";
 
 fn main() {
+    if let Some(dir) = std::env::var_os(CEILING_DIR_ENV) {
+        let listen = std::env::var(CEILING_LISTEN_ENV).unwrap_or_default();
+        if let Err(message) = ceiling::serve(Path::new(&dir), &listen) {
+            eprintln!("ceiling server failed: {message}");
+            std::process::exit(1);
+        }
+        return;
+    }
     // `cargo bench` passes `--bench`; anything else (`cargo test --benches`,
     // `cargo test --all-targets`) only checks that the benchmark builds.
     if !std::env::args().any(|a| a == "--bench") {
@@ -67,7 +94,10 @@ fn main() {
 struct Settings {
     measure: Duration,
     warmup: Duration,
-    concurrency: Vec<usize>,
+    read_connections: usize,
+    write_connections: Vec<usize>,
+    burst: usize,
+    settle: Duration,
     base_dir: Option<PathBuf>,
 }
 
@@ -85,20 +115,17 @@ impl Settings {
                 Err(_) => Ok(Duration::from_secs_f64(default)),
             }
         };
-        let concurrency = match std::env::var("PILLBOX_BENCH_CONCURRENCY") {
-            Ok(v) => v
-                .split(',')
+        let counts = |name: &str, default: &str, min: usize, max: usize| {
+            let v = std::env::var(name).unwrap_or_else(|_| default.to_string());
+            v.split(',')
                 .map(|c| {
                     c.trim()
                         .parse::<usize>()
                         .ok()
-                        .filter(|n| (1..=1024).contains(n))
-                        .ok_or_else(|| {
-                            format!("PILLBOX_BENCH_CONCURRENCY={v:?}: each entry must be 1..1024")
-                        })
+                        .filter(|n| (min..=max).contains(n))
+                        .ok_or_else(|| format!("{name}={v:?}: each entry must be {min}..{max}"))
                 })
-                .collect::<BenchResult<Vec<_>>>()?,
-            Err(_) => vec![8, 32],
+                .collect::<BenchResult<Vec<_>>>()
         };
         let measure = seconds("PILLBOX_BENCH_SECONDS", 5.0)?;
         if measure.is_zero() {
@@ -107,28 +134,44 @@ impl Settings {
         Ok(Settings {
             measure,
             warmup: seconds("PILLBOX_BENCH_WARMUP_SECONDS", 1.0)?,
-            concurrency,
+            read_connections: counts("PILLBOX_BENCH_READ_CONNECTIONS", "32", 1, 1024)?[0],
+            write_connections: counts("PILLBOX_BENCH_WRITE_CONNECTIONS", "16,64", 1, 1024)?,
+            burst: counts("PILLBOX_BENCH_BURST", "2000", 0, 10_000)?[0],
+            settle: seconds("PILLBOX_BENCH_SETTLE_SECONDS", 60.0)?,
             base_dir: std::env::var_os("PILLBOX_BENCH_DIR").map(PathBuf::from),
         })
+    }
+
+    fn temp_dir(&self, prefix: &str) -> BenchResult<tempfile::TempDir> {
+        match &self.base_dir {
+            Some(dir) => tempfile::Builder::new().prefix(prefix).tempdir_in(dir),
+            None => tempfile::Builder::new().prefix(prefix).tempdir(),
+        }
+        .map_err(|e| format!("cannot create a temporary data directory: {e}"))
     }
 }
 
 async fn run() -> BenchResult<()> {
     let settings = Settings::from_env()?;
-    let data = match &settings.base_dir {
-        Some(dir) => tempfile::Builder::new()
-            .prefix("pillbox-bench")
-            .tempdir_in(dir),
-        None => tempfile::Builder::new().prefix("pillbox-bench").tempdir(),
-    }
-    .map_err(|e| format!("cannot create the temporary data directory: {e}"))?;
-
+    let data = settings.temp_dir("pillbox-bench")?;
+    let ceiling_data = settings.temp_dir("pillbox-bench-ceiling")?;
+    let pinned = pinned_cpu()?;
     print_machine(data.path());
+    if let Some(cpu) = pinned {
+        keep_off_cpu(cpu)?;
+    }
     println!(
-        "settings: {:.1} s measured after {:.1} s warm-up per scenario, concurrency {:?}",
+        "settings: {:.1} s measured after {:.1} s warm-up per scenario; reads at {} connections, takes at {:?}; burst of {} connections, RSS read {:.0} s after it; servers {}",
         settings.measure.as_secs_f64(),
         settings.warmup.as_secs_f64(),
-        settings.concurrency
+        settings.read_connections,
+        settings.write_connections,
+        settings.burst,
+        settings.settle.as_secs_f64(),
+        match pinned {
+            Some(cpu) => format!("pinned to CPU {cpu} (load generator on the others)"),
+            None => "unpinned".into(),
+        }
     );
 
     let names = Names {
@@ -136,90 +179,78 @@ async fn run() -> BenchResult<()> {
         token: "load benchmark",
     };
     let (server, household, token) = Pillbox::start(data.path(), names).await?;
+    let pid = server.child.id().to_string();
+    let started_rss = rss_mb(&pid);
     let fixture = Fixture::create(&server, household, token).await?;
-    let ceiling = Ceiling::start()?;
+    let ceiling = CeilingProcess::start(ceiling_data.path(), pinned)?;
     println!(
-        "pillbox {} on {} (pid {}), ceiling on {}",
+        "pillbox {} on {} (pid {}), ceiling on {} (pid {})",
         server.binary.display(),
         server.addr,
         server.child.id(),
-        ceiling.addr
+        ceiling.addr,
+        ceiling.child.id()
     );
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let idle = Sample::of(&pid);
+    let ceiling_idle = Sample::of(&ceiling.child.id().to_string());
     println!();
 
-    let list_path = format!(
-        "/api/v1/households/{}/medications?per_page=20",
-        fixture.household
-    );
-    let removal_path = format!(
-        "/api/v1/households/{}/medications/{}/stock_removals",
-        fixture.household, fixture.stock_medication
-    );
-
-    let pillbox_target = Target {
+    let pillbox = Target {
         addr: server.addr,
-        cpu: CpuSource::Process(server.child.id()),
+        pid: server.child.id(),
     };
-    let ceiling_target = Target {
+    let bare = Target {
         addr: ceiling.addr,
-        cpu: CpuSource::Threads(CEILING_THREAD),
+        pid: ceiling.child.id(),
     };
+    let reads = settings.read_connections;
+    let h = fixture.household;
+    let get = |path: String, token: Option<String>| Arc::new(Workload::Get { path, token });
+    let token = Some(fixture.token.clone());
+
     let mut rows = Vec::new();
-    let mut removals_created = 0u64;
-    for &clients in &settings.concurrency {
-        let ceiling_run = drive(
-            &ceiling_target,
-            clients,
-            &settings,
-            Arc::new(Workload::Get {
-                path: "/ping".into(),
-                token: None,
-            }),
-        )
-        .await;
-        let ceiling_rps = ceiling_run.requests_per_second();
-        rows.push(Row::new(
-            "ceiling: minimal axum route",
-            clients,
-            &ceiling_run,
-            ceiling_rps,
-        ));
+    let point = drive(&bare, reads, &settings, get("/items/1".into(), None)).await;
+    rows.push(Row::new("ceiling: point read", reads, &point, None));
+    let list = drive(&bare, reads, &settings, get("/items?limit=20".into(), None)).await;
+    rows.push(Row::new("ceiling: 20-row list", reads, &list, None));
 
-        let list_run = drive(
-            &pillbox_target,
-            clients,
-            &settings,
-            Arc::new(Workload::Get {
-                path: list_path.clone(),
-                token: Some(fixture.token.clone()),
-            }),
-        )
-        .await;
-        rows.push(Row::new(
-            "GET listMedications (per_page=20)",
-            clients,
-            &list_run,
-            ceiling_rps,
-        ));
+    let one_path = format!("/api/v1/households/{h}/medications/{}", fixture.medication);
+    let run = drive(&pillbox, reads, &settings, get(one_path, token.clone())).await;
+    rows.push(Row::new("GET one medication", reads, &run, Some(&point)));
+    let list_path = format!("/api/v1/households/{h}/medications?per_page=20");
+    let run = drive(&pillbox, reads, &settings, get(list_path, token.clone())).await;
+    rows.push(Row::new("GET 20 medications", reads, &run, Some(&point)));
+    let doses_path = format!("/api/v1/households/{h}/dose_occurrences");
+    let run = drive(&pillbox, reads, &settings, get(doses_path, token.clone())).await;
+    rows.push(Row::new(
+        "GET today's expected doses (40)",
+        reads,
+        &run,
+        Some(&point),
+    ));
 
-        let removal_run = drive(
-            &pillbox_target,
-            clients,
-            &settings,
-            Arc::new(Workload::StockRemoval {
-                path: removal_path.clone(),
-                token: fixture.token.clone(),
-            }),
-        )
-        .await;
-        removals_created += removal_run.successes_including_warmup;
+    let mut takes_acknowledged = 0u64;
+    let mut ceiling_takes = 0u64;
+    for &clients in &settings.write_connections {
+        let durable = drive(&bare, clients, &settings, Arc::new(Workload::CeilingTake)).await;
+        ceiling_takes += durable.successes_including_warmup;
+        rows.push(Row::new("ceiling: durable insert", clients, &durable, None));
+        let take = Arc::new(Workload::Take {
+            path: format!("/api/v1/households/{h}/medication_takes"),
+            token: fixture.token.clone(),
+            schedule: fixture.schedule,
+        });
+        let run = drive(&pillbox, clients, &settings, take).await;
+        takes_acknowledged += run.successes_including_warmup;
         rows.push(Row::new(
-            "POST createStockRemoval",
+            "POST a take, durable",
             clients,
-            &removal_run,
-            ceiling_rps,
+            &run,
+            Some(&durable),
         ));
     }
+    let loaded = Sample::of(&pid);
 
     print_table(&rows);
     for row in &rows {
@@ -228,50 +259,294 @@ async fn run() -> BenchResult<()> {
         }
     }
 
-    // Every acknowledged removal must be in the stock, exactly once.
+    // Every acknowledged take must be in the stock, exactly once.
     let supply = fixture.current_supply(&server).await?;
-    let number = |s: &str| s.parse::<f64>().unwrap_or(f64::NAN);
-    let expected = number(LARGE_SUPPLY) - number(REMOVAL_QUANTITY) * removals_created as f64;
+    let expected = LARGE_SUPPLY.parse::<f64>().unwrap_or(f64::NAN) - takes_acknowledged as f64;
     let stock_ok = (supply - expected).abs() < 1e-6;
     println!(
-        "stock check: {removals_created} removals acknowledged, current_supply {supply} (expected {expected}): {}",
+        "stock check: {takes_acknowledged} takes acknowledged, current_supply {supply} (expected {expected}): {}",
         if stock_ok { "ok" } else { "MISMATCH" }
     );
+    let ceiling_ok = ceiling.takes_recorded(ceiling_data.path())? == ceiling_takes;
+    println!(
+        "ceiling check: {ceiling_takes} durable inserts acknowledged and recorded: {}",
+        if ceiling_ok { "ok" } else { "MISMATCH" }
+    );
+    println!();
 
+    let burst = if settings.burst > 0 {
+        Some(burst(&server, &fixture, &settings).await)
+    } else {
+        None
+    };
+
+    println!("| memory and threads (pillbox) | RSS MB | threads |");
+    println!("|---|--:|--:|");
+    println!("| just started | {} | |", fmt_mb(started_rss));
+    println!(
+        "| idle | {} | {} |",
+        fmt_mb(idle.rss_mb),
+        fmt_n(idle.threads)
+    );
+    println!(
+        "| after the scenarios | {} | {} |",
+        fmt_mb(loaded.rss_mb),
+        fmt_n(loaded.threads)
+    );
+    if let Some(b) = &burst {
+        println!(
+            "| during a {}-connection burst (peak) | {} | {} |",
+            settings.burst,
+            fmt_mb(b.peak.rss_mb),
+            fmt_n(b.peak.threads)
+        );
+        println!(
+            "| {:.0} s after the burst | {} | {} |",
+            settings.settle.as_secs_f64(),
+            fmt_mb(b.after.rss_mb),
+            fmt_n(b.after.threads)
+        );
+    }
+    println!(
+        "| ceiling idle (for comparison) | {} | {} |",
+        fmt_mb(ceiling_idle.rss_mb),
+        fmt_n(ceiling_idle.threads)
+    );
+    if let Some(b) = &burst {
+        println!(
+            "burst: {} requests answered, {} errors ({}) in {:.1} s",
+            b.answered,
+            b.errors,
+            b.first_error.as_deref().unwrap_or("none"),
+            b.took.as_secs_f64()
+        );
+    }
     println!("load average after the run: {}", load_average());
 
-    ceiling.stop();
+    drop(ceiling);
     drop(server);
     drop(data);
+    drop(ceiling_data);
     let errors: u64 = rows.iter().map(|r| r.errors).sum();
-    if errors > 0 || !stock_ok {
+    if errors > 0 || !stock_ok || !ceiling_ok {
         return Err(format!(
-            "{errors} request errors{}",
-            if stock_ok {
+            "{errors} request errors{}{}",
+            if stock_ok { "" } else { ", a stock mismatch" },
+            if ceiling_ok {
                 ""
             } else {
-                " and a stock mismatch"
+                ", a ceiling mismatch"
             }
         ));
     }
     Ok(())
 }
 
+/// Keeps this process (the load generator) off `cpu`, where the servers run.
+fn keep_off_cpu(cpu: usize) -> BenchResult<()> {
+    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+    if cpus < 2 {
+        return Err("PILLBOX_BENCH_PIN_CPU needs at least two CPUs".into());
+    }
+    let others: Vec<String> = (0..cpus)
+        .filter(|c| *c != cpu)
+        .map(|c| c.to_string())
+        .collect();
+    // Every thread of this process, the runtime's included.
+    for task in std::fs::read_dir("/proc/self/task").map_err(|e| e.to_string())? {
+        let tid = task.map_err(|e| e.to_string())?.file_name();
+        let status = Command::new("taskset")
+            .arg("-p")
+            .arg("-c")
+            .arg(others.join(","))
+            .arg(&tid)
+            .stdout(Stdio::null())
+            .status()
+            .map_err(|e| format!("taskset: {e}"))?;
+        if !status.success() {
+            return Err(format!("taskset could not move thread {tid:?}"));
+        }
+    }
+    Ok(())
+}
+
+// ---------------------------------------------------------------------------
+// Memory and threads
+
+#[derive(Clone, Copy, Default)]
+struct Sample {
+    rss_mb: Option<f64>,
+    threads: Option<u64>,
+}
+
+impl Sample {
+    fn of(pid: &str) -> Sample {
+        Sample {
+            rss_mb: rss_mb(pid),
+            threads: threads(pid),
+        }
+    }
+}
+
+fn rss_mb(pid: &str) -> Option<f64> {
+    memory(pid).map(|m| m.rss_kib as f64 / 1024.0)
+}
+
+fn fmt_mb(mb: Option<f64>) -> String {
+    mb.map_or_else(|| "n/a".into(), |mb| format!("{mb:.1}"))
+}
+
+fn fmt_n(n: Option<u64>) -> String {
+    n.map_or_else(|| "n/a".into(), |n| n.to_string())
+}
+
+struct Burst {
+    peak: Sample,
+    after: Sample,
+    answered: u64,
+    errors: u64,
+    first_error: Option<String>,
+    took: Duration,
+}
+
+/// `settings.burst` connections at once, each sending a few reads, while
+/// RSS and threads are sampled; then the settle wait and a last sample.
+async fn burst(server: &Pillbox, fixture: &Fixture, settings: &Settings) -> Burst {
+    let pid = server.child.id().to_string();
+    let started = Instant::now();
+    let deadline = started + BURST_LIMIT;
+    let request = Arc::new(Request::get(
+        &format!(
+            "/api/v1/households/{}/medications/{}",
+            fixture.household, fixture.medication
+        ),
+        Some(&fixture.token),
+    ));
+    let addr = server.addr;
+    let tasks: Vec<_> = (0..settings.burst)
+        .map(|_| {
+            let request = request.clone();
+            tokio::spawn(async move {
+                let mut answered = 0u64;
+                let work = async {
+                    let mut conn = HttpConn::connect(addr)
+                        .await
+                        .map_err(|e| format!("connect: {e}"))?;
+                    for _ in 0..BURST_REQUESTS {
+                        let response = conn.send(&request).await?;
+                        if response.status != 200 {
+                            return Err(format!("status {}", response.status));
+                        }
+                        answered += 1;
+                    }
+                    Ok(())
+                };
+                let outcome = tokio::time::timeout_at(deadline.into(), work)
+                    .await
+                    .unwrap_or_else(|_| Err("unfinished when the burst ended".into()));
+                (answered, outcome.err())
+            })
+        })
+        .collect();
+    let mut peak = Sample::default();
+    let mut pending = tasks;
+    let mut answered = 0u64;
+    let mut errors = 0u64;
+    let mut first_error = None;
+    while !pending.is_empty() {
+        let now = Sample::of(&pid);
+        peak.rss_mb = max_opt(peak.rss_mb, now.rss_mb);
+        peak.threads = max_opt(peak.threads, now.threads);
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        let mut still = Vec::with_capacity(pending.len());
+        for task in pending {
+            if task.is_finished() {
+                match task.await {
+                    Ok((n, error)) => {
+                        answered += n;
+                        if let Some(e) = error {
+                            errors += 1;
+                            first_error.get_or_insert(e);
+                        }
+                    }
+                    Err(e) => {
+                        errors += 1;
+                        first_error.get_or_insert(e.to_string());
+                    }
+                }
+            } else {
+                still.push(task);
+            }
+        }
+        pending = still;
+    }
+    let took = started.elapsed();
+    tokio::time::sleep(settings.settle).await;
+    Burst {
+        peak,
+        after: Sample::of(&pid),
+        answered,
+        errors,
+        first_error,
+        took,
+    }
+}
+
+fn max_opt<T: PartialOrd + Copy>(a: Option<T>, b: Option<T>) -> Option<T> {
+    match (a, b) {
+        (Some(a), Some(b)) => Some(if b > a { b } else { a }),
+        (a, b) => a.or(b),
+    }
+}
+
 // ---------------------------------------------------------------------------
 // The fixture
 
-/// The household, its medications and the token the workloads use.
+/// The household, its medications and schedules and the token the workloads use.
 struct Fixture {
     household: i64,
     token: String,
-    stock_medication: i64,
+    /// The medication every take draws from (the large supply).
+    medication: i64,
+    /// A daily schedule of that medication.
+    schedule: i64,
 }
 
 impl Fixture {
+    /// 20 medications and, for the owner's own person, 20 daily schedules
+    /// (one per medication) at 08:00 and 20:00: 40 expected doses a day.
     async fn create(server: &Pillbox, household: i64, token: String) -> BenchResult<Fixture> {
         let mut conn = HttpConn::connect_within(server.addr).await?;
-        let path = format!("/api/v1/households/{household}/medications");
-        let mut stock_medication = None;
+        let base = format!("/api/v1/households/{household}");
+        let person = {
+            let response = conn
+                .send_within(&Request::get(&format!("{base}/people"), Some(&token)))
+                .await?;
+            let listed: Value = serde_json::from_slice(&response.body)
+                .map_err(|e| format!("listPeople body: {e}"))?;
+            listed["data"][0]["id"]
+                .as_i64()
+                .ok_or("listPeople found no person for the owner")?
+        };
+        let mut post = async |what: &str, path: String, body: Value| -> BenchResult<i64> {
+            let response = conn
+                .send_within(&Request::post(&path, &token, &body))
+                .await
+                .map_err(|e| format!("{what}: {e}"))?;
+            if response.status != 201 {
+                return Err(format!(
+                    "{what} answered {}: {}",
+                    response.status,
+                    response.body_text()
+                ));
+            }
+            let created: Value =
+                serde_json::from_slice(&response.body).map_err(|e| format!("{what} body: {e}"))?;
+            created["data"]["id"]
+                .as_i64()
+                .ok_or_else(|| format!("{what} returned no id"))
+        };
+        let mut medications = Vec::with_capacity(MEDICATIONS);
         for i in 0..MEDICATIONS {
             let supply = if i == 0 { LARGE_SUPPLY } else { "60" };
             let body = json!({"medication": {
@@ -283,27 +558,25 @@ impl Fixture {
                 "current_supply": supply,
                 "reorder_threshold": "10",
             }});
-            let response = conn
-                .send_within(&Request::post(&path, &token, &body))
-                .await
-                .map_err(|e| format!("createMedication: {e}"))?;
-            if response.status != 201 {
-                return Err(format!(
-                    "createMedication answered {}: {}",
-                    response.status,
-                    response.body_text()
-                ));
-            }
-            let created: Value = serde_json::from_slice(&response.body)
-                .map_err(|e| format!("createMedication body: {e}"))?;
-            if i == 0 {
-                stock_medication = created["data"]["id"].as_i64();
-            }
+            medications.push(post("createMedication", format!("{base}/medications"), body).await?);
+        }
+        let start_date = (jiff::Timestamp::now() - jiff::SignedDuration::from_hours(24))
+            .strftime("%Y-%m-%d")
+            .to_string();
+        let mut schedules = Vec::with_capacity(MEDICATIONS);
+        for medication in &medications {
+            let body = json!({"schedule": {
+                "person_id": person, "medication_id": medication,
+                "schedule_type": "daily", "schedule_config": {"times": ["08:00", "20:00"]},
+                "start_date": start_date,
+            }});
+            schedules.push(post("createSchedule", format!("{base}/schedules"), body).await?);
         }
         Ok(Fixture {
             household,
             token,
-            stock_medication: stock_medication.ok_or("createMedication returned no id")?,
+            medication: medications[0],
+            schedule: schedules[0],
         })
     }
 
@@ -311,7 +584,7 @@ impl Fixture {
         let mut conn = HttpConn::connect_within(server.addr).await?;
         let path = format!(
             "/api/v1/households/{}/medications/{}",
-            self.household, self.stock_medication
+            self.household, self.medication
         );
         let response = conn
             .send_within(&Request::get(&path, Some(&self.token)))
@@ -334,125 +607,300 @@ impl Fixture {
 }
 
 // ---------------------------------------------------------------------------
-// The ceiling: a minimal axum route on its own thread and runtime
+// The ceiling server, as a child process
 
-/// Name of every thread of the ceiling server (at most 15 bytes: Linux's limit).
-const CEILING_THREAD: &str = "ceiling-server";
-
-struct Ceiling {
+struct CeilingProcess {
+    child: Child,
     addr: SocketAddr,
-    stop: tokio::sync::oneshot::Sender<()>,
-    thread: std::thread::JoinHandle<()>,
 }
 
-impl Ceiling {
-    fn start() -> BenchResult<Ceiling> {
-        let (ready_tx, ready_rx) = std::sync::mpsc::channel();
-        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-        let thread = std::thread::Builder::new()
-            .name(CEILING_THREAD.into())
-            .spawn(move || {
-                // The same runtime flavour and size as `pillbox serve` uses.
-                let runtime = match tokio::runtime::Builder::new_multi_thread()
-                    .thread_name(CEILING_THREAD)
-                    .enable_all()
-                    .build()
-                {
-                    Ok(rt) => rt,
-                    Err(e) => {
-                        let _ = ready_tx.send(Err(format!("ceiling runtime: {e}")));
-                        return;
-                    }
-                };
-                runtime.block_on(async move {
-                    let listener = match tokio::net::TcpListener::bind("127.0.0.1:0").await {
-                        Ok(l) => l,
-                        Err(e) => {
-                            let _ = ready_tx.send(Err(format!("ceiling bind: {e}")));
-                            return;
-                        }
-                    };
-                    let addr = listener.local_addr().map_err(|e| e.to_string());
-                    let _ = ready_tx.send(addr);
-                    let app = axum::Router::new().route(
-                        "/ping",
-                        axum::routing::get(|| async {
-                            axum::Json(json!({"data": {"status": "ok"}}))
-                        }),
-                    );
-                    let _ = axum::serve(listener, app)
-                        .with_graceful_shutdown(async {
-                            let _ = stopped.await;
-                        })
-                        .await;
-                });
-            })
-            .map_err(|e| format!("cannot start the ceiling thread: {e}"))?;
-        let addr = ready_rx
-            .recv_timeout(STARTUP_TIMEOUT)
-            .map_err(|e| format!("ceiling server did not start: {e}"))??;
-        Ok(Ceiling { addr, stop, thread })
+impl Drop for CeilingProcess {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl CeilingProcess {
+    fn start(dir: &Path, pinned: Option<usize>) -> BenchResult<CeilingProcess> {
+        let exe = std::env::current_exe().map_err(|e| format!("current_exe: {e}"))?;
+        let addr = common::free_local_addr()?;
+        let mut command = match pinned {
+            Some(cpu) => {
+                let mut c = Command::new("taskset");
+                c.arg("-c").arg(cpu.to_string()).arg(&exe);
+                c
+            }
+            None => Command::new(&exe),
+        };
+        let child = command
+            .env(CEILING_DIR_ENV, dir)
+            .env(CEILING_LISTEN_ENV, addr.to_string())
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .spawn()
+            .map_err(|e| format!("cannot start the ceiling server: {e}"))?;
+        let mut process = CeilingProcess { child, addr };
+        let deadline = Instant::now() + STARTUP_TIMEOUT;
+        loop {
+            if let Ok(Some(status)) = process.child.try_wait() {
+                return Err(format!("the ceiling server exited early ({status})"));
+            }
+            if std::net::TcpStream::connect(addr).is_ok() {
+                return Ok(process);
+            }
+            if Instant::now() >= deadline {
+                return Err("the ceiling server did not start".into());
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
     }
 
-    fn stop(self) {
-        let _ = self.stop.send(());
-        let _ = self.thread.join();
+    fn takes_recorded(&self, dir: &Path) -> BenchResult<u64> {
+        let conn =
+            rusqlite::Connection::open(dir.join(ceiling::DATABASE)).map_err(|e| e.to_string())?;
+        conn.query_row("SELECT count(*) FROM takes", [], |r| r.get::<_, i64>(0))
+            .map(|n| n as u64)
+            .map_err(|e| e.to_string())
+    }
+}
+
+mod ceiling {
+    //! The bare server: axum routes over rusqlite with nothing else.
+
+    use std::cell::RefCell;
+    use std::path::{Path, PathBuf};
+    use std::sync::OnceLock;
+
+    use axum::Json;
+    use axum::extract::{Path as UrlPath, Query};
+    use axum::http::StatusCode;
+    use axum::routing::{get, post};
+    use rusqlite::{Connection, OpenFlags, OptionalExtension};
+    use serde_json::{Value, json};
+    use tokio::sync::{mpsc, oneshot};
+
+    pub const DATABASE: &str = "ceiling.sqlite3";
+    const MAX_GROUP: usize = 128;
+
+    static PATH: OnceLock<PathBuf> = OnceLock::new();
+
+    thread_local! {
+        static READER: RefCell<Option<Connection>> = const { RefCell::new(None) };
+    }
+
+    /// Runs `f` on this runtime thread's read-only connection.
+    fn read<T>(f: impl FnOnce(&Connection) -> rusqlite::Result<T>) -> rusqlite::Result<T> {
+        READER.with(|cell| {
+            let mut slot = cell.borrow_mut();
+            if slot.is_none() {
+                let path = PATH.get().expect("database path");
+                *slot = Some(Connection::open_with_flags(
+                    path,
+                    OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+                )?);
+            }
+            f(slot.as_ref().expect("connection"))
+        })
+    }
+
+    const COLUMNS: &str = "id, name, friendly_name, category, dose_amount, dose_unit, current_supply, reorder_threshold, created_at, updated_at";
+
+    fn item(r: &rusqlite::Row<'_>) -> rusqlite::Result<Value> {
+        Ok(json!({
+            "id": r.get::<_, i64>(0)?,
+            "name": r.get::<_, String>(1)?,
+            "friendly_name": r.get::<_, String>(2)?,
+            "category": r.get::<_, String>(3)?,
+            "dose_amount": r.get::<_, String>(4)?,
+            "dose_unit": r.get::<_, String>(5)?,
+            "current_supply": r.get::<_, String>(6)?,
+            "reorder_threshold": r.get::<_, String>(7)?,
+            "created_at": r.get::<_, String>(8)?,
+            "updated_at": r.get::<_, String>(9)?,
+        }))
+    }
+
+    type Job = (String, oneshot::Sender<rusqlite::Result<i64>>);
+
+    pub fn serve(dir: &Path, listen: &str) -> Result<(), String> {
+        let path = dir.join(DATABASE);
+        let mut conn = Connection::open(&path).map_err(|e| e.to_string())?;
+        conn.execute_batch(&format!(
+            "PRAGMA journal_mode = WAL; PRAGMA synchronous = FULL;
+             CREATE TABLE items (id INTEGER PRIMARY KEY, name TEXT NOT NULL, friendly_name TEXT NOT NULL,
+                 category TEXT NOT NULL, dose_amount TEXT NOT NULL, dose_unit TEXT NOT NULL,
+                 current_supply TEXT NOT NULL, reorder_threshold TEXT NOT NULL,
+                 created_at TEXT NOT NULL, updated_at TEXT NOT NULL);
+             CREATE TABLE takes (id INTEGER PRIMARY KEY, item_id INTEGER NOT NULL REFERENCES items(id),
+                 client_uuid TEXT NOT NULL UNIQUE, taken_at TEXT NOT NULL);
+             WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 20)
+             INSERT INTO items ({COLUMNS})
+             SELECT i, 'Benchmark medication ' || i || ' 500mg tablets', 'Medication ' || i, 'benchmark',
+                    '1', 'tablet', '100000000', '10', '2026-01-01T00:00:00Z', '2026-01-01T00:00:00Z' FROM n;"
+        ))
+        .map_err(|e| e.to_string())?;
+        PATH.set(path).map_err(|_| "path set twice")?;
+        let (jobs, mut queue) = mpsc::channel::<Job>(1024);
+        std::thread::Builder::new()
+            .name("ceiling-writer".into())
+            .spawn(move || {
+                let mut group = Vec::with_capacity(MAX_GROUP);
+                while let Some(job) = queue.blocking_recv() {
+                    group.push(job);
+                    while group.len() < MAX_GROUP {
+                        match queue.try_recv() {
+                            Ok(job) => group.push(job),
+                            Err(_) => break,
+                        }
+                    }
+                    let tx = match conn
+                        .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)
+                    {
+                        Ok(tx) => tx,
+                        Err(_) => {
+                            group.clear();
+                            continue;
+                        }
+                    };
+                    let mut results = Vec::with_capacity(group.len());
+                    for (uuid, reply) in group.drain(..) {
+                        let result = (|| {
+                            tx.prepare_cached(
+                                "INSERT INTO takes (item_id, client_uuid, taken_at) VALUES (1, ?1, strftime('%Y-%m-%dT%H:%M:%SZ'))",
+                            )?
+                            .execute([&uuid])?;
+                            let id = tx.last_insert_rowid();
+                            tx.prepare_cached(
+                                "UPDATE items SET current_supply = CAST(current_supply AS INTEGER) - 1 WHERE id = 1",
+                            )?
+                            .execute([])?;
+                            Ok(id)
+                        })();
+                        results.push((reply, result));
+                    }
+                    let committed = tx.commit();
+                    for (reply, result) in results {
+                        let _ = reply.send(match &committed {
+                            Ok(()) => result,
+                            Err(_) => Err(rusqlite::Error::InvalidQuery),
+                        });
+                    }
+                }
+            })
+            .map_err(|e| e.to_string())?;
+
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .enable_all()
+            .build()
+            .map_err(|e| e.to_string())?;
+        runtime.block_on(async move {
+            let listener = tokio::net::TcpListener::bind(listen)
+                .await
+                .map_err(|e| e.to_string())?;
+            let app = axum::Router::new()
+                .route("/items/{id}", get(one))
+                .route("/items", get(list))
+                .route("/takes", post(take))
+                .with_state(jobs);
+            axum::serve(listener, app).await.map_err(|e| e.to_string())
+        })
+    }
+
+    async fn one(UrlPath(id): UrlPath<i64>) -> Result<Json<Value>, StatusCode> {
+        let found = read(|c| {
+            c.prepare_cached(&format!("SELECT {COLUMNS} FROM items WHERE id = ?1"))?
+                .query_row([id], item)
+                .optional()
+        })
+        .map_err(|_| StatusCode::INTERNAL_SERVER_ERROR)?;
+        match found {
+            Some(item) => Ok(Json(json!({"data": item}))),
+            None => Err(StatusCode::NOT_FOUND),
+        }
+    }
+
+    #[derive(serde::Deserialize)]
+    struct Limit {
+        limit: i64,
+    }
+
+    async fn list(Query(q): Query<Limit>) -> Result<Json<Value>, StatusCode> {
+        let items = read(|c| {
+            c.prepare_cached(&format!("SELECT {COLUMNS} FROM items ORDER BY id LIMIT ?1"))?
+                .query_map([q.limit], item)?
+                .collect::<rusqlite::Result<Vec<_>>>()
+        })
+        .map_err(|_| StatusCode::INTERNAL_SERVER_ERROR)?;
+        Ok(Json(json!({"data": items})))
+    }
+
+    async fn take(
+        axum::extract::State(jobs): axum::extract::State<mpsc::Sender<Job>>,
+        Json(body): Json<Value>,
+    ) -> Result<(StatusCode, Json<Value>), StatusCode> {
+        let uuid = body["take"]["client_uuid"]
+            .as_str()
+            .ok_or(StatusCode::UNPROCESSABLE_ENTITY)?
+            .to_string();
+        let (reply, answer) = oneshot::channel();
+        jobs.send((uuid.clone(), reply))
+            .await
+            .map_err(|_| StatusCode::SERVICE_UNAVAILABLE)?;
+        let id = answer
+            .await
+            .map_err(|_| StatusCode::INTERNAL_SERVER_ERROR)?
+            .map_err(|_| StatusCode::INTERNAL_SERVER_ERROR)?;
+        Ok((
+            StatusCode::CREATED,
+            Json(json!({"data": {"id": id, "client_uuid": uuid}})),
+        ))
     }
 }
 
 // ---------------------------------------------------------------------------
 // Load generation
 
-/// A server to drive and where to read its CPU time.
+/// A server to drive and the process whose CPU time it spends.
 struct Target {
     addr: SocketAddr,
-    cpu: CpuSource,
-}
-
-enum CpuSource {
-    /// A whole process (every thread): the pillbox child.
-    Process(u32),
-    /// The threads of this process with this name: the in-process ceiling.
-    Threads(&'static str),
-}
-
-impl CpuSource {
-    /// User + system CPU time so far, from /proc (None where unavailable).
-    fn read(&self) -> Option<Duration> {
-        match self {
-            CpuSource::Process(pid) => stat_cpu(&format!("/proc/{pid}/stat")),
-            CpuSource::Threads(name) => {
-                let mut total = Duration::ZERO;
-                for task in std::fs::read_dir("/proc/self/task").ok()?.flatten() {
-                    let path = task.path();
-                    let comm = std::fs::read_to_string(path.join("comm")).unwrap_or_default();
-                    if comm.trim_end() == *name {
-                        total += stat_cpu(&path.join("stat").to_string_lossy()).unwrap_or_default();
-                    }
-                }
-                Some(total)
-            }
-        }
-    }
+    pid: u32,
 }
 
 enum Workload {
-    Get { path: String, token: Option<String> },
-    StockRemoval { path: String, token: String },
+    Get {
+        path: String,
+        token: Option<String>,
+    },
+    Take {
+        path: String,
+        token: String,
+        schedule: i64,
+    },
+    CeilingTake,
 }
 
 impl Workload {
     fn request(&self) -> Request {
+        // A new client_uuid each time: each request is a new take.
+        let uuid = || uuid::Uuid::new_v4().to_string();
         match self {
             Workload::Get { path, token } => Request::get(path, token.as_deref()),
-            Workload::StockRemoval { path, token } => {
-                // A new submission id each time: each request is a new removal.
-                let body = json!({"stock_removal": {
-                    "quantity": REMOVAL_QUANTITY,
-                    "reason": "other",
-                    "submission_id": uuid::Uuid::now_v7().to_string(),
+            Workload::Take {
+                path,
+                token,
+                schedule,
+            } => {
+                let body = json!({"medication_take": {
+                    "source_type": "schedule",
+                    "source_id": schedule,
+                    "taken_at": jiff::Timestamp::now().round(jiff::Unit::Second).unwrap_or(jiff::Timestamp::now()).to_string(),
+                    "client_uuid": uuid(),
                 }});
                 Request::post(path, token, &body)
+            }
+            Workload::CeilingTake => {
+                Request::post("/takes", "none", &json!({"take": {"client_uuid": uuid()}}))
             }
         }
     }
@@ -460,7 +908,7 @@ impl Workload {
     fn expected_status(&self) -> u16 {
         match self {
             Workload::Get { .. } => 200,
-            Workload::StockRemoval { .. } => 201,
+            Workload::Take { .. } | Workload::CeilingTake => 201,
         }
     }
 }
@@ -520,7 +968,7 @@ impl ClientStats {
     }
 }
 
-/// `clients` concurrent keep-alive clients against `addr` for warm-up + measure.
+/// `clients` concurrent keep-alive clients against `target` for warm-up + measure.
 async fn drive(
     target: &Target,
     clients: usize,
@@ -536,11 +984,11 @@ async fn drive(
             tokio::spawn(client(target.addr, workload, window_start, end))
         })
         .collect();
-    // The server's CPU time over the measured window.
+    let stat = format!("/proc/{}/stat", target.pid);
     tokio::time::sleep_until(window_start.into()).await;
-    let cpu_before = target.cpu.read();
+    let cpu_before = stat_cpu(&stat);
     tokio::time::sleep_until(end.into()).await;
-    let cpu_after = target.cpu.read();
+    let cpu_after = stat_cpu(&stat);
     let mut stats = RunStats {
         measured: settings.measure,
         latencies_us: Vec::new(),
@@ -614,6 +1062,8 @@ async fn client(
                         .latencies_us
                         .push(done.duration_since(sent).as_micros() as u64);
                 }
+                // A take answered after the window closed still counts for
+                // the stock check.
                 if response.status == expected {
                     stats.successes += 1;
                 } else {
@@ -650,14 +1100,27 @@ struct Row {
     p50: f64,
     p99: f64,
     errors: u64,
-    ratio: f64,
+    ratio: Option<f64>,
+    /// The ceiling's server CPU per request over this scenario's.
+    cpu_ratio: Option<f64>,
     cpu_us: Option<f64>,
     first_error: Option<String>,
 }
 
 impl Row {
-    fn new(scenario: &'static str, clients: usize, stats: &RunStats, ceiling_rps: f64) -> Row {
+    /// `ceiling`: what the ratios are taken against (none for a ceiling row).
+    fn new(
+        scenario: &'static str,
+        clients: usize,
+        stats: &RunStats,
+        ceiling: Option<&RunStats>,
+    ) -> Row {
         let rps = stats.requests_per_second();
+        let ceiling_rps = ceiling.map(RunStats::requests_per_second);
+        let cpu_ratio = ceiling
+            .and_then(RunStats::cpu_us_per_request)
+            .zip(stats.cpu_us_per_request())
+            .map(|(c, p)| if p > 0.0 { c / p } else { f64::NAN });
         Row {
             scenario,
             clients,
@@ -665,11 +1128,8 @@ impl Row {
             p50: stats.percentile_ms(50.0),
             p99: stats.percentile_ms(99.0),
             errors: stats.errors,
-            ratio: if ceiling_rps > 0.0 {
-                rps / ceiling_rps
-            } else {
-                f64::NAN
-            },
+            ratio: ceiling_rps.map(|c| if c > 0.0 { rps / c } else { f64::NAN }),
+            cpu_ratio,
             cpu_us: stats.cpu_us_per_request(),
             first_error: stats.first_error.clone(),
         }
@@ -678,35 +1138,42 @@ impl Row {
 
 fn print_table(rows: &[Row]) {
     println!(
-        "| {:<34} | {:>7} | {:>10} | {:>8} | {:>8} | {:>6} | {:>10} | {:>15} |",
+        "| {:<32} | {:>5} | {:>10} | {:>7} | {:>7} | {:>6} | {:>10} | {:>14} | {:>9} |",
         "scenario",
-        "clients",
+        "conns",
         "requests/s",
         "p50 ms",
         "p99 ms",
         "errors",
-        "of ceiling",
-        "server CPU/req"
+        "ratio",
+        "server CPU/req",
+        "CPU ratio"
     );
     println!(
-        "|{:-<36}|{:->9}|{:->12}|{:->10}|{:->10}|{:->8}|{:->12}|{:->17}|",
-        "", ":", ":", ":", ":", ":", ":", ":"
+        "|{:-<34}|{:->7}|{:->12}|{:->9}|{:->9}|{:->8}|{:->12}|{:->16}|{:->11}|",
+        "", ":", ":", ":", ":", ":", ":", ":", ":"
     );
     for row in rows {
         let cpu = row
             .cpu_us
             .map_or_else(|| "n/a".to_string(), |us| format!("{us:.0} µs"));
+        let ratio = |r: Option<f64>| r.map_or_else(|| "—".to_string(), |r| format!("{r:.2}"));
         println!(
-            "| {:<34} | {:>7} | {:>10.0} | {:>8.2} | {:>8.2} | {:>6} | {:>9.1}% | {:>15} |",
+            "| {:<32} | {:>5} | {:>10.0} | {:>7.2} | {:>7.2} | {:>6} | {:>10} | {:>14} | {:>9} |",
             row.scenario,
             row.clients,
             row.rps,
             row.p50,
             row.p99,
             row.errors,
-            row.ratio * 100.0,
-            cpu
+            ratio(row.ratio),
+            cpu,
+            ratio(row.cpu_ratio)
         );
     }
+    println!();
+    println!(
+        "ratio: requests/s against the ceiling's (reads: its point read; takes: its durable insert at the same connections); CPU ratio: the ceiling's server CPU per request over this one's (less sensitive to other load on the machine)"
+    );
     println!();
 }

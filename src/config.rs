@@ -61,9 +61,12 @@ pub struct ServeArgs {
     /// Connections served at once; more wait in the listen queue until one closes
     #[arg(long, env = "PILLBOX_MAX_CONNECTIONS", default_value_t = DEFAULT_MAX_CONNECTIONS, value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
     pub max_connections: u32,
-    /// Threads for blocking work (database reads, password hashing); bounds memory under load
+    /// Threads for other blocking work (password hashing, backups, file reads); bounds memory under load
     #[arg(long, env = "PILLBOX_BLOCKING_THREADS", default_value_t = DEFAULT_BLOCKING_THREADS, value_parser = clap::value_parser!(u32).range(1..=1024))]
     pub blocking_threads: u32,
+    /// Database reader threads, each with its own read-only connection; reads beyond them wait in a queue
+    #[arg(long, env = "PILLBOX_READER_THREADS", default_value_t = crate::db::DEFAULT_READERS, value_parser = clap::value_parser!(u32).range(1..=64))]
+    pub reader_threads: u32,
     /// OAuth client id of the first-party mobile app (a public client)
     #[arg(long, env = "PILLBOX_OAUTH_MOBILE_CLIENT_ID", default_value = DEFAULT_MOBILE_CLIENT_ID)]
     pub oauth_mobile_client_id: String,

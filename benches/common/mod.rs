@@ -132,7 +132,17 @@ impl Pillbox {
         let addr = free_local_addr()?;
         let log = std::fs::File::create(data_dir.join("serve.log"))
             .map_err(|e| format!("cannot create the server log: {e}"))?;
-        let child = Command::new(&binary)
+        // PILLBOX_BENCH_PIN_CPU=N serves from CPU N alone (taskset execs the
+        // binary, so the child's pid is the server's).
+        let mut command = match pinned_cpu()? {
+            Some(cpu) => {
+                let mut c = Command::new("taskset");
+                c.arg("-c").arg(cpu.to_string()).arg(&binary);
+                c
+            }
+            None => Command::new(&binary),
+        };
+        let child = command
             .arg("serve")
             .arg("--data-dir")
             .arg(data_dir)
@@ -181,6 +191,30 @@ impl Pillbox {
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
     }
+}
+
+/// The CPU `PILLBOX_BENCH_PIN_CPU` names, if set.
+pub fn pinned_cpu() -> BenchResult<Option<usize>> {
+    match std::env::var("PILLBOX_BENCH_PIN_CPU") {
+        Ok(v) if !v.trim().is_empty() => v
+            .trim()
+            .parse::<usize>()
+            .map(Some)
+            .map_err(|_| format!("PILLBOX_BENCH_PIN_CPU={v:?} is not a CPU number")),
+        _ => Ok(None),
+    }
+}
+
+/// Threads of a process, from `/proc/<pid>/status`.
+pub fn threads(pid: &str) -> Option<u64> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    status
+        .lines()
+        .find(|l| l.starts_with("Threads:"))?
+        .split_whitespace()
+        .nth(1)?
+        .parse()
+        .ok()
 }
 
 /// `pillbox setup` (password on stdin) and `pillbox token create`.

@@ -1,10 +1,12 @@
 //! The request extractors that name the caller: the credential is verified
 //! (or taken from the rate limiter, which already verified it) and, for a
-//! household route, the current membership resolved in the same read.
+//! household route, the current membership; both from the access view
+//! (`super::view`), without a database read of their own.
 
 use axum::extract::FromRequestParts;
 use axum::http::request::Parts;
 
+use super::view::AccessView;
 use super::{Actor, Authenticated, Credential, Verified, store, token};
 use crate::domain::numeric_id;
 use crate::error::{ApiError, Result};
@@ -25,12 +27,9 @@ async fn authenticate(parts: &Parts, state: &AppState) -> Result<Authenticated> 
         Some(outcome) => outcome?,
         None => {
             let presented = token::bearer(&parts.headers)
-                .ok_or(ApiError::Unauthorized("a bearer credential is required"))?
-                .to_string();
-            state
-                .db
-                .read(move |conn| store::authenticate(conn, &presented))
-                .await?
+                .ok_or(ApiError::Unauthorized("a bearer credential is required"))?;
+            let view = state.db.attached::<AccessView>();
+            view.authenticate(&state.db, presented)?
         }
     };
     note_use(state, &authenticated);
@@ -75,36 +74,18 @@ impl FromRequestParts<AppState> for Authenticated {
 impl FromRequestParts<AppState> for Actor {
     type Rejection = ApiError;
 
-    /// One read resolves both the credential (unless the rate limiter
-    /// already verified it) and the membership.
+    /// The credential (unless the rate limiter already verified it) and
+    /// the membership, both from the access view.
     async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self> {
-        let already = verified(parts).transpose()?;
-        let presented = match &already {
-            Some(_) => String::new(),
-            None => token::bearer(&parts.headers)
-                .ok_or(ApiError::Unauthorized("a bearer credential is required"))?
-                .to_string(),
-        };
+        if verified(parts).is_none() && token::bearer(&parts.headers).is_none() {
+            return Err(ApiError::Unauthorized("a bearer credential is required"));
+        }
         let raw = raw_param(parts, state, "household_id").await?;
-        let (authenticated, actor) = state
-            .db
-            .read(move |conn| {
-                let authenticated = match already {
-                    Some(authenticated) => authenticated,
-                    None => store::authenticate(conn, &presented)?,
-                };
-                // Anything that is not a household id names no household.
-                let actor = match numeric_id(&raw) {
-                    Some(household_id) => {
-                        store::household_actor(conn, &authenticated, household_id)
-                    }
-                    None => Err(ApiError::not_found("household")),
-                };
-                Ok((authenticated, actor))
-            })
-            .await?;
-        note_use(state, &authenticated);
-        actor
+        let authenticated = authenticate(parts, state).await?;
+        // Anything that is not a household id names no household.
+        let household_id = numeric_id(&raw).ok_or_else(|| ApiError::not_found("household"))?;
+        let view = state.db.attached::<AccessView>();
+        view.household_actor(&state.db, &authenticated, household_id)
     }
 }
 

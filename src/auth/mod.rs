@@ -9,6 +9,7 @@ pub mod password;
 pub mod routes;
 pub mod store;
 pub mod token;
+pub mod view;
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -142,11 +143,8 @@ pub struct Verified(pub std::result::Result<Authenticated, &'static str>);
 /// Verifies a presented credential. `Err` only for a failure of the server
 /// itself; a credential that does not verify is an `Ok(Verified(Err(..)))`.
 pub async fn verify(state: &AppState, presented: String) -> Result<Verified> {
-    let outcome = state
-        .db
-        .read(move |conn| Ok(store::authenticate(conn, &presented)))
-        .await?;
-    match outcome {
+    let view = state.db.attached::<view::AccessView>();
+    match view.authenticate(&state.db, &presented) {
         Ok(authenticated) => Ok(Verified(Ok(authenticated))),
         Err(ApiError::Unauthorized(why)) => Ok(Verified(Err(why))),
         Err(other) => Err(other),

@@ -8,103 +8,143 @@ use super::{AccessLevel, Actor, Authenticated, Credential, Permissions, Role, to
 use crate::domain::Page;
 use crate::error::{ApiError, Result};
 
-/// Resolves a presented bearer token of any kind we issue.
+/// Resolves a presented bearer token of any kind we issue, from the
+/// database (requests go through [`super::view::AccessView`]).
 pub fn authenticate(conn: &Connection, presented: &str) -> Result<Authenticated> {
     if presented.starts_with(token::ACCESS_TOKEN_PREFIX) {
-        authenticate_access_token(conn, presented)
+        let parsed = token::parse_with(token::ACCESS_TOKEN_PREFIX, presented).ok_or(INVALID)?;
+        check_access_token(&parsed, access_token_row(conn, parsed.selector)?)
     } else {
-        authenticate_app_token(conn, presented)
+        let parsed = token::parse(presented).ok_or(INVALID)?;
+        check_app_token(&parsed, app_token_row(conn, parsed.selector)?)
     }
 }
 
-const INVALID: ApiError = ApiError::Unauthorized("the bearer credential is not valid");
+pub(super) const INVALID: ApiError = ApiError::Unauthorized("the bearer credential is not valid");
 
-fn authenticate_app_token(conn: &Connection, presented: &str) -> Result<Authenticated> {
-    let presented = token::parse(presented).ok_or(INVALID)?;
-    let row = conn
+/// An app token as stored, with the status of its membership.
+#[derive(Clone)]
+pub struct AppTokenRow {
+    id: i64,
+    membership_id: i64,
+    secret_sha256: Vec<u8>,
+    expires_at: String,
+    revoked: bool,
+    last_used_at: Option<String>,
+    account_id: i64,
+    membership_active: bool,
+}
+
+pub fn app_token_row(conn: &Connection, selector: &str) -> Result<Option<AppTokenRow>> {
+    Ok(conn
         .prepare_cached(
-            "SELECT t.id, t.membership_id, t.secret_sha256, t.expires_at, t.revoked_at,
-                    t.last_used_at, m.account_id, m.status
+            "SELECT t.id, t.membership_id, t.secret_sha256, t.expires_at, t.revoked_at IS NOT NULL,
+                    t.last_used_at, m.account_id, m.status = 'active'
              FROM app_tokens t JOIN memberships m ON m.id = t.membership_id
              WHERE t.selector = ?1",
         )?
-        .query_row([presented.selector], |r| {
-            Ok((
-                r.get::<_, i64>(0)?,
-                r.get::<_, i64>(1)?,
-                r.get::<_, Vec<u8>>(2)?,
-                r.get::<_, String>(3)?,
-                r.get::<_, Option<String>>(4)?,
-                r.get::<_, Option<String>>(5)?,
-                r.get::<_, i64>(6)?,
-                r.get::<_, String>(7)?,
-            ))
+        .query_row([selector], |r| {
+            Ok(AppTokenRow {
+                id: r.get(0)?,
+                membership_id: r.get(1)?,
+                secret_sha256: r.get(2)?,
+                expires_at: r.get(3)?,
+                revoked: r.get(4)?,
+                last_used_at: r.get(5)?,
+                account_id: r.get(6)?,
+                membership_active: r.get(7)?,
+            })
         })
-        .optional()?;
-    let Some((id, membership_id, digest, expires_at, revoked_at, last_used_at, account_id, status)) =
-        row
-    else {
+        .optional()?)
+}
+
+/// Checked on every request, whether the row came from the database or the view.
+pub fn check_app_token(
+    presented: &token::Presented,
+    row: Option<AppTokenRow>,
+) -> Result<Authenticated> {
+    let Some(row) = row else {
         return Err(INVALID);
     };
-    if !presented.matches(&digest) {
+    if !presented.matches(&row.secret_sha256) {
         return Err(INVALID);
     }
-    if revoked_at.is_some() {
+    if row.revoked {
         return Err(ApiError::Unauthorized("this app token has been revoked"));
     }
-    if expires_at <= crate::domain::Timestamp::now() {
+    if row.expires_at.as_str() <= crate::domain::Timestamp::now().as_str() {
         return Err(ApiError::Unauthorized("this app token has expired"));
     }
-    if status != "active" {
+    if !row.membership_active {
         return Err(ApiError::Unauthorized(
             "the membership behind this credential is no longer active",
         ));
     }
     Ok(Authenticated {
-        account_id,
-        credential: Credential::AppToken { id, membership_id },
-        last_used_at,
+        account_id: row.account_id,
+        credential: Credential::AppToken {
+            id: row.id,
+            membership_id: row.membership_id,
+        },
+        last_used_at: row.last_used_at,
     })
+}
+
+/// An OAuth access token as stored, with its sign-in session.
+#[derive(Clone)]
+pub struct AccessTokenRow {
+    secret_sha256: Vec<u8>,
+    expires_at: String,
+    session_id: i64,
+    account_id: i64,
+    revoked: bool,
+    last_used_at: String,
+}
+
+pub fn access_token_row(conn: &Connection, selector: &str) -> Result<Option<AccessTokenRow>> {
+    Ok(conn
+        .prepare_cached(
+            "SELECT t.secret_sha256, t.expires_at, s.id, s.account_id, s.revoked_at IS NOT NULL,
+                    s.last_used_at
+             FROM oauth_tokens t JOIN oauth_sessions s ON s.id = t.session_id
+             WHERE t.selector = ?1 AND t.kind = 'access'",
+        )?
+        .query_row([selector], |r| {
+            Ok(AccessTokenRow {
+                secret_sha256: r.get(0)?,
+                expires_at: r.get(1)?,
+                session_id: r.get(2)?,
+                account_id: r.get(3)?,
+                revoked: r.get(4)?,
+                last_used_at: r.get(5)?,
+            })
+        })
+        .optional()?)
 }
 
 /// An OAuth access token: live only while it has not expired and its
 /// session has not been revoked (signing out, reuse of a rotated refresh
 /// token, or an administrator's password reset revoke the session).
-fn authenticate_access_token(conn: &Connection, presented: &str) -> Result<Authenticated> {
-    let presented = token::parse_with(token::ACCESS_TOKEN_PREFIX, presented).ok_or(INVALID)?;
-    let row = conn
-        .prepare_cached(
-            "SELECT t.secret_sha256, t.expires_at, s.id, s.account_id, s.revoked_at, s.last_used_at
-             FROM oauth_tokens t JOIN oauth_sessions s ON s.id = t.session_id
-             WHERE t.selector = ?1 AND t.kind = 'access'",
-        )?
-        .query_row([presented.selector], |r| {
-            Ok((
-                r.get::<_, Vec<u8>>(0)?,
-                r.get::<_, String>(1)?,
-                r.get::<_, i64>(2)?,
-                r.get::<_, i64>(3)?,
-                r.get::<_, Option<String>>(4)?,
-                r.get::<_, String>(5)?,
-            ))
-        })
-        .optional()?;
-    let Some((digest, expires_at, session_id, account_id, revoked_at, last_used_at)) = row else {
+pub fn check_access_token(
+    presented: &token::Presented,
+    row: Option<AccessTokenRow>,
+) -> Result<Authenticated> {
+    let Some(row) = row else {
         return Err(INVALID);
     };
-    if !presented.matches(&digest) {
+    if !presented.matches(&row.secret_sha256) {
         return Err(INVALID);
     }
-    if revoked_at.is_some() {
+    if row.revoked {
         return Err(ApiError::Unauthorized("this session has been signed out"));
     }
-    if expires_at <= crate::domain::Timestamp::now() {
+    if row.expires_at.as_str() <= crate::domain::Timestamp::now().as_str() {
         return Err(ApiError::Unauthorized("this access token has expired"));
     }
     Ok(Authenticated {
-        account_id,
-        credential: Credential::Session { id: session_id },
-        last_used_at: Some(last_used_at),
+        account_id: row.account_id,
+        credential: Credential::Session { id: row.session_id },
+        last_used_at: Some(row.last_used_at),
     })
 }
 
@@ -130,33 +170,58 @@ pub fn household_actor(
     authenticated: &Authenticated,
     household_id: i64,
 ) -> Result<Actor> {
-    let membership = conn
+    let row = membership_row(conn, household_id, authenticated.account_id)?;
+    actor_from(authenticated, household_id, row)
+}
+
+/// An active membership as stored.
+#[derive(Debug, Clone)]
+pub struct MembershipRow {
+    id: i64,
+    role: String,
+    person_id: Option<i64>,
+    permissions: Permissions,
+}
+
+pub fn membership_row(
+    conn: &Connection,
+    household_id: i64,
+    account_id: i64,
+) -> Result<Option<MembershipRow>> {
+    Ok(conn
         .prepare_cached(
             "SELECT id, role, person_id, inventory_management, location_management, adult_review
              FROM memberships
              WHERE household_id = ?1 AND account_id = ?2 AND status = 'active'",
         )?
-        .query_row(params![household_id, authenticated.account_id], |r| {
-            Ok((
-                r.get::<_, i64>(0)?,
-                r.get::<_, String>(1)?,
-                r.get::<_, Option<i64>>(2)?,
-                Permissions {
+        .query_row(params![household_id, account_id], |r| {
+            Ok(MembershipRow {
+                id: r.get(0)?,
+                role: r.get(1)?,
+                person_id: r.get(2)?,
+                permissions: Permissions {
                     inventory_management: r.get(3)?,
                     location_management: r.get(4)?,
                     adult_review: r.get(5)?,
                 },
-            ))
+            })
         })
-        .optional()?;
-    let Some((membership_id, role, person_id, permissions)) = membership else {
+        .optional()?)
+}
+
+pub fn actor_from(
+    authenticated: &Authenticated,
+    household_id: i64,
+    row: Option<MembershipRow>,
+) -> Result<Actor> {
+    let Some(row) = row else {
         return Err(ApiError::not_found("household"));
     };
     if let Credential::AppToken {
         membership_id: bound,
         ..
     } = authenticated.credential
-        && bound != membership_id
+        && bound != row.id
     {
         return Err(ApiError::forbidden(
             "this app token is bound to another household",
@@ -164,11 +229,11 @@ pub fn household_actor(
     }
     Ok(Actor {
         account_id: authenticated.account_id,
-        membership_id,
+        membership_id: row.id,
         household_id,
-        role: Role::parse(&role).ok_or_else(|| ApiError::internal("unknown role"))?,
-        person_id,
-        permissions,
+        role: Role::parse(&row.role).ok_or_else(|| ApiError::internal("unknown role"))?,
+        person_id: row.person_id,
+        permissions: row.permissions,
         credential: authenticated.credential,
     })
 }

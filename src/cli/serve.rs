@@ -2,13 +2,20 @@
 
 use std::net::SocketAddr;
 
-use super::{CliResult, OpenMode, open_db};
+use super::{CliResult, OpenMode};
 use crate::config::{ServeArgs, Settings};
 use crate::state::AppState;
 
 pub async fn run(args: ServeArgs) -> CliResult {
     raise_open_file_limit();
-    let db = open_db(&args.data, OpenMode::Create).await?;
+    let dir = args.data.data_dir.clone();
+    let readers = args.reader_threads;
+    let db = tokio::task::spawn_blocking(move || {
+        crate::db::Db::open_with_readers(&dir, OpenMode::Create, readers)
+    })
+    .await
+    .map_err(|e| format!("cannot open the database: {e}"))?
+    .map_err(|e| e.to_string())?;
     let listener = bind(&args.listen).await?;
     // Held until the process ends: `pillbox restore` (and a second server)
     // refuses while it is.

@@ -9,6 +9,7 @@ pub mod instance;
 mod migrate;
 pub use migrate::check_is_ours;
 pub mod page;
+mod readers;
 mod writer;
 
 pub use writer::WriteTx;
@@ -17,7 +18,6 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
-use r2d2_sqlite::SqliteConnectionManager;
 use rusqlite::{Connection, OpenFlags};
 
 use crate::error::{ApiError, Result};
@@ -27,7 +27,11 @@ pub use writer::Writer;
 
 pub const DATABASE_FILE: &str = "pillbox.sqlite3";
 
-const READ_POOL_SIZE: u32 = 4;
+/// Reader threads (each with its connection) unless the server is told otherwise.
+pub const DEFAULT_READERS: u32 = 4;
+/// Statements each connection keeps prepared: every query the hot paths
+/// run, so none is parsed again.
+const STATEMENT_CACHE: usize = 128;
 const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
 
 #[derive(Clone)]
@@ -37,8 +41,10 @@ pub struct Db {
 
 struct Inner {
     path: PathBuf,
-    readers: r2d2::Pool<SqliteConnectionManager>,
+    readers: readers::Readers,
     writer: Writer,
+    /// What other parts of the server keep for this database (one value per type).
+    attached: std::sync::RwLock<Vec<Arc<dyn std::any::Any + Send + Sync>>>,
 }
 
 /// Errors while opening the database at start-up; shown to the operator as one line.
@@ -82,8 +88,8 @@ pub enum OpenError {
         found: i64,
         supported: i64,
     },
-    #[error("cannot start the database read pool: {0}")]
-    Pool(#[from] r2d2::Error),
+    #[error("cannot start the database readers: {0}")]
+    Readers(std::io::Error),
     #[error("cannot start the database writer: {0}")]
     Writer(std::io::Error),
 }
@@ -102,8 +108,26 @@ pub enum OpenMode {
 /// synchronous=FULL makes an acknowledged dose survive a power cut.
 fn configure(conn: &Connection) -> rusqlite::Result<()> {
     conn.busy_timeout(BUSY_TIMEOUT)?;
-    conn.execute_batch("PRAGMA foreign_keys = ON; PRAGMA synchronous = FULL;")?;
+    conn.set_prepared_statement_cache_capacity(STATEMENT_CACHE);
+    // secure_delete=FAST zeroes a page's free space when SQLite lays it out,
+    // at no extra I/O: otherwise whatever the heap last held there (a token
+    // just generated on this thread, say) can reach the file unencrypted.
+    conn.execute_batch(
+        "PRAGMA foreign_keys = ON; PRAGMA synchronous = FULL; PRAGMA secure_delete = FAST;",
+    )?;
     Ok(())
+}
+
+/// A read-only connection to `path` with the settings every reader gets.
+fn open_reader(path: &Path) -> rusqlite::Result<Connection> {
+    let conn = Connection::open_with_flags(
+        path,
+        OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+    )?;
+    conn.busy_timeout(BUSY_TIMEOUT)?;
+    conn.set_prepared_statement_cache_capacity(STATEMENT_CACHE);
+    conn.execute_batch("PRAGMA foreign_keys = ON;")?;
+    Ok(conn)
 }
 
 impl Db {
@@ -114,6 +138,15 @@ impl Db {
     }
 
     pub fn open_with(data_dir: &Path, mode: OpenMode) -> std::result::Result<Db, OpenError> {
+        Db::open_with_readers(data_dir, mode, DEFAULT_READERS)
+    }
+
+    /// `open_with`, serving reads from `readers` threads (at least one).
+    pub fn open_with_readers(
+        data_dir: &Path,
+        mode: OpenMode,
+        readers: u32,
+    ) -> std::result::Result<Db, OpenError> {
         let path = data_dir.join(DATABASE_FILE);
         prepare_data_dir(data_dir, mode)?;
         let sqlite_err = |source| OpenError::Sqlite {
@@ -130,22 +163,18 @@ impl Db {
         migrate::migrate(&mut conn, &path)?;
         instance::ensure(&conn).map_err(sqlite_err)?;
 
-        let manager = SqliteConnectionManager::file(&path)
-            .with_flags(OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX)
-            .with_init(|c| {
-                c.busy_timeout(BUSY_TIMEOUT)?;
-                c.execute_batch("PRAGMA foreign_keys = ON;")
-            });
-        let readers = r2d2::Pool::builder()
-            .max_size(READ_POOL_SIZE)
-            .min_idle(Some(1))
-            .build(manager)?;
+        let connections = (0..readers.max(1))
+            .map(|_| open_reader(&path))
+            .collect::<rusqlite::Result<Vec<_>>>()
+            .map_err(sqlite_err)?;
+        let readers = readers::Readers::start(connections).map_err(OpenError::Readers)?;
         let writer = Writer::start(conn).map_err(OpenError::Writer)?;
         Ok(Db {
             inner: Arc::new(Inner {
                 path,
                 readers,
                 writer,
+                attached: std::sync::RwLock::default(),
             }),
         })
     }
@@ -154,19 +183,53 @@ impl Db {
         &self.inner.path
     }
 
-    /// Runs a read on a pooled read-only connection, off the async threads.
+    /// Runs a read on one of the reader threads' read-only connections,
+    /// off the async threads.
     pub async fn read<T, F>(&self, f: F) -> Result<T>
     where
         T: Send + 'static,
         F: FnOnce(&Connection) -> Result<T> + Send + 'static,
     {
-        let pool = self.inner.readers.clone();
-        tokio::task::spawn_blocking(move || {
-            let conn = pool.get()?;
-            f(&conn)
-        })
-        .await
-        .map_err(|e| ApiError::internal(format!("read task failed: {e}")))?
+        let (reply, answer) = tokio::sync::oneshot::channel();
+        // Inside the caller's runtime, as on a blocking-pool thread: a
+        // streamed read waits on the runtime for its client.
+        let runtime = tokio::runtime::Handle::try_current().ok();
+        self.inner
+            .readers
+            .submit(Box::new(move |conn: &Connection| {
+                let _entered = runtime.as_ref().map(tokio::runtime::Handle::enter);
+                let _ = reply.send(f(conn));
+            }));
+        answer
+            .await
+            .map_err(|_| ApiError::internal("read task failed"))?
+    }
+
+    /// The value of type `T` kept with this database, made on first use:
+    /// state that must be shared by everything using the same database (the
+    /// access view of `auth`), without `db` knowing its type.
+    pub fn attached<T: Default + Send + Sync + 'static>(&self) -> Arc<T> {
+        let find = |all: &[Arc<dyn std::any::Any + Send + Sync>]| {
+            all.iter()
+                .find_map(|value| value.clone().downcast::<T>().ok())
+        };
+        let attached = &self.inner.attached;
+        if let Some(found) = find(&attached.read().unwrap_or_else(|e| e.into_inner())) {
+            return found;
+        }
+        let mut all = attached.write().unwrap_or_else(|e| e.into_inner());
+        if let Some(found) = find(&all) {
+            return found;
+        }
+        let value = Arc::new(T::default());
+        all.push(value.clone());
+        value
+    }
+
+    /// A new read-only connection with the readers' settings, for a part of
+    /// the server that reads in place (see `auth::view`).
+    pub fn open_reader(&self) -> rusqlite::Result<Connection> {
+        open_reader(&self.inner.path)
     }
 
     /// Runs `f` inside a write transaction on the writer thread and resolves

@@ -3,6 +3,7 @@
 mod process;
 mod support;
 
+mod access_view;
 mod admin;
 mod admin_escalation;
 mod ai_suggestions;

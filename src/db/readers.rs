@@ -1,0 +1,84 @@
+//! A fixed set of reader threads, each owning one read-only connection, fed
+//! by one queue. A read is handed over once and answered once, with no pool
+//! checkout in between, and the number of threads (and so of connections
+//! and per-thread allocator arenas) does not grow with load: a burst of
+//! clients waits in the queue instead of each taking a thread.
+
+use std::collections::VecDeque;
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::sync::{Arc, Condvar, Mutex};
+
+use rusqlite::Connection;
+
+/// Runs on a reader thread with its connection.
+pub type ReadJob = Box<dyn FnOnce(&Connection) + Send>;
+
+#[derive(Default)]
+struct Queue {
+    state: Mutex<State>,
+    ready: Condvar,
+}
+
+#[derive(Default)]
+struct State {
+    jobs: VecDeque<ReadJob>,
+    /// Set when the database is dropped: the threads finish what is queued and end.
+    closed: bool,
+}
+
+pub struct Readers {
+    queue: Arc<Queue>,
+}
+
+impl Readers {
+    /// One thread for each connection given.
+    pub fn start(connections: Vec<Connection>) -> std::io::Result<Readers> {
+        let queue = Arc::new(Queue::default());
+        for (n, conn) in connections.into_iter().enumerate() {
+            let queue = queue.clone();
+            std::thread::Builder::new()
+                .name(format!("pillbox-read-{n}"))
+                .spawn(move || run(&conn, &queue))?;
+        }
+        Ok(Readers { queue })
+    }
+
+    /// Queues `job`; a reader thread runs it as soon as one is free.
+    pub fn submit(&self, job: ReadJob) {
+        let mut state = self.queue.state.lock().unwrap_or_else(|e| e.into_inner());
+        state.jobs.push_back(job);
+        drop(state);
+        self.queue.ready.notify_one();
+    }
+}
+
+impl Drop for Readers {
+    fn drop(&mut self) {
+        self.queue
+            .state
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .closed = true;
+        self.queue.ready.notify_all();
+    }
+}
+
+fn run(conn: &Connection, queue: &Queue) {
+    loop {
+        let job = {
+            let mut state = queue.state.lock().unwrap_or_else(|e| e.into_inner());
+            loop {
+                if let Some(job) = state.jobs.pop_front() {
+                    break job;
+                }
+                if state.closed {
+                    return;
+                }
+                state = queue.ready.wait(state).unwrap_or_else(|e| e.into_inner());
+            }
+        };
+        // A panicking read drops its reply (its caller sees an internal
+        // error); the thread and its connection carry on.
+        let _ = catch_unwind(AssertUnwindSafe(|| job(conn)));
+    }
+}

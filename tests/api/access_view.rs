@@ -1,0 +1,205 @@
+//! Requests are authenticated from an in-memory view of credentials and
+//! memberships (src/auth/view.rs). Each test first uses the credential so
+//! that the view holds its rows, then changes access, and expects the very
+//! next request to see the change.
+
+use axum::http::Method;
+use pillbox::auth::Role;
+use pillbox::db::DATABASE_FILE;
+use serde_json::json;
+
+use crate::sign_in::tokens;
+use crate::support::TestApp;
+
+/// A member whose token has been used (so the view holds it) and a person
+/// of the household nobody has granted them.
+async fn warmed_member(app: &TestApp) -> (i64, String) {
+    let (member_id, token) = app
+        .add_member("member@example.org", Role::Member, Some("Mo"))
+        .await;
+    for _ in 0..3 {
+        app.get(&app.hh("/people"), &token).await.assert_status(200);
+    }
+    (member_id, token)
+}
+
+async fn revoke_after_use(app: &TestApp) {
+    let created = app
+        .post(
+            &app.hh("/admin/app_tokens"),
+            &app.owner,
+            json!({"api_app_token": {"name": "integration"}}),
+        )
+        .await;
+    created.assert_status(201);
+    let token = created.data()["token"].as_str().unwrap().to_string();
+    for _ in 0..3 {
+        app.get(&app.hh("/people"), &token).await.assert_status(200);
+    }
+    app.delete(
+        &app.hh(&format!("/admin/app_tokens/{}", created.id())),
+        &app.owner,
+        None,
+    )
+    .await
+    .assert_status(204);
+    app.get(&app.hh("/people"), &token)
+        .await
+        .assert_error(401, "unauthorized");
+}
+
+#[tokio::test]
+async fn a_revoked_app_token_fails_on_the_very_next_request() {
+    revoke_after_use(&TestApp::new().await).await;
+    // With the rate limiter on, it verifies the credential (from the same view).
+    revoke_after_use(&TestApp::with_settings(pillbox::config::Settings::default()).await).await;
+}
+
+#[tokio::test]
+async fn a_change_made_by_another_process_is_seen_on_the_very_next_request() {
+    let app = TestApp::new().await;
+    let (member_id, token) = warmed_member(&app).await;
+    // What `pillbox token revoke` run beside the server does: a commit on
+    // a connection of its own.
+    let other = rusqlite::Connection::open(app.dir.path().join(DATABASE_FILE)).unwrap();
+    other
+        .execute(
+            "UPDATE app_tokens SET revoked_at = '2020-01-01T00:00:00.000000Z' WHERE membership_id = ?1",
+            [member_id],
+        )
+        .unwrap();
+    app.get(&app.hh("/people"), &token)
+        .await
+        .assert_error(401, "unauthorized");
+}
+
+#[tokio::test]
+async fn a_suspended_member_is_refused_on_the_very_next_request() {
+    let app = TestApp::new().await;
+    let (member_id, token) = warmed_member(&app).await;
+    let path = app.hh(&format!("/admin/memberships/{member_id}"));
+    app.patch(
+        &path,
+        &app.owner,
+        json!({"household_membership": {"status": "suspended"}}),
+        None,
+    )
+    .await
+    .assert_status(200);
+    app.get(&app.hh("/people"), &token)
+        .await
+        .assert_error(401, "unauthorized");
+    app.patch(
+        &path,
+        &app.owner,
+        json!({"household_membership": {"status": "active"}}),
+        None,
+    )
+    .await
+    .assert_status(200);
+    app.get(&app.hh("/people"), &token).await.assert_status(200);
+}
+
+#[tokio::test]
+async fn role_and_grant_changes_apply_on_the_very_next_request() {
+    let app = TestApp::new().await;
+    let (member_id, token) = warmed_member(&app).await;
+    let person = app
+        .post(
+            &app.hh("/people"),
+            &app.owner,
+            json!({"person": {"name": "Pat", "date_of_birth": "1990-05-01"}}),
+        )
+        .await;
+    person.assert_status(201);
+    let pat = app.hh(&format!("/people/{}", person.id()));
+    app.get(&pat, &token).await.assert_error(404, "not_found");
+
+    let grant = app
+        .post(
+            &app.hh("/admin/person_access_grants"),
+            &app.owner,
+            json!({"person_access_grant": {
+                "membership_id": member_id, "person_id": person.id(),
+                "access_level": "view", "relationship_type": "carer",
+            }}),
+        )
+        .await;
+    grant.assert_status(201);
+    app.get(&pat, &token).await.assert_status(200);
+    app.delete(
+        &app.hh(&format!("/admin/person_access_grants/{}", grant.id())),
+        &app.owner,
+        None,
+    )
+    .await
+    .assert_status(204);
+    app.get(&pat, &token).await.assert_error(404, "not_found");
+
+    // A role change: an administrator sees everyone, at once.
+    app.patch(
+        &app.hh(&format!("/admin/memberships/{member_id}")),
+        &app.owner,
+        json!({"household_membership": {"role": "administrator"}}),
+        None,
+    )
+    .await
+    .assert_status(200);
+    app.get(&pat, &token).await.assert_status(200);
+    app.get(&app.hh("/admin/memberships"), &token)
+        .await
+        .assert_status(200);
+    app.patch(
+        &app.hh(&format!("/admin/memberships/{member_id}")),
+        &app.owner,
+        json!({"household_membership": {"role": "member"}}),
+        None,
+    )
+    .await
+    .assert_status(200);
+    app.get(&app.hh("/admin/memberships"), &token)
+        .await
+        .assert_error(403, "forbidden");
+}
+
+#[tokio::test]
+async fn a_removed_member_is_refused_on_the_very_next_request() {
+    let app = TestApp::new().await;
+    let (member_id, token) = warmed_member(&app).await;
+    app.delete(
+        &app.hh(&format!("/admin/memberships/{member_id}")),
+        &app.owner,
+        None,
+    )
+    .await
+    .assert_status(204);
+    app.get(&app.hh("/people"), &token)
+        .await
+        .assert_error(401, "unauthorized");
+    app.raw(
+        Method::GET,
+        "/api/v1/auth/households",
+        Some(&token),
+        None,
+        &[],
+    )
+    .await
+    .assert_error(401, "unauthorized");
+}
+
+#[tokio::test]
+async fn a_signed_out_session_is_refused_on_the_very_next_request() {
+    let app = TestApp::new().await;
+    let (access, _refresh) = tokens(&app).await;
+    for _ in 0..3 {
+        app.get(&app.hh("/people"), &access)
+            .await
+            .assert_status(200);
+    }
+    app.delete("/api/v1/auth/logout", &access, None)
+        .await
+        .assert_status(204);
+    app.get(&app.hh("/people"), &access)
+        .await
+        .assert_error(401, "unauthorized");
+}
