@@ -22,6 +22,7 @@ use crate::domain::{IfMatch, Page};
 use crate::error::{ApiError, Result};
 use crate::household::people;
 use crate::medicine::{medications, stock_removals};
+use crate::reports::review_prompts;
 use crate::state::AppState;
 use model::*;
 
@@ -83,6 +84,13 @@ pub const TOOLS: &[ToolSpec] = &[
         PauseHistoryInput,
         PauseHistory,
         "Pause periods of schedules and direct assignments, newest first; optionally one source's history."
+    ),
+    tool!(
+        "list_review_queue",
+        true,
+        ReviewQueueInput,
+        ReviewQueue,
+        "The medication review queue: prompts raised where a drug label's interaction text names another of a person's active medicines, highest priority first, for the people this token may see. Filter by review_status or priority; hidden prompts only with show_hidden."
     ),
     tool!(
         "record_medication_take",
@@ -190,6 +198,24 @@ pub async fn call(state: &AppState, actor: Actor, name: &str, arguments: Value) 
                 Ok(PersonActivity {
                     medication_takes: medication_takes::list(conn, &actor, &takes, page)?.0,
                     health_events: health_events::list(conn, &actor, &events, page)?.0,
+                })
+            })
+            .await
+        }
+        "list_review_queue" => {
+            let queue: ReviewQueueInput = input(arguments)?;
+            let page = page(queue.page, queue.per_page)?;
+            let filter = review_prompts::store::Filter {
+                review_status: queue.review_status,
+                priority: queue.priority,
+                show_hidden: queue.show_hidden,
+                person_id: None,
+            };
+            read(state, move |conn| {
+                let (data, total) = review_prompts::list(conn, &actor, &filter, page)?;
+                Ok(ReviewQueue {
+                    data,
+                    meta: page.meta(total),
                 })
             })
             .await

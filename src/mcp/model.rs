@@ -13,6 +13,7 @@ use crate::domain::{PageMeta, ResourceId};
 use crate::http::openapi;
 use crate::medicine::medications::model::Medication;
 use crate::medicine::stock_removals::model::{NewStockRemoval, StockRemoval};
+use crate::reports::review_prompts::model::{MedicationReviewPrompt, Priority, ReviewStatus};
 
 /// No arguments.
 #[derive(Debug, Default, Deserialize, JsonSchema)]
@@ -63,7 +64,8 @@ pub struct NotTakenInput {
     pub occurrence_key: String,
     /// Why it was not taken
     #[serde(default)]
-    pub reason: Option<crate::domain::Text<{ crate::care::dose_occurrences::outcomes::MAX_REASON }>>,
+    pub reason:
+        Option<crate::domain::Text<{ crate::care::dose_occurrences::outcomes::MAX_REASON }>>,
     #[serde(default)]
     pub note: Option<crate::domain::Text<{ crate::care::dose_occurrences::outcomes::MAX_NOTE }>>,
 }
@@ -174,4 +176,26 @@ pub struct StockRemovalOutput {
 pub struct DoseOutcomeOutput {
     #[schemars(with = "std::collections::BTreeMap<String, serde_json::Value>")]
     pub data: serde_json::Value,
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ReviewQueueInput {
+    /// Only prompts in this review status
+    pub review_status: Option<ReviewStatus>,
+    /// Only prompts of this priority
+    pub priority: Option<Priority>,
+    /// Include prompts a member hid
+    #[serde(default)]
+    pub show_hidden: bool,
+    #[schemars(range(min = 1))]
+    pub page: Option<u32>,
+    #[schemars(range(min = 1, max = 100))]
+    pub per_page: Option<u32>,
+}
+
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct ReviewQueue {
+    pub data: Vec<MedicationReviewPrompt>,
+    pub meta: PageMeta,
 }

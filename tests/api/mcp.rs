@@ -13,12 +13,13 @@ use serde_json::{Value, json};
 use crate::schedules::{Ids, grant, new_medication, new_person};
 use crate::support::TestApp;
 
-const TOOLS: [&str; 10] = [
+const TOOLS: [&str; 11] = [
     "get_household_summary",
     "list_expected_doses",
     "list_medications",
     "get_person_activity",
     "list_pause_history",
+    "list_review_queue",
     "record_medication_take",
     "mark_dose_not_taken",
     "pause_medication_source",
@@ -209,6 +210,10 @@ async fn an_assistant_reads_the_household_and_records_a_take() {
     assert!(!ok(&resumed)["data"]["ended_at"].is_null());
     let history = call(&client, "list_pause_history", json!({})).await;
     assert_eq!(ok(&history)["meta"]["total_count"], 1);
+    // No interaction evidence is loaded here, so the review queue is empty.
+    let queue = call(&client, "list_review_queue", json!({"show_hidden": true})).await;
+    assert_eq!(ok(&queue)["meta"]["total_count"], 0);
+    assert_eq!(ok(&queue)["data"], json!([]));
 
     // A stock removal goes through the same rule as REST and is audited there.
     let removal = call(
