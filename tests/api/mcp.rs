@@ -193,6 +193,36 @@ async fn an_assistant_reads_the_household_and_records_a_take() {
         take["portable_id"]
     );
 
+    // Ten days ago's dose, marked not taken through the same rule as REST.
+    let day_past = jiff::Timestamp::now()
+        .to_zoned_datetime(jiff::tz::TimeZone::get("Europe/London").unwrap())
+        .date()
+        .saturating_add(jiff::Span::new().days(-10))
+        .to_string();
+    let past = call(
+        &client,
+        "list_expected_doses",
+        json!({"person_id": ada.id, "date": day_past}),
+    )
+    .await;
+    let missed = ok(&past)["data"][0].clone();
+    assert_eq!(missed["outcome"], "open");
+    let marked = call(
+        &client,
+        "mark_dose_not_taken",
+        json!({"source_type": "schedule", "source_id": schedule.id,
+               "occurrence_key": missed["occurrence_key"], "reason": "asleep"}),
+    )
+    .await;
+    assert_eq!(ok(&marked)["data"]["outcome"], "not_taken");
+    let past = call(
+        &client,
+        "list_expected_doses",
+        json!({"person_id": ada.id, "date": day_past}),
+    )
+    .await;
+    assert_eq!(ok(&past)["data"][0]["outcome"], "not_taken");
+
     // Pause and resume the schedule; the history shows both.
     let paused = call(
         &client,
