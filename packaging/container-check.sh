@@ -258,8 +258,9 @@ wait_healthy() {
 
 podman run -d --name "$name" -p "127.0.0.1:$port:8080" -v "$volume:/data" "$image" >/dev/null
 wait_healthy
-say "podman exec $name /pillbox health:"
 podman exec "$name" /pillbox health >&2
+say "podman exec $name /pillbox health: exit $?"
+say "podman healthcheck run $name: $(podman healthcheck run "$name" 2>&1 | grep -v 'level=')"
 say "GET http://127.0.0.1:$port/api/v1/capabilities:"
 curl -fsS "http://127.0.0.1:$port/api/v1/capabilities" >&2
 echo >&2
@@ -294,5 +295,15 @@ exit_code=$(podman inspect --format '{{.State.ExitCode}}' "$name")
 say "stopped in ${elapsed} s with exit code $exit_code; last log lines:"
 podman logs --tail 3 "$name" >&2
 test "$exit_code" = 0
+
+say "a new container on the same volume: the household and token must still be there"
+podman rm "$name" >/dev/null
+podman run -d --name "$name" -p "127.0.0.1:$port:8080" -v "$volume:/data" "$image" >/dev/null
+wait_healthy
+code=$(curl -sS -o /dev/null -w '%{http_code}' -H "Authorization: Bearer $token" "http://127.0.0.1:$port/api/v1/households/1/people")
+say "in the new container, the same request: HTTP $code"
+test "$code" = 200
+podman stop -t 30 "$name" >/dev/null
+test "$(podman inspect --format '{{.State.ExitCode}}' "$name")" = 0
 
 say "all checks passed (bases: $(podman image inspect --format '{{index .Labels "pillbox.stand-in"}}' "$RUST_IMAGE" | sed 's/<no value>/real/') / $(podman image inspect --format '{{index .Labels "pillbox.stand-in"}}' "$RUNTIME_IMAGE" | sed 's/<no value>/real/'))"
