@@ -10,6 +10,7 @@ mod migrate;
 pub use migrate::check_is_ours;
 pub mod page;
 mod readers;
+pub use readers::read_generation;
 mod writer;
 
 pub use writer::WriteTx;
@@ -109,6 +110,7 @@ pub enum OpenMode {
 fn configure(conn: &Connection) -> rusqlite::Result<()> {
     conn.busy_timeout(BUSY_TIMEOUT)?;
     conn.set_prepared_statement_cache_capacity(STATEMENT_CACHE);
+    plan_once(conn)?;
     // secure_delete=FAST zeroes a page's free space when SQLite lays it out,
     // at no extra I/O: otherwise whatever the heap last held there (a token
     // just generated on this thread, say) can reach the file unencrypted.
@@ -126,8 +128,20 @@ fn open_reader(path: &Path) -> rusqlite::Result<Connection> {
     )?;
     conn.busy_timeout(BUSY_TIMEOUT)?;
     conn.set_prepared_statement_cache_capacity(STATEMENT_CACHE);
+    plan_once(&conn)?;
     conn.execute_batch("PRAGMA foreign_keys = ON;")?;
     Ok(conn)
+}
+
+/// Plans a statement once, whatever values are bound to it. Without this
+/// SQLite looks at a bound `LIMIT :limit` (or a `LIKE` pattern) while
+/// planning and then throws the cached statement away at the next bind, so
+/// every paged list was parsed and planned again on every request.
+fn plan_once(conn: &Connection) -> rusqlite::Result<bool> {
+    conn.set_db_config(
+        rusqlite::config::DbConfig::SQLITE_DBCONFIG_ENABLE_QPSG,
+        true,
+    )
 }
 
 impl Db {
@@ -398,4 +412,35 @@ pub fn with_portable_id<T>(portable_id: &str, f: impl FnOnce() -> T) -> T {
     NEXT_PORTABLE_ID.with(|next| *next.borrow_mut() = Some(portable_id.to_string()));
     let _clear = Clear;
     f()
+}
+
+#[cfg(test)]
+mod tests {
+    use rusqlite::StatementStatus;
+
+    #[test]
+    fn a_cached_paged_statement_is_planned_once_whatever_is_bound() {
+        let conn = rusqlite::Connection::open_in_memory().unwrap();
+        super::configure(&conn).unwrap();
+        conn.execute_batch(
+            "CREATE TABLE planned AS SELECT 1 AS id, 'a' AS name
+                 UNION ALL SELECT 2, 'b' UNION ALL SELECT 3, 'c';
+             CREATE INDEX planned_by_name ON planned (name);",
+        )
+        .unwrap();
+        let sql = "SELECT id FROM planned WHERE name LIKE :pattern ORDER BY id LIMIT :limit OFFSET :offset";
+        for (pattern, limit, offset) in [("a%", 1, 0), ("b%", 2, 1), ("%", 3, 0), ("%", 3, 0)] {
+            let mut statement = conn.prepare_cached(sql).unwrap();
+            let rows: Vec<i64> = statement
+                .query_map(
+                    rusqlite::named_params! {":pattern": pattern, ":limit": limit, ":offset": offset},
+                    |r| r.get(0),
+                )
+                .unwrap()
+                .collect::<rusqlite::Result<_>>()
+                .unwrap();
+            assert!(rows.len() <= limit as usize);
+            assert_eq!(statement.get_status(StatementStatus::RePrepare), 0);
+        }
+    }
 }
