@@ -13,6 +13,46 @@ use rusqlite::Connection;
 /// Runs on a reader thread with its connection.
 pub type ReadJob = Box<dyn FnOnce(&Connection) + Send>;
 
+/// Where this thread stands for [`read_generation`].
+#[derive(Clone, Copy)]
+enum Generation {
+    /// Not a reader thread.
+    Elsewhere,
+    /// A read is running and has not asked yet.
+    Unread,
+    Read(Option<i64>),
+}
+
+thread_local! {
+    static GENERATION: std::cell::Cell<Generation> =
+        const { std::cell::Cell::new(Generation::Elsewhere) };
+}
+
+/// On a reader thread, a number that stays the same between two reads
+/// exactly while nothing was committed between them (SQLite's
+/// `data_version` of the thread's read-only connection, `conn`, which
+/// every commit of another connection, this server's writer or a command
+/// beside it, moves on); `None` anywhere else. What is worked out from the
+/// data can be kept under it, on that thread, and is current while it is
+/// unchanged. Read once per read, when first asked.
+pub fn read_generation(conn: &Connection) -> Option<i64> {
+    match GENERATION.get() {
+        Generation::Elsewhere => None,
+        Generation::Read(generation) => generation,
+        Generation::Unread => {
+            let generation = data_version(conn);
+            GENERATION.set(Generation::Read(generation));
+            generation
+        }
+    }
+}
+
+fn data_version(conn: &Connection) -> Option<i64> {
+    conn.prepare_cached("PRAGMA data_version")
+        .and_then(|mut s| s.query_row([], |r| r.get(0)))
+        .ok()
+}
+
 #[derive(Default)]
 struct Queue {
     state: Mutex<State>,
@@ -79,6 +119,8 @@ fn run(conn: &Connection, queue: &Queue) {
         };
         // A panicking read drops its reply (its caller sees an internal
         // error); the thread and its connection carry on.
+        GENERATION.set(Generation::Unread);
         let _ = catch_unwind(AssertUnwindSafe(|| job(conn)));
+        GENERATION.set(Generation::Elsewhere);
     }
 }

@@ -22,7 +22,9 @@
 //! below it, at most [`HORIZON_DAYS`] (lasting at least that long), and
 //! null only when nothing is planned to be used within the horizon.
 
+use std::cell::RefCell;
 use std::collections::HashMap;
+use std::rc::Rc;
 
 use jiff::civil::Date;
 use rusqlite::Connection;
@@ -72,28 +74,64 @@ fn days_description(level: &str) -> String {
     )
 }
 
-/// The planned use per day over the horizon of every stock holder drawn on
-/// by the sources of some medications.
+/// The planned use of every stock holder drawn on by the sources of some
+/// medications, as running totals: `used[day]` is what the days up to and
+/// including `day` of the horizon use, so a forecast is a binary search.
 #[derive(Debug, Default)]
 pub struct Plan {
-    days: HashMap<Holder, Vec<Decimal>>,
+    used: HashMap<Holder, Vec<Decimal>>,
+}
+
+/// Plans kept per reader thread: a household's plan is the same for every
+/// read until something commits or the day turns, and a phone asks often.
+const CACHED_PLANS: usize = 4;
+
+/// What a kept plan was made from: the reader's snapshot generation, the
+/// household and its local date.
+type PlanKey = (i64, i64, Date);
+
+thread_local! {
+    static PLANS: RefCell<Vec<(PlanKey, Rc<Plan>)>> = const { RefCell::new(Vec::new()) };
 }
 
 impl Plan {
     /// The plan of the stocks of `medication_ids` and of their dosage
     /// options: one query for the sources (and one for today's date),
-    /// however many medications.
-    pub fn load(conn: &Connection, household_id: i64, medication_ids: &[i64]) -> Result<Plan> {
+    /// however many medications. On a reader thread the plan of the whole
+    /// household is made once per committed change (or new day) and kept.
+    pub fn load(conn: &Connection, household_id: i64, medication_ids: &[i64]) -> Result<Rc<Plan>> {
         if medication_ids.is_empty() {
-            return Ok(Plan::default());
+            return Ok(Rc::default());
         }
         let today = crate::household::store::today(conn, household_id)?;
-        let sources = forecast_store::drawing_sources(conn, medication_ids, today)?;
-        Ok(Plan::of(&sources, today))
+        let Some(generation) = crate::db::read_generation(conn) else {
+            let sources = forecast_store::drawing_sources(conn, medication_ids, today)?;
+            return Ok(Rc::new(Plan::of(&sources, today)));
+        };
+        let key = (generation, household_id, today);
+        let kept = PLANS.with_borrow(|plans| {
+            plans
+                .iter()
+                .find(|(k, _)| *k == key)
+                .map(|(_, plan)| plan.clone())
+        });
+        if let Some(plan) = kept {
+            return Ok(plan);
+        }
+        let sources = forecast_store::household_drawing_sources(conn, household_id, today)?;
+        let plan = Rc::new(Plan::of(&sources, today));
+        PLANS.with_borrow_mut(|plans| {
+            plans.retain(|(k, _)| k.0 == generation);
+            if plans.len() >= CACHED_PLANS {
+                plans.remove(0);
+            }
+            plans.push((key, plan.clone()));
+        });
+        Ok(plan)
     }
 
     fn of(sources: &[DrawingSource], today: Date) -> Plan {
-        let mut days: HashMap<Holder, Vec<Decimal>> = HashMap::new();
+        let mut used: HashMap<Holder, Vec<Decimal>> = HashMap::new();
         for source in sources {
             let (holder, unit) = match source.own_stock_option {
                 Some((option, unit)) => (Holder::DosageOption(option), Some(unit)),
@@ -102,47 +140,52 @@ impl Plan {
                     source.medication_unit,
                 ),
             };
-            let total = days
+            let total = used
                 .entry(holder)
                 .or_insert_with(|| vec![Decimal::ZERO; HORIZON_DAYS]);
             add_source(total, source, unit, today);
         }
-        Plan { days }
+        for days in used.values_mut() {
+            let mut running = Decimal::ZERO;
+            for day in days.iter_mut() {
+                running = running.checked_add(*day).unwrap_or(Decimal::MAX);
+                *day = running;
+            }
+        }
+        Plan { used }
     }
 
     /// The stock fields of a holder with this supply and threshold.
     pub fn status(&self, holder: Holder, supply: Dec, threshold: Option<Dec>) -> StockStatus {
-        let days = self
-            .days
+        let used = self
+            .used
             .get(&holder)
-            .filter(|days| days.iter().any(|d| *d > Decimal::ZERO));
+            .filter(|used| used.last().is_some_and(|total| *total > Decimal::ZERO));
         StockStatus {
             low_stock: threshold.is_some_and(|t| supply <= t),
             out_of_stock: !supply.is_positive(),
-            days_until_low_stock: days
+            days_until_low_stock: used
                 .zip(threshold)
-                .map(|(days, t)| days_until(supply, t, days)),
-            days_until_out_of_stock: days.map(|days| days_until(supply, Dec::ZERO, days)),
+                .map(|(used, t)| days_until(supply, t, used)),
+            days_until_out_of_stock: used.map(|used| days_until(supply, Dec::ZERO, used)),
         }
     }
 }
 
-/// Whole days `supply` stays at or above `level` using `daily` a day.
-fn days_until(supply: Dec, level: Dec, daily: &[Decimal]) -> i64 {
+/// Whole days `supply` stays at or above `level` with `used` the running
+/// total of the use. The stock left only falls from day to day, so the
+/// first day below the level is found by binary search.
+fn days_until(supply: Dec, level: Dec, used: &[Decimal]) -> i64 {
     if supply <= level {
         return 0;
     }
-    let mut used = Decimal::ZERO;
-    for (day, use_today) in daily.iter().enumerate() {
-        used = used.checked_add(*use_today).unwrap_or(Decimal::MAX);
+    let below = |used: &Decimal| {
         // Rounded to 12 places: an even spread such as 2/7 a day is a
         // repeating decimal, and seven days of it must be exactly 2.
-        let left = supply.0.checked_sub(used).map(|l| l.round_dp(12));
-        if left.is_none_or(|left| left < level.0) {
-            return day as i64;
-        }
-    }
-    HORIZON_DAYS as i64
+        let left = supply.0.checked_sub(*used).map(|l| l.round_dp(12));
+        left.is_none_or(|left| left < level.0)
+    };
+    used.partition_point(|u| !below(u)) as i64
 }
 
 /// Adds one source's planned use per day (in `unit`, the holder's; `None`:
@@ -180,6 +223,8 @@ fn add_source(total: &mut [Decimal], source: &DrawingSource, unit: Option<DoseUn
         tracing::warn!("stored schedule_config does not parse; left out of the forecast");
         return;
     };
+    // The schedule's own clock times are the same every day: worked out once.
+    let times = dose_occurrences::clock_times(&config.times, &config.slots, &plan.slot_times);
     for (i, date) in days(today).enumerate() {
         if plan.end_date.is_some_and(|end| date > end) {
             break;
@@ -187,14 +232,13 @@ fn add_source(total: &mut [Decimal], source: &DrawingSource, unit: Option<DoseUn
         if date < plan.start_date {
             continue;
         }
-        let (times, step) = dose_occurrences::schedule_times_on(
-            plan.schedule_type,
-            &config,
-            plan.start_date,
-            date,
-            &plan.slot_times,
-        );
-        if times.is_empty() {
+        let Some(step) =
+            dose_occurrences::schedule_day(plan.schedule_type, &config, plan.start_date, date)
+        else {
+            continue;
+        };
+        let doses = dose_occurrences::own_times(step).map_or(times.len(), <[_]>::len);
+        if doses == 0 {
             continue;
         }
         let (amount, dose_unit) = match (plan.schedule_type, step) {
@@ -206,7 +250,7 @@ fn add_source(total: &mut [Decimal], source: &DrawingSource, unit: Option<DoseUn
         if counts(dose_unit) {
             add(
                 &mut total[i],
-                amount.0.checked_mul(Decimal::from(times.len() as i64)),
+                amount.0.checked_mul(Decimal::from(doses as i64)),
             );
         }
     }

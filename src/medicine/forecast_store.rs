@@ -102,6 +102,42 @@ fn from_row(r: &Row<'_>) -> rusqlite::Result<DrawingSource> {
     })
 }
 
+/// The sources query, with the condition choosing the schedules (alias `s`)
+/// and the person medications (alias `a`).
+macro_rules! drawing_sources_sql {
+    ($schedules:literal, $assignments:literal) => {
+        concat!(
+            "SELECT s.medication_id, m.dose_unit, s.dose_amount, s.dose_unit, s.schedule_type,
+                    s.schedule_config, s.start_date, s.end_date, NULL, NULL, d.id, d.unit,
+                    np.id IS NOT NULL, np.morning_time, np.afternoon_time, np.evening_time,
+                    np.night_time
+             FROM schedules s
+             JOIN medications m ON m.id = s.medication_id
+             LEFT JOIN dosage_options d ON d.id = s.source_dosage_option_id
+                  AND d.medication_id = s.medication_id AND d.current_supply IS NOT NULL
+             LEFT JOIN notification_preferences np ON np.person_id = s.person_id
+             WHERE ", $schedules, "
+               AND s.retired_at IS NULL AND s.active = 1 AND s.schedule_type <> 'prn'
+               AND (s.end_date IS NULL OR s.end_date >= :today)
+               AND NOT EXISTS (SELECT 1 FROM medication_pause_periods p
+                               WHERE p.source_type = 'schedule' AND p.source_id = s.id
+                                 AND p.ended_at IS NULL)
+             UNION ALL
+             SELECT a.medication_id, m.dose_unit, a.dose_amount, a.dose_unit, NULL, NULL, NULL,
+                    NULL, a.dose_cycle, a.max_daily_doses, d.id, d.unit, 0, NULL, NULL, NULL, NULL
+             FROM person_medications a
+             JOIN medications m ON m.id = a.medication_id
+             LEFT JOIN dosage_options d ON d.id = a.source_dosage_option_id
+                  AND d.medication_id = a.medication_id AND d.current_supply IS NOT NULL
+             WHERE ", $assignments, "
+               AND a.retired_at IS NULL AND a.active = 1 AND a.administration_kind = 'routine'
+               AND NOT EXISTS (SELECT 1 FROM medication_pause_periods p
+                               WHERE p.source_type = 'person_medication' AND p.source_id = a.id
+                                 AND p.ended_at IS NULL)"
+        )
+    };
+}
+
 /// The live (unretired), running (not paused: `active` and no open pause
 /// period), unfinished (no end before `today`) routine schedules (prn
 /// excluded) and routine person medications drawing on any of
@@ -117,37 +153,31 @@ pub fn drawing_sources(
     }
     let ids = serde_json::Value::from(medication_ids.to_vec()).to_string();
     let rows = conn
-        .prepare_cached(
-            "SELECT s.medication_id, m.dose_unit, s.dose_amount, s.dose_unit, s.schedule_type,
-                    s.schedule_config, s.start_date, s.end_date, NULL, NULL, d.id, d.unit,
-                    np.id IS NOT NULL, np.morning_time, np.afternoon_time, np.evening_time,
-                    np.night_time
-             FROM schedules s
-             JOIN medications m ON m.id = s.medication_id
-             LEFT JOIN dosage_options d ON d.id = s.source_dosage_option_id
-                  AND d.medication_id = s.medication_id AND d.current_supply IS NOT NULL
-             LEFT JOIN notification_preferences np ON np.person_id = s.person_id
-             WHERE s.medication_id IN (SELECT value FROM json_each(:ids))
-               AND s.retired_at IS NULL AND s.active = 1 AND s.schedule_type <> 'prn'
-               AND (s.end_date IS NULL OR s.end_date >= :today)
-               AND NOT EXISTS (SELECT 1 FROM medication_pause_periods p
-                               WHERE p.source_type = 'schedule' AND p.source_id = s.id
-                                 AND p.ended_at IS NULL)
-             UNION ALL
-             SELECT a.medication_id, m.dose_unit, a.dose_amount, a.dose_unit, NULL, NULL, NULL,
-                    NULL, a.dose_cycle, a.max_daily_doses, d.id, d.unit, 0, NULL, NULL, NULL, NULL
-             FROM person_medications a
-             JOIN medications m ON m.id = a.medication_id
-             LEFT JOIN dosage_options d ON d.id = a.source_dosage_option_id
-                  AND d.medication_id = a.medication_id AND d.current_supply IS NOT NULL
-             WHERE a.medication_id IN (SELECT value FROM json_each(:ids))
-               AND a.retired_at IS NULL AND a.active = 1 AND a.administration_kind = 'routine'
-               AND NOT EXISTS (SELECT 1 FROM medication_pause_periods p
-                               WHERE p.source_type = 'person_medication' AND p.source_id = a.id
-                                 AND p.ended_at IS NULL)",
-        )?
+        .prepare_cached(drawing_sources_sql!(
+            "s.medication_id IN (SELECT value FROM json_each(:ids))",
+            "a.medication_id IN (SELECT value FROM json_each(:ids))"
+        ))?
         .query_map(
             named_params! {":ids": ids, ":today": today.to_string()},
+            from_row,
+        )?
+        .collect::<rusqlite::Result<Vec<_>>>()?;
+    Ok(rows)
+}
+
+/// The same sources for every medication of a household.
+pub fn household_drawing_sources(
+    conn: &Connection,
+    household_id: i64,
+    today: Date,
+) -> Result<Vec<DrawingSource>> {
+    let rows = conn
+        .prepare_cached(drawing_sources_sql!(
+            "s.household_id = :household",
+            "a.household_id = :household"
+        ))?
+        .query_map(
+            named_params! {":household": household_id, ":today": today.to_string()},
             from_row,
         )?
         .collect::<rusqlite::Result<Vec<_>>>()?;

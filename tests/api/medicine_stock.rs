@@ -731,3 +731,93 @@ async fn a_dosage_option_with_its_own_stock_is_looked_after_like_a_medication() 
     assert_eq!(low.data()["out_of_stock"], json!(true));
     assert_eq!(forecast(low.data()), (json!(0), json!(0)));
 }
+
+/// Reads on every reader thread, so each keeps the household's plan.
+async fn forecast_everywhere(app: &TestApp, id: i64) -> (Value, Value) {
+    let first = forecast(read(app, id).await.data());
+    for _ in 0..12 {
+        assert_eq!(forecast(read(app, id).await.data()), first);
+        let listed = app.get(&app.hh("/medications"), &app.owner).await;
+        let row = listed
+            .data()
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|m| m["id"] == id);
+        assert_eq!(forecast(row.unwrap()), first, "listed");
+    }
+    first
+}
+
+#[tokio::test]
+async fn a_kept_forecast_follows_every_change_on_the_very_next_read() {
+    let app = TestApp::new().await;
+    let ada = crate::schedules::new_person(&app, "Ada").await.id;
+    let id = stocked(&app, "tablet", "30", "10").await;
+    assert_eq!(
+        forecast_everywhere(&app, id).await,
+        (Value::Null, Value::Null)
+    );
+
+    // A new plan: two a day from today.
+    let schedule = plan(
+        &app,
+        ada,
+        id,
+        json!({"schedule_type": "daily", "schedule_config": {"times": ["08:00", "20:00"]},
+        "dose_amount": "1", "dose_unit": "tablet", "start_date": day(0)}),
+    )
+    .await;
+    assert_eq!(forecast_everywhere(&app, id).await, (json!(10), json!(15)));
+
+    // A plan change: one a day.
+    let path = app.hh(&format!("/schedules/{}", schedule.id()));
+    let etag = app.get(&path, &app.owner).await.etag();
+    app.patch(
+        &path,
+        &app.owner,
+        json!({"schedule": {"schedule_config": {"times": ["08:00"]}}}),
+        Some(&etag),
+    )
+    .await
+    .assert_status(200);
+    assert_eq!(forecast_everywhere(&app, id).await, (json!(20), json!(30)));
+
+    // A take uses stock.
+    app.post(
+        &app.hh("/medication_takes"),
+        &app.owner,
+        json!({"medication_take": {"source_type": "schedule",
+               "source_id": schedule.data()["portable_id"],
+               "taken_at": jiff::Timestamp::now().to_string()}}),
+    )
+    .await
+    .assert_status(201);
+    assert_eq!(forecast_everywhere(&app, id).await, (json!(19), json!(29)));
+
+    // A pause plans nothing; its end plans again.
+    let paused = app
+        .post(
+            &app.hh("/medication_pause_periods"),
+            &app.owner,
+            json!({"medication_pause_period": {"source_type": "schedule",
+                   "source_id": schedule.data()["portable_id"], "reason": "other"}}),
+        )
+        .await;
+    paused.assert_status(201);
+    assert_eq!(
+        forecast_everywhere(&app, id).await,
+        (Value::Null, Value::Null)
+    );
+    app.post(
+        &app.hh(&format!(
+            "/medication_pause_periods/{}/resume",
+            paused.data()["id"].as_str().unwrap()
+        )),
+        &app.owner,
+        json!({}),
+    )
+    .await
+    .assert_status(200);
+    assert_eq!(forecast_everywhere(&app, id).await, (json!(19), json!(29)));
+}

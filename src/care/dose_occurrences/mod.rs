@@ -126,6 +126,29 @@ fn applies_on(
     }
 }
 
+/// Whether a schedule has doses on `date` (`None`: none that day) and, for
+/// a tapering one, the taper step in force.
+pub fn schedule_day<'a>(
+    schedule_type: ScheduleType,
+    config: &'a ScheduleConfig,
+    start: Date,
+    date: Date,
+) -> Option<Option<&'a TaperStep>> {
+    if !applies_on(schedule_type, config, start, date) {
+        return None;
+    }
+    Some(match schedule_type {
+        ScheduleType::Tapering => config.taper_step_on(date),
+        _ => None,
+    })
+}
+
+/// A taper step's own clock times, when it has any: they replace the
+/// schedule's on the step's days.
+pub fn own_times(step: Option<&TaperStep>) -> Option<&[Time]> {
+    step.map(|s| s.times.as_slice()).filter(|t| !t.is_empty())
+}
+
 /// The clock times of a schedule's doses on `date` and the taper step in
 /// force (tapering only); empty when it has none that day.
 pub fn schedule_times_on<'a>(
@@ -135,17 +158,13 @@ pub fn schedule_times_on<'a>(
     date: Date,
     slot_times: &SlotTimes,
 ) -> (Vec<Time>, Option<&'a TaperStep>) {
-    if !applies_on(schedule_type, config, start, date) {
+    let Some(step) = schedule_day(schedule_type, config, start, date) else {
         return (Vec::new(), None);
-    }
-    let step = match schedule_type {
-        ScheduleType::Tapering => config.taper_step_on(date),
-        _ => None,
     };
-    let times = match step {
-        Some(step) if !step.times.is_empty() => step.times.clone(),
-        _ => clock_times(&config.times, &config.slots, slot_times),
-    };
+    let times = own_times(step).map_or_else(
+        || clock_times(&config.times, &config.slots, slot_times),
+        <[Time]>::to_vec,
+    );
     (times, step)
 }
 
