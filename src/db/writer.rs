@@ -135,7 +135,7 @@ fn run(mut conn: Connection, mut receiver: mpsc::Receiver<Message>, changes: &wa
                 Err(_) => break,
             }
         }
-        if run_group(&mut conn, group.drain(..)) {
+        if run_group(&mut conn, std::mem::take(&mut group)) {
             changes.send_modify(|n| *n = n.wrapping_add(1));
         }
     }
@@ -145,10 +145,13 @@ fn run(mut conn: Connection, mut receiver: mpsc::Receiver<Message>, changes: &wa
 }
 
 /// Runs the jobs in one transaction; whether a committed job changed
-/// household data.
-fn run_group(conn: &mut Connection, jobs: impl Iterator<Item = Job>) -> bool {
+/// household data. A job alone in its group needs no savepoint: if it
+/// fails, the whole transaction is rolled back instead.
+fn run_group(conn: &mut Connection, jobs: Vec<Job>) -> bool {
     let mut changed = false;
-    let mut completions: Vec<Completion> = Vec::new();
+    let mut any_ok = false;
+    let savepoints = jobs.len() > 1;
+    let mut completions: Vec<Completion> = Vec::with_capacity(jobs.len());
     let tx = match conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate) {
         Ok(tx) => tx,
         Err(e) => {
@@ -162,35 +165,39 @@ fn run_group(conn: &mut Connection, jobs: impl Iterator<Item = Job>) -> bool {
         }
     };
     for job in jobs {
-        let completion = match tx.execute_batch("SAVEPOINT job") {
-            Ok(()) => {
-                let write = WriteTx {
-                    conn: &tx,
-                    changed: std::cell::Cell::new(false),
-                };
-                let (ok, completion) = job(&write);
-                changed |= ok && write.changed.get();
-                let end = if ok {
-                    tx.execute_batch("RELEASE job")
-                } else {
-                    tx.execute_batch("ROLLBACK TO job; RELEASE job")
-                };
-                if let Err(e) = end {
-                    tracing::error!("savepoint end failed: {e}");
-                }
-                completion
-            }
-            Err(e) => {
-                let message = format!("cannot open savepoint: {e}");
-                Box::new(move |_| tracing::error!("{message}")) as Completion
-            }
+        if savepoints && let Err(e) = step(&tx, "SAVEPOINT job") {
+            let message = format!("cannot open savepoint: {e}");
+            completions.push(Box::new(move |_| tracing::error!("{message}")));
+            continue;
+        }
+        let write = WriteTx {
+            conn: &tx,
+            changed: std::cell::Cell::new(false),
         };
+        let (ok, completion) = job(&write);
+        any_ok |= ok;
+        changed |= ok && write.changed.get();
+        if savepoints {
+            let end = if ok {
+                step(&tx, "RELEASE job")
+            } else {
+                step(&tx, "ROLLBACK TO job").and_then(|()| step(&tx, "RELEASE job"))
+            };
+            if let Err(e) = end {
+                tracing::error!("savepoint end failed: {e}");
+            }
+        }
         completions.push(completion);
     }
-    let committed = tx
-        .commit()
-        .map_err(|e| ApiError::internal(format!("commit failed: {e}")));
-    let durable = committed.is_ok();
+    // Nothing to keep (every job failed): a failed job answers with its own error.
+    let committed = if any_ok {
+        tx.commit()
+            .map_err(|e| ApiError::internal(format!("commit failed: {e}")))
+    } else {
+        tx.rollback()
+            .map_err(|e| ApiError::internal(format!("rollback failed: {e}")))
+    };
+    let durable = any_ok && committed.is_ok();
     for completion in completions {
         completion(match &committed {
             Ok(()) => Ok(()),
@@ -198,6 +205,11 @@ fn run_group(conn: &mut Connection, jobs: impl Iterator<Item = Job>) -> bool {
         });
     }
     durable && changed
+}
+
+/// Runs one statement without results, planned once per connection.
+fn step(conn: &Connection, sql: &str) -> rusqlite::Result<()> {
+    conn.prepare_cached(sql)?.execute([]).map(|_| ())
 }
 
 #[cfg(test)]
