@@ -40,15 +40,28 @@ fn payload(o: &Occurrence) -> String {
 
 /// Signs with a given secret (the projection loads it once per request).
 pub fn sign_with(secret: &[u8], occurrence: &Occurrence) -> String {
-    let payload = payload(occurrence);
-    let mut m = mac(secret);
-    m.update(payload.as_bytes());
-    let tag = m.finalize().into_bytes();
-    format!(
-        "{}.{}",
-        URL_SAFE_NO_PAD.encode(payload.as_bytes()),
-        URL_SAFE_NO_PAD.encode(tag)
-    )
+    Signer::new(secret).sign(occurrence)
+}
+
+/// Signs many occurrences with one secret, keying the MAC once.
+#[derive(Clone)]
+pub struct Signer(Hmac<Sha256>);
+
+impl Signer {
+    pub fn new(secret: &[u8]) -> Signer {
+        Signer(mac(secret))
+    }
+
+    pub fn sign(&self, occurrence: &Occurrence) -> String {
+        let payload = payload(occurrence);
+        let mut m = self.0.clone();
+        m.update(payload.as_bytes());
+        let tag = m.finalize().into_bytes();
+        let mut key = URL_SAFE_NO_PAD.encode(payload.as_bytes());
+        key.push('.');
+        URL_SAFE_NO_PAD.encode_string(tag, &mut key);
+        key
+    }
 }
 
 pub fn secret(conn: &Connection) -> Result<Vec<u8>> {

@@ -18,7 +18,38 @@ impl Timestamp {
     }
 
     pub fn from_jiff(ts: jiff::Timestamp) -> Timestamp {
-        Timestamp(ts.strftime("%Y-%m-%dT%H:%M:%S%.6fZ").to_string())
+        let at = jiff::tz::Offset::UTC.to_datetime(ts);
+        if !(0..=9999).contains(&at.year()) {
+            return Timestamp(ts.strftime("%Y-%m-%dT%H:%M:%S%.6fZ").to_string());
+        }
+        // Written digit by digit: a list of expected doses writes hundreds
+        // of these, and the general formatter costs several times as much.
+        let mut text = String::with_capacity(27);
+        let mut digits = |value: i64, width: u32| {
+            for place in (0..width).rev() {
+                let digit = (value / 10_i64.pow(place)) % 10;
+                text.push(char::from(b'0' + digit as u8));
+            }
+        };
+        digits(i64::from(at.year()), 4);
+        digits(i64::from(at.month()), 2);
+        digits(i64::from(at.day()), 2);
+        digits(i64::from(at.hour()), 2);
+        digits(i64::from(at.minute()), 2);
+        digits(i64::from(at.second()), 2);
+        digits(i64::from(at.subsec_nanosecond() / 1000), 6);
+        for (at, mark) in [
+            (4, '-'),
+            (7, '-'),
+            (10, 'T'),
+            (13, ':'),
+            (16, ':'),
+            (19, '.'),
+        ] {
+            text.insert(at, mark);
+        }
+        text.push('Z');
+        Timestamp(text)
     }
 
     /// Parses any RFC 3339 timestamp (with offset) into the stored form.
@@ -131,6 +162,28 @@ impl JsonSchema for Timestamp {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_stored_form_is_written_as_the_general_formatter_writes_it() {
+        let general = |ts: jiff::Timestamp| ts.strftime("%Y-%m-%dT%H:%M:%S%.6fZ").to_string();
+        let mut moments = vec![jiff::Timestamp::MIN, jiff::Timestamp::MAX];
+        for (seconds, nanos) in [
+            (0, 0),
+            (1, 999_999_999),
+            (1_795_000_000, 123_456_789),
+            (1_795_000_000, 1_000),
+            (1_795_000_000, 999),
+            (-1, -500_000_000),
+            (-62_135_596_800, 0),
+            (-62_135_596_801, 0),
+            (253_402_207_199, 999_999_999),
+        ] {
+            moments.push(jiff::Timestamp::new(seconds, nanos).unwrap());
+        }
+        for ts in moments {
+            assert_eq!(Timestamp::from_jiff(ts).0, general(ts), "{ts:?}");
+        }
+    }
 
     #[test]
     fn stored_form_sorts_as_text() {

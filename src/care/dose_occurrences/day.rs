@@ -316,7 +316,7 @@ pub fn list(
         linked: linked_takes(&takes),
         outcomes,
         source_warnings,
-        secret: occurrence_key::secret(conn)?,
+        signer: occurrence_key::Signer::new(&occurrence_key::secret(conn)?),
     };
     let mut out: Vec<DoseOccurrence> = projected
         .expected
@@ -474,12 +474,12 @@ fn linked_takes(takes: &[Take]) -> HashMap<LinkKey<'_>, &Take> {
 
 /// What a projected dose is settled against: the takes linked to an
 /// occurrence, the saved outcomes, each source's warnings and the key
-/// signing secret.
+/// signer.
 struct Settled<'t> {
     linked: HashMap<LinkKey<'t>, &'t Take>,
     outcomes: HashMap<OccurrenceIdentity, SavedOutcome>,
     source_warnings: Vec<Vec<String>>,
-    secret: Vec<u8>,
+    signer: occurrence_key::Signer,
 }
 
 impl Settled<'_> {
@@ -508,15 +508,12 @@ impl Settled<'_> {
             dose.medication_take_portable_id = saved.medication_take_portable_id.clone();
         }
         dose.warnings = self.source_warnings[limit].clone();
-        dose.occurrence_key = occurrence_key::sign_with(
-            &self.secret,
-            &Occurrence {
-                source_type: dose.source_type.to_string(),
-                source_portable_id: dose.source_portable_id.clone(),
-                window_starts_on: dose.window_starts_on,
-                position: dose.position,
-            },
-        );
+        dose.occurrence_key = self.signer.sign(&Occurrence {
+            source_type: dose.source_type.to_string(),
+            source_portable_id: dose.source_portable_id.clone(),
+            window_starts_on: dose.window_starts_on,
+            position: dose.position,
+        });
         dose
     }
 }

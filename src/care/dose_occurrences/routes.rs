@@ -1,8 +1,8 @@
 //! Dose occurrence handlers: parse, call the rule, shape the response.
 
-use axum::Json;
 use axum::extract::State;
-use axum::response::{IntoResponse, Response};
+use axum::http::StatusCode;
+use axum::response::Response;
 use axum::routing::get;
 use serde_json::json;
 
@@ -11,6 +11,7 @@ use crate::auth::Actor;
 use crate::error::Result;
 use crate::http::extract::QueryParams;
 use crate::http::openapi::{Api, Op};
+use crate::http::respond;
 use crate::state::AppState;
 
 const TAG: &str = "Dose occurrences";
@@ -43,5 +44,10 @@ async fn list(State(state): State<AppState>, actor: Actor, query: QueryParams) -
         .db
         .read(move |conn| super::list(conn, &actor, date, person_id.as_ref()))
         .await?;
-    Ok(Json(DoseOccurrenceDay { data, meta }).into_response())
+    let count = data.len();
+    Ok(respond::json(
+        StatusCode::OK,
+        &DoseOccurrenceDay { data, meta },
+        count,
+    ))
 }
