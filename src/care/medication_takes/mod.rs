@@ -262,7 +262,9 @@ fn record(
 
     let take = store::find(conn, id)?.ok_or_else(|| ApiError::internal("saved take is missing"))?;
     let (mut warnings, next_dose_allowed_at) =
-        warnings::warnings(conn, actor.household_id, &source, &take)?;
+        // Judged by the plan of the day the dose was given, which is what
+        // was planned above unless the take names an expected dose.
+        warnings::warnings(conn, actor.household_id, &source, &take, occurrence.is_none().then_some(planned))?;
     warnings.extend(stock_warnings);
     Ok(Recorded {
         take,
@@ -364,7 +366,7 @@ fn replay(
     )?
     .ok_or_else(|| ApiError::internal("the source of a saved take is missing"))?;
     let (warnings, next_dose_allowed_at) =
-        warnings::warnings(conn, actor.household_id, &source, &saved)?;
+        warnings::warnings(conn, actor.household_id, &source, &saved, None)?;
     Ok(Some(Recorded {
         take: saved,
         warnings,
@@ -475,7 +477,7 @@ fn linkable_between(
 
 /// What a source calls for on one day: its dose and limits.
 #[derive(Debug, Clone, Copy)]
-struct Planned {
+pub(super) struct Planned {
     dose_amount: Dec,
     dose_unit: DoseUnit,
     max_daily_doses: Option<i64>,

@@ -12,7 +12,7 @@ use rust_decimal::prelude::ToPrimitive;
 
 use super::model::{MedicationTake, Warning, WarningCode};
 use super::store::{self, Source};
-use super::{midnight, planned_for, timestamp};
+use super::{Planned, midnight, planned_for, timestamp};
 use crate::decimal::Dec;
 use crate::error::{ApiError, Result};
 use crate::medicine::vocab::DoseCycle;
@@ -68,14 +68,19 @@ fn duration_to_hours(d: SignedDuration) -> Dec {
 /// when the next dose is allowed. The limits are those the source calls
 /// for on the day of taken_at (a taper step's own); takes of the same
 /// medication for the same person under other sources count too.
+/// `planned` is what the source calls for at taken_at, when already known.
 pub(super) fn warnings(
     conn: &Connection,
     household_id: i64,
     source: &Source,
     take: &MedicationTake,
+    planned: Option<Planned>,
 ) -> Result<(Vec<Warning>, Option<crate::domain::Timestamp>)> {
     let taken_at = take.taken_at.to_jiff();
-    let planned = planned_for(conn, household_id, source, taken_at, None)?;
+    let planned = match planned {
+        Some(planned) => planned,
+        None => planned_for(conn, household_id, source, taken_at, None)?,
+    };
     let judged = Judged {
         conn,
         tz: crate::household::store::time_zone(conn, household_id)?,
