@@ -1,6 +1,7 @@
 //! Pillbox: a self-hosted household medication tracker serving the Household
 //! Medication Tracking API from one binary with SQLite inside.
 
+pub mod allocator;
 pub mod auth;
 pub mod backup;
 pub mod capabilities;

@@ -73,12 +73,29 @@ pub async fn run(args: ServeArgs) -> CliResult {
             "no household yet: open {link} to set this server up (the link works once, until the server restarts)"
         );
     }
+    // Building the router and the OpenAPI document left free memory behind.
+    let returns = tokio::spawn(return_free_memory());
     crate::http::server::serve(listener, app, args.connection_limits(), shutdown_signal()).await;
     tracing::info!("shutting down: finishing queued writes");
+    returns.abort();
     reminders.abort();
     review_prompts.abort();
     db.close().await;
     Ok(())
+}
+
+/// How often free memory is handed back to the system.
+const RETURN_FREE_MEMORY_EVERY: std::time::Duration = std::time::Duration::from_secs(10);
+
+/// Hands free memory back now and then: after a burst, the allocator keeps
+/// what it freed for the next one, and a small box needs it for other work.
+async fn return_free_memory() {
+    let mut every = tokio::time::interval(RETURN_FREE_MEMORY_EVERY);
+    loop {
+        every.tick().await;
+        // Walks every arena: a blocking thread's work.
+        let _ = tokio::task::spawn_blocking(crate::allocator::return_free_memory).await;
+    }
 }
 
 /// Each connection and each database connection is a file descriptor; a
