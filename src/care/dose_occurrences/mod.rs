@@ -128,12 +128,12 @@ fn applies_on(
 
 /// Whether a schedule has doses on `date` (`None`: none that day) and, for
 /// a tapering one, the taper step in force.
-pub fn schedule_day<'a>(
+pub fn schedule_day(
     schedule_type: ScheduleType,
-    config: &'a ScheduleConfig,
+    config: &ScheduleConfig,
     start: Date,
     date: Date,
-) -> Option<Option<&'a TaperStep>> {
+) -> Option<Option<&TaperStep>> {
     if !applies_on(schedule_type, config, start, date) {
         return None;
     }
