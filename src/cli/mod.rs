@@ -82,9 +82,6 @@ pub fn run(cli: Cli) -> ExitCode {
         _ => (LogFormat::Text, "warn"),
     };
     init_tracing(log_format, default_level);
-    if matches!(cli.command, Command::Serve(_)) {
-        crate::allocator::configure();
-    }
     let mut builder = tokio::runtime::Builder::new_multi_thread();
     builder.enable_all();
     if let Command::Serve(args) = &cli.command {
