@@ -128,7 +128,10 @@ impl AccessView {
     }
 
     /// The actor of `authenticated` in `household_id` (see
-    /// [`store::household_actor`]).
+    /// [`store::household_actor`]), from the rows as current as the
+    /// credential's verification earlier in the same request: that check
+    /// already made the view no older than the last commit before the
+    /// request began, so a second `data_version` read would only repeat it.
     pub fn household_actor(
         &self,
         db: &Db,
@@ -137,7 +140,10 @@ impl AccessView {
     ) -> Result<Actor> {
         let key = (household_id, authenticated.account_id);
         let row = {
-            let mut guard = self.current(db)?;
+            let mut guard = self.inner.lock().unwrap_or_else(|e| e.into_inner());
+            if guard.conn.is_none() {
+                guard.refresh(db)?;
+            }
             let inner = &mut *guard;
             let conn = inner.conn.as_ref().expect("opened by refresh");
             match inner.memberships.get(&key) {

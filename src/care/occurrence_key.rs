@@ -31,11 +31,49 @@ fn mac(secret: &[u8]) -> Hmac<Sha256> {
     <Hmac<Sha256> as KeyInit>::new_from_slice(secret).expect("HMAC takes keys of any length")
 }
 
-fn payload(o: &Occurrence) -> String {
-    format!(
-        "{}|{}|{}|{}",
-        o.source_type, o.source_portable_id, o.window_starts_on, o.position
-    )
+/// The payload text, written without the formatter: a list of expected
+/// doses signs one per dose.
+fn payload(source_type: &str, source_portable_id: &str, window: Date, position: u32) -> String {
+    let mut text = String::with_capacity(source_type.len() + source_portable_id.len() + 24);
+    text.push_str(source_type);
+    text.push('|');
+    text.push_str(source_portable_id);
+    text.push('|');
+    push_date(&mut text, window);
+    text.push('|');
+    let mut digits = [0u8; 10];
+    let mut at = digits.len();
+    let mut rest = position;
+    loop {
+        at -= 1;
+        digits[at] = b'0' + (rest % 10) as u8;
+        rest /= 10;
+        if rest == 0 {
+            break;
+        }
+    }
+    text.extend(digits[at..].iter().map(|&d| char::from(d)));
+    text
+}
+
+/// `YYYY-MM-DD`, as `Date`'s `Display` writes it.
+fn push_date(text: &mut String, date: Date) {
+    let year = date.year();
+    if !(0..=9999).contains(&year) {
+        text.push_str(&date.to_string());
+        return;
+    }
+    let digits = |text: &mut String, value: i32, width: u32| {
+        for place in (0..width).rev() {
+            let digit = (value / 10_i32.pow(place)) % 10;
+            text.push(char::from(b'0' + digit as u8));
+        }
+    };
+    digits(text, i32::from(year), 4);
+    text.push('-');
+    digits(text, i32::from(date.month()), 2);
+    text.push('-');
+    digits(text, i32::from(date.day()), 2);
 }
 
 /// Signs with a given secret (the projection loads it once per request).
@@ -52,12 +90,30 @@ impl Signer {
         Signer(mac(secret))
     }
 
-    pub fn sign(&self, occurrence: &Occurrence) -> String {
-        let payload = payload(occurrence);
+    pub fn sign(&self, o: &Occurrence) -> String {
+        self.sign_parts(
+            &o.source_type,
+            &o.source_portable_id,
+            o.window_starts_on,
+            o.position,
+        )
+    }
+
+    /// The key of an occurrence given by its parts (nothing copied first).
+    pub fn sign_parts(
+        &self,
+        source_type: &str,
+        source_portable_id: &str,
+        window_starts_on: Date,
+        position: u32,
+    ) -> String {
+        let payload = payload(source_type, source_portable_id, window_starts_on, position);
         let mut m = self.0.clone();
         m.update(payload.as_bytes());
         let tag = m.finalize().into_bytes();
-        let mut key = URL_SAFE_NO_PAD.encode(payload.as_bytes());
+        // base64 of the payload, '.', base64 of the 32-byte tag (43).
+        let mut key = String::with_capacity(payload.len().div_ceil(3) * 4 + 1 + 44);
+        URL_SAFE_NO_PAD.encode_string(payload.as_bytes(), &mut key);
         key.push('.');
         URL_SAFE_NO_PAD.encode_string(tag, &mut key);
         key
@@ -138,6 +194,34 @@ mod tests {
     }
 
     fn payload_text(o: &Occurrence) -> String {
-        payload(o)
+        payload(
+            &o.source_type,
+            &o.source_portable_id,
+            o.window_starts_on,
+            o.position,
+        )
+    }
+
+    #[test]
+    fn the_payload_is_written_as_the_formatter_writes_it() {
+        for (date, position) in [
+            ("2026-03-29", 2),
+            ("0001-01-09", 10),
+            ("9999-12-31", 4_294_967_295),
+            ("-000001-06-01", 0),
+            ("2024-02-29", 101),
+        ] {
+            let window: Date = date.parse().unwrap();
+            let o = Occurrence {
+                window_starts_on: window,
+                position,
+                ..sample()
+            };
+            let expected = format!(
+                "{}|{}|{}|{}",
+                o.source_type, o.source_portable_id, o.window_starts_on, o.position
+            );
+            assert_eq!(payload_text(&o), expected);
+        }
     }
 }

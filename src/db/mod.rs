@@ -120,8 +120,37 @@ fn configure(conn: &Connection) -> rusqlite::Result<()> {
     Ok(())
 }
 
+/// Page caches that grow a page at a time. By default SQLite hands every
+/// new page cache a first block of 20 pages (about 86 KB) at once, and a
+/// query with `IN (SELECT value FROM json_each(..))` builds a temporary
+/// index with a page cache of its own each time it runs: the list of
+/// expected doses allocated and freed five such blocks per request, and
+/// glibc consolidated its heap at every free of one. This has to be set
+/// before SQLite initialises, so it is done before the first connection
+/// this process opens (and is a no-op, refused by SQLite, after that).
+fn page_caches_grow_by_page() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        // SAFETY: SQLITE_CONFIG_PAGECACHE takes (void*, int, int); a null
+        // buffer with no pages only sets the size of a new cache's first
+        // block. sqlite3_config refuses (SQLITE_MISUSE) once initialised.
+        let rc = unsafe {
+            rusqlite::ffi::sqlite3_config(
+                rusqlite::ffi::SQLITE_CONFIG_PAGECACHE,
+                std::ptr::null_mut::<std::ffi::c_void>(),
+                0 as std::ffi::c_int,
+                0 as std::ffi::c_int,
+            )
+        };
+        if rc != rusqlite::ffi::SQLITE_OK {
+            tracing::debug!("SQLite page cache configuration not applied (code {rc})");
+        }
+    });
+}
+
 /// A read-only connection to `path` with the settings every reader gets.
 fn open_reader(path: &Path) -> rusqlite::Result<Connection> {
+    page_caches_grow_by_page();
     let conn = Connection::open_with_flags(
         path,
         OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
@@ -163,6 +192,7 @@ impl Db {
     ) -> std::result::Result<Db, OpenError> {
         let path = data_dir.join(DATABASE_FILE);
         prepare_data_dir(data_dir, mode)?;
+        page_caches_grow_by_page();
         let sqlite_err = |source| OpenError::Sqlite {
             path: path.clone(),
             source,

@@ -23,7 +23,7 @@ use super::store::{
 use super::{MAX_POSITIONS, PERSON_MEDICATION, SCHEDULE, cycle_window, start_of};
 use crate::auth::{Actor, access};
 use crate::care::notification_preferences::slots::{self, SlotTimes};
-use crate::care::occurrence_key::{self, Occurrence};
+use crate::care::occurrence_key;
 use crate::decimal::Dec;
 use crate::domain::ResourceId;
 use crate::error::{ApiError, Result};
@@ -508,12 +508,12 @@ impl Settled<'_> {
             dose.medication_take_portable_id = saved.medication_take_portable_id.clone();
         }
         dose.warnings = self.source_warnings[limit].clone();
-        dose.occurrence_key = self.signer.sign(&Occurrence {
-            source_type: dose.source_type.to_string(),
-            source_portable_id: dose.source_portable_id.clone(),
-            window_starts_on: dose.window_starts_on,
-            position: dose.position,
-        });
+        dose.occurrence_key = self.signer.sign_parts(
+            dose.source_type,
+            &dose.source_portable_id,
+            dose.window_starts_on,
+            dose.position,
+        );
         dose
     }
 }
