@@ -14,6 +14,7 @@ use rusqlite::Connection;
 use sha2::Sha256;
 
 use crate::db::instance;
+use crate::domain::timestamp::push_digits;
 use crate::error::{ApiError, Result};
 
 /// What an occurrence key names.
@@ -41,18 +42,8 @@ fn payload(source_type: &str, source_portable_id: &str, window: Date, position: 
     text.push('|');
     push_date(&mut text, window);
     text.push('|');
-    let mut digits = [0u8; 10];
-    let mut at = digits.len();
-    let mut rest = position;
-    loop {
-        at -= 1;
-        digits[at] = b'0' + (rest % 10) as u8;
-        rest /= 10;
-        if rest == 0 {
-            break;
-        }
-    }
-    text.extend(digits[at..].iter().map(|&d| char::from(d)));
+    let width = position.checked_ilog10().map_or(1, |l| l + 1);
+    push_digits(&mut text, i64::from(position), width);
     text
 }
 
@@ -63,17 +54,11 @@ fn push_date(text: &mut String, date: Date) {
         text.push_str(&date.to_string());
         return;
     }
-    let digits = |text: &mut String, value: i32, width: u32| {
-        for place in (0..width).rev() {
-            let digit = (value / 10_i32.pow(place)) % 10;
-            text.push(char::from(b'0' + digit as u8));
-        }
-    };
-    digits(text, i32::from(year), 4);
+    push_digits(text, i64::from(year), 4);
     text.push('-');
-    digits(text, i32::from(date.month()), 2);
+    push_digits(text, i64::from(date.month()), 2);
     text.push('-');
-    digits(text, i32::from(date.day()), 2);
+    push_digits(text, i64::from(date.day()), 2);
 }
 
 /// Signs with a given secret (the projection loads it once per request).

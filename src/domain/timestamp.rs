@@ -12,6 +12,16 @@ use serde::{Deserialize, Deserializer, Serialize, Serializer};
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct Timestamp(String);
 
+/// Appends the last `width` decimal digits of `value` (not negative),
+/// zero-padded: what the general formatter writes, at a fraction of its
+/// cost on the paths that write hundreds of dates per response.
+pub fn push_digits(text: &mut String, value: i64, width: u32) {
+    for place in (0..width).rev() {
+        let digit = (value / 10_i64.pow(place)) % 10;
+        text.push(char::from(b'0' + digit as u8));
+    }
+}
+
 impl Timestamp {
     pub fn now() -> Timestamp {
         Timestamp::from_jiff(jiff::Timestamp::now())
@@ -25,12 +35,7 @@ impl Timestamp {
         // Written digit by digit: a list of expected doses writes hundreds
         // of these, and the general formatter costs several times as much.
         let mut text = String::with_capacity(27);
-        let mut digits = |value: i64, width: u32| {
-            for place in (0..width).rev() {
-                let digit = (value / 10_i64.pow(place)) % 10;
-                text.push(char::from(b'0' + digit as u8));
-            }
-        };
+        let mut digits = |value: i64, width: u32| push_digits(&mut text, value, width);
         digits(i64::from(at.year()), 4);
         digits(i64::from(at.month()), 2);
         digits(i64::from(at.day()), 2);
