@@ -22,7 +22,6 @@
 //! below it, at most [`HORIZON_DAYS`] (lasting at least that long), and
 //! null only when nothing is planned to be used within the horizon.
 
-use std::cell::RefCell;
 use std::collections::HashMap;
 use std::rc::Rc;
 
@@ -82,52 +81,26 @@ pub struct Plan {
     used: HashMap<Holder, Vec<Decimal>>,
 }
 
-/// Plans kept per reader thread: a household's plan is the same for every
-/// read until something commits or the day turns, and a phone asks often.
-const CACHED_PLANS: usize = 4;
-
-/// What a kept plan was made from: the reader's snapshot generation, the
-/// household and its local date.
-type PlanKey = (i64, i64, Date);
-
-thread_local! {
-    static PLANS: RefCell<Vec<(PlanKey, Rc<Plan>)>> = const { RefCell::new(Vec::new()) };
-}
-
 impl Plan {
     /// The plan of the stocks of `medication_ids` and of their dosage
     /// options: one query for the sources (and one for today's date),
     /// however many medications. On a reader thread the plan of the whole
-    /// household is made once per committed change (or new day) and kept.
+    /// household is made once per committed change (or new day) and kept
+    /// (`crate::db::kept`): a household's plan is the same for every read
+    /// until something commits or the day turns, and a phone asks often.
     pub fn load(conn: &Connection, household_id: i64, medication_ids: &[i64]) -> Result<Rc<Plan>> {
         if medication_ids.is_empty() {
             return Ok(Rc::default());
         }
         let today = crate::household::store::today(conn, household_id)?;
-        let Some(generation) = crate::db::read_generation(conn) else {
+        if crate::db::read_generation(conn).is_none() {
             let sources = forecast_store::drawing_sources(conn, medication_ids, today)?;
             return Ok(Rc::new(Plan::of(&sources, today)));
-        };
-        let key = (generation, household_id, today);
-        let kept = PLANS.with_borrow(|plans| {
-            plans
-                .iter()
-                .find(|(k, _)| *k == key)
-                .map(|(_, plan)| plan.clone())
-        });
-        if let Some(plan) = kept {
-            return Ok(plan);
         }
-        let sources = forecast_store::household_drawing_sources(conn, household_id, today)?;
-        let plan = Rc::new(Plan::of(&sources, today));
-        PLANS.with_borrow_mut(|plans| {
-            plans.retain(|(k, _)| k.0 == generation);
-            if plans.len() >= CACHED_PLANS {
-                plans.remove(0);
-            }
-            plans.push((key, plan.clone()));
-        });
-        Ok(plan)
+        crate::db::kept(conn, (household_id, today), || {
+            let sources = forecast_store::household_drawing_sources(conn, household_id, today)?;
+            Ok(Plan::of(&sources, today))
+        })
     }
 
     fn of(sources: &[DrawingSource], today: Date) -> Plan {

@@ -645,3 +645,125 @@ async fn run_out_forecast_follows_active_routine_sources() {
     let read = app.get(&path, &app.owner).await;
     assert_eq!(forecast(read.data()), (Value::Null, Value::Null));
 }
+
+/// The day's doses read a dozen times (so on every reader thread, each of
+/// which keeps the household's plan), the same each time; with the zone.
+async fn day_everywhere(app: &TestApp, date: &str) -> (Vec<Value>, Value) {
+    let path = app.hh(&format!("/dose_occurrences?date={date}"));
+    let first = app.get(&path, &app.owner).await;
+    first.assert_status(200);
+    for _ in 0..12 {
+        let again = app.get(&path, &app.owner).await;
+        assert_eq!(again.body, first.body, "every reader thread agrees");
+    }
+    (
+        first.data().as_array().unwrap().clone(),
+        first.body["meta"]["time_zone"].clone(),
+    )
+}
+
+fn times(doses: &[Value]) -> Vec<Value> {
+    doses.iter().map(|d| d["scheduled_at"].clone()).collect()
+}
+
+#[tokio::test]
+async fn a_kept_plan_follows_every_change_on_the_very_next_read() {
+    let app = TestApp::new().await;
+    let people = app.get(&app.hh("/people"), &app.owner).await;
+    let me = people
+        .data()
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["name"] == "Olive Owner");
+    let owner = ids(me.expect("the owner's own person"));
+    let med = new_medication(&app, "Tablets").await;
+    let date = march(10);
+    assert!(day_everywhere(&app, &date).await.0.is_empty());
+
+    // A new schedule: two doses that day (the morning one from the slot).
+    let planned = schedule(
+        &app,
+        &owner,
+        &med,
+        json!({"schedule_type": "daily",
+               "schedule_config": {"times": ["20:00"], "slots": ["morning"]}}),
+    )
+    .await;
+    let (doses, zone) = day_everywhere(&app, &date).await;
+    assert_eq!(zone, "Europe/London");
+    assert_eq!(
+        times(&doses),
+        [
+            json!("2027-03-10T08:00:00.000000Z"),
+            json!("2027-03-10T20:00:00.000000Z")
+        ]
+    );
+
+    // The person's morning slot moves.
+    app.patch(
+        &app.hh("/notification_preference"),
+        &app.owner,
+        json!({"notification_preference": {"morning_time": "07:30"}}),
+        None,
+    )
+    .await
+    .assert_status(200);
+    let (doses, _) = day_everywhere(&app, &date).await;
+    assert_eq!(doses[0]["scheduled_at"], "2027-03-10T07:30:00.000000Z");
+
+    // A plan change: one dose, at nine.
+    let path = app.hh(&format!("/schedules/{}", planned.id));
+    let etag = app.get(&path, &app.owner).await.etag();
+    app.patch(
+        &path,
+        &app.owner,
+        json!({"schedule": {"schedule_config": {"times": ["09:00"]}}}),
+        Some(&etag),
+    )
+    .await
+    .assert_status(200);
+    let (doses, _) = day_everywhere(&app, &date).await;
+    assert_eq!(times(&doses), [json!("2027-03-10T09:00:00.000000Z")]);
+
+    // A pause leaves it out; resuming brings it back.
+    app.patch(
+        &app.hh(&format!("/schedules/{}/pause", planned.id)),
+        &app.owner,
+        json!({}),
+        None,
+    )
+    .await
+    .assert_status(200);
+    assert!(day_everywhere(&app, &date).await.0.is_empty());
+    app.patch(
+        &app.hh(&format!("/schedules/{}/resume", planned.id)),
+        &app.owner,
+        json!({}),
+        None,
+    )
+    .await
+    .assert_status(200);
+    assert_eq!(day_everywhere(&app, &date).await.0.len(), 1);
+
+    // A direct assignment adds its untimed dose.
+    let assigned = assignment(&app, &owner, &med, json!({})).await;
+    let (doses, _) = day_everywhere(&app, &date).await;
+    assert_eq!(of_source(&doses, "person_medication", &assigned).len(), 1);
+
+    // The household's zone moves the day's times.
+    app.patch(
+        &app.hh("/admin/settings"),
+        &app.owner,
+        json!({"household": {"time_zone": "America/New_York"}}),
+        None,
+    )
+    .await
+    .assert_status(200);
+    let (doses, zone) = day_everywhere(&app, &date).await;
+    assert_eq!(zone, "America/New_York");
+    assert_eq!(
+        of_source(&doses, "schedule", &planned)[0]["scheduled_at"],
+        "2027-03-10T14:00:00.000000Z"
+    );
+}

@@ -3,7 +3,7 @@
 //! settle against, and the order they are answered in. The projection
 //! rules are in the parent module's documentation.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 use jiff::Timestamp;
 use jiff::civil::Date;
@@ -174,27 +174,53 @@ fn warnings(
     out
 }
 
-/// Everything a projection reads besides the sources themselves: the
-/// day, the pause periods, the saved plan history, the household zone over
-/// time, and slot times over time per person (read once each).
-struct Inputs<'c> {
-    conn: &'c Connection,
-    date: Date,
-    now: Timestamp,
+/// What the projection reads that depends only on the stored data (not on
+/// the caller, the day or the clock), for every person of the household:
+/// the zone and its history, every schedule and assignment, the pause
+/// periods, the saved plan history, each scheduled person's slot times over
+/// time and the key signer. On a reader thread it is read once per
+/// committed change and kept (`crate::db::kept`): a phone asks for the day
+/// far more often than the plan changes.
+struct HouseholdPlan {
+    time_zone: TimeZone,
+    zones: Timeline<TimeZone>,
+    schedules: Vec<ScheduleSource>,
+    assignments: Vec<AssignmentSource>,
     pauses: Vec<Pause>,
     revisions: Revisions,
-    zones: Timeline<TimeZone>,
     slots: HashMap<i64, Timeline<SlotTimes>>,
+    signer: occurrence_key::Signer,
 }
 
-impl Inputs<'_> {
-    fn slots(&mut self, person_id: i64) -> Result<&Timeline<SlotTimes>> {
-        if !self.slots.contains_key(&person_id) {
-            let current = slots::slot_times(self.conn, person_id)?;
-            let timeline = self.revisions.slot_times(person_id, current);
-            self.slots.insert(person_id, timeline);
+impl HouseholdPlan {
+    fn load(conn: &Connection, household_id: i64) -> Result<HouseholdPlan> {
+        let time_zone = household_store::time_zone(conn, household_id)?;
+        let schedules = store::schedules(conn, household_id)?;
+        let revisions = Revisions::load(conn, household_id)?;
+        let mut slots = HashMap::new();
+        for schedule in &schedules {
+            let person_id = schedule.common.person_id;
+            if let std::collections::hash_map::Entry::Vacant(entry) = slots.entry(person_id) {
+                let current = slots::slot_times(conn, person_id)?;
+                entry.insert(revisions.slot_times(person_id, current));
+            }
         }
-        Ok(&self.slots[&person_id])
+        Ok(HouseholdPlan {
+            zones: revisions.time_zone(household_id, time_zone.clone()),
+            time_zone,
+            assignments: store::assignments(conn, household_id)?,
+            pauses: store::pauses(conn, household_id)?,
+            slots,
+            schedules,
+            revisions,
+            signer: occurrence_key::Signer::new(&occurrence_key::secret(conn)?),
+        })
+    }
+
+    fn slots(&self, person_id: i64) -> Result<&Timeline<SlotTimes>> {
+        self.slots
+            .get(&person_id)
+            .ok_or_else(|| ApiError::internal("slot times of a scheduled person are missing"))
     }
 
     fn pauses_of(&self, source_type: &str, source_id: i64) -> Vec<&Pause> {
@@ -203,6 +229,13 @@ impl Inputs<'_> {
             .filter(|p| p.source_type == source_type && p.source_id == source_id)
             .collect()
     }
+}
+
+/// The household's plan as it stands, and the day and instant projected.
+struct Inputs<'p> {
+    plan: &'p HouseholdPlan,
+    date: Date,
+    now: Timestamp,
 }
 
 /// The doses projected so far, the limits of their sources, and the span
@@ -266,7 +299,10 @@ pub fn list(
     date: Option<Date>,
     person_id: Option<&ResourceId>,
 ) -> Result<(Vec<DoseOccurrence>, DayMeta)> {
-    let tz = household_store::time_zone(conn, actor.household_id)?;
+    let plan = crate::db::kept(conn, actor.household_id, || {
+        HouseholdPlan::load(conn, actor.household_id)
+    })?;
+    let tz = &plan.time_zone;
     let now = Timestamp::now();
     let date = match date {
         Some(date) => date,
@@ -280,24 +316,27 @@ pub fn list(
     if people.is_empty() {
         return Ok((Vec::new(), meta));
     }
-    let schedules = store::schedules(conn, actor.household_id, &people)?;
-    let assignments = store::assignments(conn, actor.household_id, &people)?;
-    let revisions = Revisions::load(conn, actor.household_id)?;
-    let mut inputs = Inputs {
-        conn,
+    let listed: HashSet<i64> = people.iter().map(|p| p.id).collect();
+    let inputs = Inputs {
+        plan: &plan,
         date,
         now,
-        pauses: store::pauses(conn, actor.household_id, &people)?,
-        zones: revisions.time_zone(actor.household_id, tz),
-        revisions,
-        slots: HashMap::new(),
     };
 
     let mut projected = Projected::new(date);
-    for schedule in &schedules {
-        project_schedule(&mut inputs, schedule, &mut projected)?;
+    let of_listed = |person_id: i64| listed.contains(&person_id);
+    for schedule in plan
+        .schedules
+        .iter()
+        .filter(|s| of_listed(s.common.person_id))
+    {
+        project_schedule(&inputs, schedule, &mut projected)?;
     }
-    for assignment in &assignments {
+    for assignment in plan
+        .assignments
+        .iter()
+        .filter(|a| of_listed(a.common.person_id))
+    {
         project_assignment(&inputs, assignment, &mut projected)?;
     }
     if projected.expected.is_empty() {
@@ -316,7 +355,7 @@ pub fn list(
         linked: linked_takes(&takes),
         outcomes,
         source_warnings,
-        signer: occurrence_key::Signer::new(&occurrence_key::secret(conn)?),
+        signer: &plan.signer,
     };
     let mut out: Vec<DoseOccurrence> = projected
         .expected
@@ -331,18 +370,19 @@ pub fn list(
 /// one's time calls for, less those paused or after its retirement. Its
 /// limits are the plan's that governs now (or its first dose still to come).
 fn project_schedule(
-    inputs: &mut Inputs<'_>,
+    inputs: &Inputs<'_>,
     schedule: &ScheduleSource,
     projected: &mut Projected,
 ) -> Result<()> {
     let (date, now) = (inputs.date, inputs.now);
     let source = &schedule.common;
-    let plans = inputs
+    let household = inputs.plan;
+    let plans = household
         .revisions
         .schedule(source.id, schedule.plan.clone(), schedule.updated_at);
-    let slots = inputs.slots(source.person_id)?.clone();
-    let planned = planned_doses(date, &plans, &inputs.zones, &slots)?;
-    let paused = inputs.pauses_of(SCHEDULE, source.id);
+    let slots = household.slots(source.person_id)?;
+    let planned = planned_doses(date, &plans, &household.zones, slots)?;
+    let paused = household.pauses_of(SCHEDULE, source.id);
     let listed: Vec<&PlannedDose> = planned
         .iter()
         .filter(|d| {
@@ -359,7 +399,7 @@ fn project_schedule(
         return Ok(());
     };
     projected.sources.schedules.push(source.id);
-    let zone = inputs.zones.at(governing.scheduled_at.min(now)).clone();
+    let zone = household.zones.at(governing.scheduled_at.min(now)).clone();
     let limit = projected.add_limits(
         &zone,
         SCHEDULE,
@@ -387,25 +427,26 @@ fn project_assignment(
 ) -> Result<()> {
     let (date, now) = (inputs.date, inputs.now);
     let source = &assignment.common;
+    let household = inputs.plan;
     let plans =
-        inputs
+        household
             .revisions
             .assignment(source.id, assignment.plan.clone(), assignment.updated_at);
-    let Some((window, plan)) = untimed_window(date, &plans, &inputs.zones, now)? else {
+    let Some((window, plan)) = untimed_window(date, &plans, &household.zones, now)? else {
         return Ok(());
     };
     // The window in the zone of the plan that governs it (its end, or now).
     let end_now = start_of(
-        inputs.zones.at(now),
+        household.zones.at(now),
         window.1.tomorrow().unwrap_or(window.1),
     )?;
     let governed_at = (end_now - jiff::SignedDuration::from_micros(1)).min(now);
-    let zone = inputs.zones.at(governed_at).clone();
+    let zone = household.zones.at(governed_at).clone();
     let window_from = start_of(&zone, window.0)?;
     let window_until = start_of(&zone, window.1.tomorrow().unwrap_or(window.1))?;
     if assignment.retired_at.is_some_and(|r| r <= window_from)
         || paused_throughout(
-            &inputs.pauses_of(PERSON_MEDICATION, source.id),
+            &household.pauses_of(PERSON_MEDICATION, source.id),
             window_from,
             window_until,
         )
@@ -479,7 +520,7 @@ struct Settled<'t> {
     linked: HashMap<LinkKey<'t>, &'t Take>,
     outcomes: HashMap<OccurrenceIdentity, SavedOutcome>,
     source_warnings: Vec<Vec<String>>,
-    signer: occurrence_key::Signer,
+    signer: &'t occurrence_key::Signer,
 }
 
 impl Settled<'_> {

@@ -175,22 +175,53 @@ pub struct Revisions {
 impl Revisions {
     /// Every revision of the household's subjects (one query).
     pub fn load(conn: &Connection, household_id: i64) -> Result<Revisions> {
-        let mut by_subject: HashMap<(String, i64), States> = HashMap::new();
         let mut statement = conn.prepare_cached(
             "SELECT subject_type, subject_id, effective_at, state FROM plan_revisions
              WHERE household_id = ?1
              ORDER BY subject_type, subject_id, effective_at IS NOT NULL, effective_at, id",
         )?;
-        let rows = statement.query_map([household_id], |r| {
-            Ok((
+        Self::read(statement.query(params![household_id])?)
+    }
+
+    /// The revisions of what one schedule's doses depend on: its plan, its
+    /// person's slot times and the household's time zone (one query, by
+    /// subject, however long the household's history).
+    pub fn load_for_schedule(
+        conn: &Connection,
+        household_id: i64,
+        schedule_id: i64,
+        person_id: i64,
+    ) -> Result<Revisions> {
+        let mut statement = conn.prepare_cached(
+            "SELECT subject_type, subject_id, effective_at, state FROM plan_revisions
+             WHERE household_id = ?1
+               AND ((subject_type = ?2 AND subject_id = ?3)
+                 OR (subject_type = ?4 AND subject_id = ?5)
+                 OR (subject_type = ?6 AND subject_id = ?1))
+             ORDER BY subject_type, subject_id, effective_at IS NOT NULL, effective_at, id",
+        )?;
+        Self::read(statement.query(params![
+            household_id,
+            SCHEDULE,
+            schedule_id,
+            SLOT_TIMES,
+            person_id,
+            TIME_ZONE
+        ])?)
+    }
+
+    /// Revisions from rows of (subject type, subject id, effective_at,
+    /// state), in order.
+    fn read(mut rows: rusqlite::Rows<'_>) -> Result<Revisions> {
+        let mut by_subject: HashMap<(String, i64), States> = HashMap::new();
+        while let Some(r) = rows.next()? {
+            let row = (
                 r.get::<_, String>(0)?,
                 r.get::<_, i64>(1)?,
                 r.get::<_, Option<String>>(2)?,
                 r.get::<_, String>(3)?,
-            ))
-        })?;
-        for row in rows {
-            let (subject, id, from, state) = row?;
+            );
+            let (subject, id, from, state) = row;
             let from = from.and_then(|t| t.parse::<Timestamp>().ok());
             let Ok(state) = serde_json::from_str::<Value>(&state) else {
                 continue;

@@ -8,7 +8,7 @@ use jiff::tz::TimeZone;
 use rusqlite::Connection;
 
 use super::history::{Revisions, Timeline};
-use super::store::{self, Pause, PersonRef, ScheduleSource};
+use super::store::{self, Pause, ScheduleSource};
 use super::{SCHEDULE, cycle_window, instant, schedule_times_on, start_of};
 use crate::care::notification_preferences::slots::{self, SlotTimes};
 use crate::care::person_medications::model::AdministrationKind;
@@ -154,15 +154,9 @@ impl ScheduleHistory {
         let Some(source) = store::schedule(conn, household_id, schedule_id)? else {
             return Ok(None);
         };
-        let revisions = Revisions::load(conn, household_id)?;
-        let person = PersonRef {
-            id: source.common.person_id,
-            portable_id: source.common.person_portable_id.clone(),
-        };
-        let pauses = store::pauses(conn, household_id, &[person])?
-            .into_iter()
-            .filter(|p| p.source_type == SCHEDULE && p.source_id == schedule_id)
-            .collect();
+        let revisions =
+            Revisions::load_for_schedule(conn, household_id, schedule_id, source.common.person_id)?;
+        let pauses = store::pauses_of_source(conn, household_id, SCHEDULE, schedule_id)?;
         let zone = household_store::time_zone(conn, household_id)?;
         let slot_times = slots::slot_times(conn, source.common.person_id)?;
         Ok(Some(ScheduleHistory {

@@ -137,25 +137,20 @@ fn common(r: &Row<'_>) -> rusqlite::Result<SourceCommon> {
     })
 }
 
-/// Every schedule of these people, retired and paused ones too (the plan
+/// Every schedule of the household, retired and paused ones too (the plan
 /// in force decides, day by day, whether it has doses), in id order.
-pub fn schedules(
-    conn: &Connection,
-    household_id: i64,
-    people: &[PersonRef],
-) -> Result<Vec<ScheduleSource>> {
-    schedules_where(conn, household_id, Some(people), None)
+pub fn schedules(conn: &Connection, household_id: i64) -> Result<Vec<ScheduleSource>> {
+    schedules_where(conn, household_id, None)
 }
 
 /// One schedule of the household by id, retired or not.
 pub fn schedule(conn: &Connection, household_id: i64, id: i64) -> Result<Option<ScheduleSource>> {
-    Ok(schedules_where(conn, household_id, None, Some(id))?.pop())
+    Ok(schedules_where(conn, household_id, Some(id))?.pop())
 }
 
 fn schedules_where(
     conn: &Connection,
     household_id: i64,
-    people: Option<&[PersonRef]>,
     id: Option<i64>,
 ) -> Result<Vec<ScheduleSource>> {
     let rows = conn
@@ -164,15 +159,12 @@ fn schedules_where(
              FROM schedules x
              JOIN people p ON p.id = x.person_id
              JOIN medications m ON m.id = x.medication_id
-             WHERE x.household_id = :household_id
-               AND (:people IS NULL OR x.person_id IN (SELECT value FROM json_each(:people)))
-               AND (:id IS NULL OR x.id = :id)
+             WHERE x.household_id = :household_id AND (:id IS NULL OR x.id = :id)
              ORDER BY x.id"
         ))?
         .query_map(
             named_params! {
                 ":household_id": household_id,
-                ":people": people.map(ids_json),
                 ":id": id,
             },
             |r| {
@@ -201,13 +193,9 @@ fn schedules_where(
     Ok(rows)
 }
 
-/// Every direct assignment of these people (as-needed, retired and paused
+/// Every direct assignment of the household (as-needed, retired and paused
 /// ones too), in id order.
-pub fn assignments(
-    conn: &Connection,
-    household_id: i64,
-    people: &[PersonRef],
-) -> Result<Vec<AssignmentSource>> {
+pub fn assignments(conn: &Connection, household_id: i64) -> Result<Vec<AssignmentSource>> {
     Ok(conn
         .prepare_cached(&format!(
             "SELECT {COMMON}, x.administration_kind
@@ -215,13 +203,11 @@ pub fn assignments(
              JOIN people p ON p.id = x.person_id
              JOIN medications m ON m.id = x.medication_id
              WHERE x.household_id = :household_id
-               AND x.person_id IN (SELECT value FROM json_each(:people))
              ORDER BY x.id"
         ))?
         .query_map(
             named_params! {
                 ":household_id": household_id,
-                ":people": ids_json(people),
             },
             |r| {
                 let common = common(r)?;
@@ -254,16 +240,16 @@ pub struct Pause {
     pub until: Option<Timestamp>,
 }
 
-/// The pause periods of these people's sources (one query).
-pub fn pauses(conn: &Connection, household_id: i64, people: &[PersonRef]) -> Result<Vec<Pause>> {
+/// The pause periods of the household's sources (one query).
+pub fn pauses(conn: &Connection, household_id: i64) -> Result<Vec<Pause>> {
     let rows = conn
         .prepare_cached(
             "SELECT source_type, source_id, COALESCE(started_at, created_at), ended_at
              FROM medication_pause_periods
-             WHERE household_id = ?1 AND person_id IN (SELECT value FROM json_each(?2))
+             WHERE household_id = ?1
              ORDER BY id",
         )?
-        .query_map(params![household_id, ids_json(people)], |r| {
+        .query_map(params![household_id], |r| {
             Ok((
                 r.get::<_, String>(0)?,
                 r.get::<_, i64>(1)?,
@@ -277,6 +263,37 @@ pub fn pauses(conn: &Connection, household_id: i64, people: &[PersonRef]) -> Res
         .filter_map(|(source_type, source_id, from, until)| {
             Some(Pause {
                 source_type,
+                source_id,
+                from: from?,
+                until,
+            })
+        })
+        .collect())
+}
+
+/// The pause periods of one source (one query, by source).
+pub fn pauses_of_source(
+    conn: &Connection,
+    household_id: i64,
+    source_type: &str,
+    source_id: i64,
+) -> Result<Vec<Pause>> {
+    let rows = conn
+        .prepare_cached(
+            "SELECT COALESCE(started_at, created_at), ended_at
+             FROM medication_pause_periods
+             WHERE source_type = ?1 AND source_id = ?2 AND household_id = ?3
+             ORDER BY id",
+        )?
+        .query_map(params![source_type, source_id, household_id], |r| {
+            Ok((instant(r, 0)?, instant(r, 1)?))
+        })?
+        .collect::<rusqlite::Result<Vec<_>>>()?;
+    Ok(rows
+        .into_iter()
+        .filter_map(|(from, until)| {
+            Some(Pause {
+                source_type: source_type.to_string(),
                 source_id,
                 from: from?,
                 until,
