@@ -22,6 +22,26 @@ pub fn push_digits(text: &mut String, value: i64, width: u32) {
     }
 }
 
+/// A civil date as `YYYY-MM-DD`, what jiff's `Display` writes, written
+/// digit by digit for years 0 to 9999 (a day's list writes two per dose).
+pub fn date_text(date: jiff::civil::Date) -> String {
+    if !(0..=9999).contains(&date.year()) {
+        return date.to_string();
+    }
+    let mut text = String::with_capacity(10);
+    push_digits(&mut text, i64::from(date.year()), 4);
+    text.push('-');
+    push_digits(&mut text, i64::from(date.month()), 2);
+    text.push('-');
+    push_digits(&mut text, i64::from(date.day()), 2);
+    text
+}
+
+/// `#[serde(serialize_with)]` for a civil date, as [`date_text`] writes it.
+pub fn serialize_date<S: Serializer>(date: &jiff::civil::Date, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_str(&date_text(*date))
+}
+
 impl Timestamp {
     pub fn now() -> Timestamp {
         Timestamp::from_jiff(jiff::Timestamp::now())
@@ -167,6 +187,25 @@ impl JsonSchema for Timestamp {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn dates_are_written_as_jiff_writes_them() {
+        for (y, m, d) in [
+            (2027, 3, 1),
+            (1, 1, 1),
+            (999, 12, 31),
+            (9999, 12, 31),
+            (-5, 6, 7),
+        ] {
+            let date = jiff::civil::date(y, m, d);
+            assert_eq!(date_text(date), date.to_string());
+            let json = serde_json::to_value(DateField(date)).unwrap();
+            assert_eq!(json, serde_json::json!(date.to_string()));
+        }
+    }
+
+    #[derive(Serialize)]
+    struct DateField(#[serde(serialize_with = "serialize_date")] jiff::civil::Date);
 
     #[test]
     fn the_stored_form_is_written_as_the_general_formatter_writes_it() {

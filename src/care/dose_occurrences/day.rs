@@ -527,7 +527,7 @@ impl Settled<'_> {
     /// The dose with its outcome (`taken` through a linked take, else the
     /// saved one, else `open`), its source's warnings and its signed key.
     fn settle(&self, Expected { mut dose, limit }: Expected) -> DoseOccurrence {
-        let window = dose.window_starts_on.to_string();
+        let window = crate::domain::timestamp::date_text(dose.window_starts_on);
         let position = i64::from(dose.position);
         if let Some(take) = self
             .linked

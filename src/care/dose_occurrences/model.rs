@@ -50,8 +50,10 @@ pub struct DoseOccurrence {
     pub dose_amount: Dec,
     pub dose_unit: DoseUnit,
     #[schemars(with = "openapi::Date")]
+    #[serde(serialize_with = "crate::domain::timestamp::serialize_date")]
     pub window_starts_on: Date,
     #[schemars(with = "openapi::Date")]
+    #[serde(serialize_with = "crate::domain::timestamp::serialize_date")]
     pub window_ends_on: Date,
     /// 1-based position of the dose in its window, in time order
     #[schemars(range(min = 1))]
