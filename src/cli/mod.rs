@@ -7,6 +7,7 @@ mod check;
 mod evidence;
 mod health;
 mod household;
+mod log_writer;
 mod member;
 mod name;
 mod password;
@@ -81,7 +82,8 @@ pub fn run(cli: Cli) -> ExitCode {
         Command::Serve(args) => (args.log_format, "info"),
         _ => (LogFormat::Text, "warn"),
     };
-    init_tracing(log_format, default_level);
+    let serving = matches!(cli.command, Command::Serve(_));
+    let log = init_tracing(log_format, default_level, serving);
     let mut builder = tokio::runtime::Builder::new_multi_thread();
     builder.enable_all();
     if let Command::Serve(args) = &cli.command {
@@ -118,6 +120,8 @@ pub fn run(cli: Cli) -> ExitCode {
             }
         }
     });
+    // The server's last lines are written before its exit status.
+    drop(log);
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(message) => fail(message),
@@ -129,7 +133,13 @@ fn fail(message: String) -> ExitCode {
     ExitCode::FAILURE
 }
 
-fn init_tracing(format: LogFormat, default_level: &str) {
+/// Logging to stderr; the server's lines through a log thread of their own
+/// (`log_writer`), whose guard writes out what is queued when dropped.
+fn init_tracing(
+    format: LogFormat,
+    default_level: &str,
+    serving: bool,
+) -> Option<log_writer::LogGuard> {
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default_level));
     // Colour only on a terminal: journald and log files get plain text.
@@ -137,12 +147,22 @@ fn init_tracing(format: LogFormat, default_level: &str) {
         && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty());
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
-        .with_ansi(ansi)
-        .with_writer(std::io::stderr);
+        .with_ansi(ansi);
+    let background = serving.then(log_writer::start).and_then(Result::ok);
+    let Some((writer, guard)) = background else {
+        let builder = builder.with_writer(std::io::stderr);
+        let _ = match format {
+            LogFormat::Text => builder.try_init(),
+            LogFormat::Json => builder.json().try_init(),
+        };
+        return None;
+    };
+    let builder = builder.with_writer(writer);
     let _ = match format {
         LogFormat::Text => builder.try_init(),
         LogFormat::Json => builder.json().try_init(),
     };
+    Some(guard)
 }
 
 /// Opens the database off the async threads.
