@@ -24,6 +24,7 @@ use super::{MAX_POSITIONS, PERSON_MEDICATION, SCHEDULE, cycle_window, start_of};
 use crate::auth::{Actor, access};
 use crate::care::notification_preferences::slots::{self, SlotTimes};
 use crate::care::occurrence_key;
+use crate::care::plan::{AssignmentPlan, SchedulePlan};
 use crate::decimal::Dec;
 use crate::domain::ResourceId;
 use crate::error::{ApiError, Result};
@@ -184,10 +185,11 @@ fn warnings(
 struct HouseholdPlan {
     time_zone: TimeZone,
     zones: Timeline<TimeZone>,
-    schedules: Vec<ScheduleSource>,
-    assignments: Vec<AssignmentSource>,
+    /// Each schedule with its plans over time (read from the history once,
+    /// not per request: its current state holds from its `updated_at`).
+    schedules: Vec<(ScheduleSource, Timeline<SchedulePlan>)>,
+    assignments: Vec<(AssignmentSource, Timeline<AssignmentPlan>)>,
     pauses: Vec<Pause>,
-    revisions: Revisions,
     slots: HashMap<i64, Timeline<SlotTimes>>,
     signer: occurrence_key::Signer,
 }
@@ -205,14 +207,27 @@ impl HouseholdPlan {
                 entry.insert(revisions.slot_times(person_id, current));
             }
         }
+        let schedules = schedules
+            .into_iter()
+            .map(|x| {
+                let plans = revisions.schedule(x.common.id, x.plan.clone(), x.updated_at);
+                (x, plans)
+            })
+            .collect();
+        let assignments = store::assignments(conn, household_id)?
+            .into_iter()
+            .map(|x| {
+                let plans = revisions.assignment(x.common.id, x.plan.clone(), x.updated_at);
+                (x, plans)
+            })
+            .collect();
         Ok(HouseholdPlan {
             zones: revisions.time_zone(household_id, time_zone.clone()),
             time_zone,
-            assignments: store::assignments(conn, household_id)?,
+            assignments,
             pauses: store::pauses(conn, household_id)?,
             slots,
             schedules,
-            revisions,
             signer: occurrence_key::Signer::new(&occurrence_key::secret(conn)?),
         })
     }
@@ -325,19 +340,19 @@ pub fn list(
 
     let mut projected = Projected::new(date);
     let of_listed = |person_id: i64| listed.contains(&person_id);
-    for schedule in plan
+    for (schedule, plans) in plan
         .schedules
         .iter()
-        .filter(|s| of_listed(s.common.person_id))
+        .filter(|(s, _)| of_listed(s.common.person_id))
     {
-        project_schedule(&inputs, schedule, &mut projected)?;
+        project_schedule(&inputs, schedule, plans, &mut projected)?;
     }
-    for assignment in plan
+    for (assignment, plans) in plan
         .assignments
         .iter()
-        .filter(|a| of_listed(a.common.person_id))
+        .filter(|(a, _)| of_listed(a.common.person_id))
     {
-        project_assignment(&inputs, assignment, &mut projected)?;
+        project_assignment(&inputs, assignment, plans, &mut projected)?;
     }
     if projected.expected.is_empty() {
         return Ok((Vec::new(), meta));
@@ -372,16 +387,14 @@ pub fn list(
 fn project_schedule(
     inputs: &Inputs<'_>,
     schedule: &ScheduleSource,
+    plans: &Timeline<SchedulePlan>,
     projected: &mut Projected,
 ) -> Result<()> {
     let (date, now) = (inputs.date, inputs.now);
     let source = &schedule.common;
     let household = inputs.plan;
-    let plans = household
-        .revisions
-        .schedule(source.id, schedule.plan.clone(), schedule.updated_at);
     let slots = household.slots(source.person_id)?;
-    let planned = planned_doses(date, &plans, &household.zones, slots)?;
+    let planned = planned_doses(date, plans, &household.zones, slots)?;
     let paused = household.pauses_of(SCHEDULE, source.id);
     let listed: Vec<&PlannedDose> = planned
         .iter()
@@ -423,16 +436,13 @@ fn project_schedule(
 fn project_assignment(
     inputs: &Inputs<'_>,
     assignment: &AssignmentSource,
+    plans: &Timeline<AssignmentPlan>,
     projected: &mut Projected,
 ) -> Result<()> {
     let (date, now) = (inputs.date, inputs.now);
     let source = &assignment.common;
     let household = inputs.plan;
-    let plans =
-        household
-            .revisions
-            .assignment(source.id, assignment.plan.clone(), assignment.updated_at);
-    let Some((window, plan)) = untimed_window(date, &plans, &household.zones, now)? else {
+    let Some((window, plan)) = untimed_window(date, plans, &household.zones, now)? else {
         return Ok(());
     };
     // The window in the zone of the plan that governs it (its end, or now).
