@@ -241,21 +241,15 @@ pub fn actor_from(
 /// The household of a membership (an app token's), active or not.
 pub fn membership_household(conn: &Connection, membership_id: i64) -> Result<Option<i64>> {
     Ok(conn
-        .query_row(
-            "SELECT household_id FROM memberships WHERE id = ?1",
-            params![membership_id],
-            |r| r.get(0),
-        )
+        .prepare_cached("SELECT household_id FROM memberships WHERE id = ?1")?
+        .query_row(params![membership_id], |r| r.get(0))
         .optional()?)
 }
 
 pub fn person_in_household(conn: &Connection, household_id: i64, person_id: i64) -> Result<bool> {
     Ok(conn
-        .query_row(
-            "SELECT 1 FROM people WHERE id = ?1 AND household_id = ?2",
-            params![person_id, household_id],
-            |_| Ok(()),
-        )
+        .prepare_cached("SELECT 1 FROM people WHERE id = ?1 AND household_id = ?2")?
+        .query_row(params![person_id, household_id], |_| Ok(()))
         .optional()?
         .is_some())
 }

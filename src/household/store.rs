@@ -19,11 +19,8 @@ pub fn insert(conn: &WriteTx, name: &str, time_zone: &str, now: &Timestamp) -> R
 
 pub fn exists(conn: &Connection, household_id: i64) -> Result<bool> {
     Ok(conn
-        .query_row(
-            "SELECT 1 FROM households WHERE id = ?1",
-            [household_id],
-            |_| Ok(()),
-        )
+        .prepare_cached("SELECT 1 FROM households WHERE id = ?1")?
+        .query_row([household_id], |_| Ok(()))
         .optional()?
         .is_some())
 }

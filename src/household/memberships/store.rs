@@ -44,29 +44,28 @@ pub struct OwnMembership {
 }
 
 pub fn own(conn: &Connection, membership_id: i64) -> Result<OwnMembership> {
-    Ok(conn.query_row(
-        "SELECT a.email, a.display_name, m.status, m.permissions_version
+    Ok(conn
+        .prepare_cached(
+            "SELECT a.email, a.display_name, m.status, m.permissions_version
          FROM memberships m JOIN accounts a ON a.id = m.account_id WHERE m.id = ?1",
-        [membership_id],
-        |r| {
+        )?
+        .query_row([membership_id], |r| {
             Ok(OwnMembership {
                 email: r.get(0)?,
                 display_name: r.get(1)?,
                 status: r.get(2)?,
                 permissions_version: r.get(3)?,
             })
-        },
-    )?)
+        })?)
 }
 
 pub fn active_by_email(conn: &Connection, household_id: i64, email: &str) -> Result<Option<i64>> {
     Ok(conn
-        .query_row(
+        .prepare_cached(
             "SELECT m.id FROM memberships m JOIN accounts a ON a.id = m.account_id
              WHERE m.household_id = ?1 AND a.email = ?2 AND m.status = 'active'",
-            params![household_id, email],
-            |r| r.get(0),
-        )
+        )?
+        .query_row(params![household_id, email], |r| r.get(0))
         .optional()?)
 }
 
