@@ -242,58 +242,49 @@ pub struct Pause {
 
 /// The pause periods of the household's sources (one query).
 pub fn pauses(conn: &Connection, household_id: i64) -> Result<Vec<Pause>> {
-    let rows = conn
-        .prepare_cached(
-            "SELECT source_type, source_id, COALESCE(started_at, created_at), ended_at
-             FROM medication_pause_periods
-             WHERE household_id = ?1
-             ORDER BY id",
-        )?
-        .query_map(params![household_id], |r| {
-            Ok((
-                r.get::<_, String>(0)?,
-                r.get::<_, i64>(1)?,
-                instant(r, 2)?,
-                instant(r, 3)?,
-            ))
-        })?
-        .collect::<rusqlite::Result<Vec<_>>>()?;
-    Ok(rows
-        .into_iter()
-        .filter_map(|(source_type, source_id, from, until)| {
-            Some(Pause {
-                source_type,
-                source_id,
-                from: from?,
-                until,
-            })
-        })
-        .collect())
+    pauses_where(conn, household_id, None)
 }
 
-/// The pause periods of one source (one query, by source).
+/// The pause periods of one source (one query).
 pub fn pauses_of_source(
     conn: &Connection,
     household_id: i64,
     source_type: &str,
     source_id: i64,
 ) -> Result<Vec<Pause>> {
+    pauses_where(conn, household_id, Some((source_type, source_id)))
+}
+
+fn pauses_where(
+    conn: &Connection,
+    household_id: i64,
+    source: Option<(&str, i64)>,
+) -> Result<Vec<Pause>> {
     let rows = conn
         .prepare_cached(
-            "SELECT COALESCE(started_at, created_at), ended_at
+            "SELECT source_type, source_id, COALESCE(started_at, created_at), ended_at
              FROM medication_pause_periods
-             WHERE source_type = ?1 AND source_id = ?2 AND household_id = ?3
+             WHERE household_id = ?1
+               AND (?2 IS NULL OR (source_type = ?2 AND source_id = ?3))
              ORDER BY id",
         )?
-        .query_map(params![source_type, source_id, household_id], |r| {
-            Ok((instant(r, 0)?, instant(r, 1)?))
-        })?
+        .query_map(
+            params![household_id, source.map(|s| s.0), source.map(|s| s.1)],
+            |r| {
+                Ok((
+                    r.get::<_, String>(0)?,
+                    r.get::<_, i64>(1)?,
+                    instant(r, 2)?,
+                    instant(r, 3)?,
+                ))
+            },
+        )?
         .collect::<rusqlite::Result<Vec<_>>>()?;
     Ok(rows
         .into_iter()
-        .filter_map(|(from, until)| {
+        .filter_map(|(source_type, source_id, from, until)| {
             Some(Pause {
-                source_type: source_type.to_string(),
+                source_type,
                 source_id,
                 from: from?,
                 until,
