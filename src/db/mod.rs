@@ -127,15 +127,22 @@ fn configure(conn: &Connection) -> rusqlite::Result<()> {
     Ok(())
 }
 
-/// Page caches that grow a page at a time. By default SQLite hands every
-/// new page cache a first block of 20 pages (about 86 KB) at once, and a
-/// query with `IN (SELECT value FROM json_each(..))` builds a temporary
-/// index with a page cache of its own each time it runs: the list of
-/// expected doses allocated and freed five such blocks per request, and
-/// glibc consolidated its heap at every free of one. This has to be set
-/// before SQLite initialises, so it is done before the first connection
-/// this process opens (and is a no-op, refused by SQLite, after that).
-fn page_caches_grow_by_page() {
+/// Process-wide SQLite settings, which have to be made before SQLite
+/// initialises: so before the first connection this process opens (they
+/// are a no-op, refused by SQLite, after that).
+///
+/// - Page caches grow a page at a time. By default SQLite hands every new
+///   page cache a first block of 20 pages (about 86 KB) at once, and a
+///   query with `IN (SELECT value FROM json_each(..))` builds a temporary
+///   index with a page cache of its own each time it runs: the list of
+///   expected doses allocated and freed five such blocks per request, and
+///   glibc consolidated its heap at every free of one.
+/// - Savepoint journals stay in memory up to [`SUBJOURNAL_IN_MEMORY`]. The
+///   writer runs each job of a group in its own savepoint, and a take's
+///   savepoint journal passes SQLite's default of 64 KiB, so every group
+///   created, wrote, read back and deleted a temporary file: about a ninth
+///   of the writer's time under a stream of takes.
+fn configure_sqlite_once() {
     static ONCE: std::sync::Once = std::sync::Once::new();
     ONCE.call_once(|| {
         // SAFETY: SQLITE_CONFIG_PAGECACHE takes (void*, int, int); a null
@@ -152,12 +159,27 @@ fn page_caches_grow_by_page() {
         if rc != rusqlite::ffi::SQLITE_OK {
             tracing::debug!("SQLite page cache configuration not applied (code {rc})");
         }
+        // SAFETY: SQLITE_CONFIG_STMTJRNL_SPILL takes one int.
+        let rc = unsafe {
+            rusqlite::ffi::sqlite3_config(
+                rusqlite::ffi::SQLITE_CONFIG_STMTJRNL_SPILL,
+                SUBJOURNAL_IN_MEMORY as std::ffi::c_int,
+            )
+        };
+        if rc != rusqlite::ffi::SQLITE_OK {
+            tracing::debug!("SQLite savepoint journal configuration not applied (code {rc})");
+        }
     });
 }
 
+/// Bytes of a savepoint journal kept in memory before SQLite moves it to a
+/// temporary file: a group of jobs journals far less; one very large job
+/// (an import beside other writes) still goes to a file.
+const SUBJOURNAL_IN_MEMORY: u32 = 512 * 1024;
+
 /// A read-only connection to `path` with the settings every reader gets.
 fn open_reader(path: &Path) -> rusqlite::Result<Connection> {
-    page_caches_grow_by_page();
+    configure_sqlite_once();
     let conn = Connection::open_with_flags(
         path,
         OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
@@ -201,7 +223,7 @@ impl Db {
     ) -> std::result::Result<Db, OpenError> {
         let path = data_dir.join(DATABASE_FILE);
         prepare_data_dir(data_dir, mode)?;
-        page_caches_grow_by_page();
+        configure_sqlite_once();
         let sqlite_err = |source| OpenError::Sqlite {
             path: path.clone(),
             source,

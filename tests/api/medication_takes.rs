@@ -508,6 +508,63 @@ async fn occurrence_keys_link_a_take_to_one_expected_dose() {
     assert_eq!(supply(&app, &med).await, "8.5");
 }
 
+/// How many of `responses` have each status.
+fn statuses(responses: &[TestResponse]) -> std::collections::BTreeMap<u16, usize> {
+    let mut counted = std::collections::BTreeMap::new();
+    for response in responses {
+        *counted.entry(response.status.as_u16()).or_default() += 1;
+    }
+    counted
+}
+
+/// Takes sent together share the writer's groups: a retry still records
+/// once, and an expected dose is still taken once.
+#[tokio::test]
+async fn takes_sent_together_record_a_retry_once_and_a_dose_once() {
+    let app = TestApp::new().await;
+    let (_, med, s) = setup(&app).await;
+    let retry = json!({"source_type": "schedule", "source_id": s.id,
+                       "taken_at": "2025-01-10T08:00:00Z",
+                       "client_uuid": "0192a5b0-2222-7000-8000-00000000abcd"});
+    let sent = (0..16).map(|_| take(&app, &app.owner, retry.clone()));
+    let answers = futures_util::future::join_all(sent).await;
+    assert_eq!(statuses(&answers), [(200, 15), (201, 1)].into());
+    let first = answers.iter().find(|a| a.status == 201).unwrap();
+    for answer in &answers {
+        assert_eq!(answer.data(), first.data());
+    }
+    assert_eq!(supply(&app, &med).await, "9.5");
+
+    let occurrence = Occurrence {
+        source_type: "schedule".into(),
+        source_portable_id: s.portable.clone(),
+        window_starts_on: "2025-01-10".parse().unwrap(),
+        position: 2,
+    };
+    let key = app
+        .db
+        .read(move |conn| occurrence_key::sign(conn, &occurrence))
+        .await
+        .unwrap();
+    let sent = (0..16).map(|n| {
+        take(
+            &app,
+            &app.owner,
+            json!({"source_type": "schedule", "source_id": s.id,
+                   "taken_at": "2025-01-10T20:00:00Z", "occurrence_key": key,
+                   "client_uuid": format!("0192a5b0-3333-7000-8000-{n:012}")}),
+        )
+    });
+    let answers = futures_util::future::join_all(sent).await;
+    assert_eq!(statuses(&answers), [(201, 1), (409, 15)].into());
+    for refused in answers.iter().filter(|a| a.status == 409) {
+        refused.assert_error(409, "occurrence_already_taken");
+    }
+    assert_eq!(supply(&app, &med).await, "8.5");
+    let list = app.get(&app.hh("/medication_takes"), &app.owner).await;
+    assert_eq!(list.body["meta"]["total_count"], 2);
+}
+
 #[tokio::test]
 async fn lists_filter_and_go_newest_first() {
     let app = TestApp::new().await;
