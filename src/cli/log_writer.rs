@@ -1,107 +1,160 @@
 //! The server's log lines are written by a thread of their own. A request
 //! that logs never waits on stderr (a slow journald, a full pipe), and the
 //! lines of a burst leave in a few large writes instead of one each.
+//!
+//! Lines are appended to one shared buffer, and the log thread is woken
+//! only when it sleeps on an empty one: lines that come while it writes
+//! are taken together by its next write. So a busy server neither
+//! allocates nor wakes a thread per line (which, through a channel, cost
+//! about 6% of a point read's runtime time), and a line still reaches the
+//! log as soon as the thread can write it.
 
 use std::io::{self, Write};
-use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::mpsc::{self, Receiver, SyncSender, TrySendError};
-use std::time::Duration;
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 
 use tracing_subscriber::fmt::MakeWriter;
 
-/// Lines waiting to be written; beyond this a line is dropped (and the
-/// drop reported in the log) rather than making a request wait.
-const QUEUE_LINES: usize = 8192;
-/// How long the end of the process waits for the last lines to be written.
-const FLUSH_WAIT: Duration = Duration::from_secs(2);
+/// Bytes of lines waiting to be written; a line that would pass it is
+/// dropped (and the drop reported in the log) rather than making a request
+/// wait.
+const QUEUE_BYTES: usize = 1024 * 1024;
+/// A buffer this large is kept for the next lines; a larger one, left by a
+/// burst, is freed.
+const KEPT_BUFFER: usize = 64 * 1024;
 
-enum Message {
-    Line(Vec<u8>),
-    /// Answered once everything sent before it is written.
-    Flush(SyncSender<()>),
+struct Shared {
+    pending: Mutex<Pending>,
+    wake: Condvar,
+    /// Held while a batch is taken and written, so batches leave in order.
+    out: Mutex<io::BufWriter<Box<dyn Write + Send>>>,
+    limit: usize,
 }
 
-/// Hands each formatted line to the log thread.
+#[derive(Default)]
+struct Pending {
+    lines: Vec<u8>,
+    /// Lines dropped since the last write.
+    dropped: u64,
+    /// The log thread waits for `wake`: the next line must wake it.
+    asleep: bool,
+    /// The guard has written everything out: the thread ends, and later
+    /// lines are written in place.
+    closed: bool,
+}
+
+/// Appends each formatted line for the log thread.
 #[derive(Clone)]
 pub struct LogWriter {
-    sender: SyncSender<Message>,
-    dropped: Arc<AtomicU64>,
+    shared: Arc<Shared>,
 }
 
 /// Writes out what is queued when dropped, at the end of the process.
 pub struct LogGuard {
-    sender: SyncSender<Message>,
+    shared: Arc<Shared>,
 }
 
 /// Starts the log thread, writing to stderr.
 pub fn start() -> io::Result<(LogWriter, LogGuard)> {
-    start_to(io::stderr(), QUEUE_LINES)
+    start_to(io::stderr(), QUEUE_BYTES)
 }
 
 fn start_to(
     out: impl Write + Send + 'static,
-    queue_lines: usize,
+    queue_bytes: usize,
 ) -> io::Result<(LogWriter, LogGuard)> {
-    let (sender, receiver) = mpsc::sync_channel(queue_lines);
-    let dropped = Arc::new(AtomicU64::new(0));
-    let counted = dropped.clone();
+    let shared = Arc::new(Shared {
+        pending: Mutex::new(Pending::default()),
+        wake: Condvar::new(),
+        out: Mutex::new(io::BufWriter::with_capacity(
+            KEPT_BUFFER,
+            Box::new(out) as Box<dyn Write + Send>,
+        )),
+        limit: queue_bytes,
+    });
+    let running = shared.clone();
     std::thread::Builder::new()
         .name("pillbox-log".into())
-        .spawn(move || write_lines(out, &receiver, &counted))?;
+        .spawn(move || run(&running))?;
     Ok((
         LogWriter {
-            sender: sender.clone(),
-            dropped,
+            shared: shared.clone(),
         },
-        LogGuard { sender },
+        LogGuard { shared },
     ))
 }
 
-/// Writes lines as they come, flushing whenever the queue is empty.
-fn write_lines(out: impl Write, receiver: &Receiver<Message>, dropped: &AtomicU64) {
-    let mut out = io::BufWriter::with_capacity(64 * 1024, out);
-    while let Ok(first) = receiver.recv() {
-        let mut next = Some(first);
-        while let Some(message) = next {
-            match message {
-                Message::Line(line) => {
-                    let _ = out.write_all(&line);
-                }
-                Message::Flush(done) => {
-                    flush(&mut out, dropped);
-                    let _ = done.send(());
-                }
+fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Sleeps until there are lines, and writes them.
+fn run(shared: &Shared) {
+    loop {
+        {
+            let mut pending = lock(&shared.pending);
+            while pending.lines.is_empty() && pending.dropped == 0 && !pending.closed {
+                pending.asleep = true;
+                pending = shared.wake.wait(pending).unwrap_or_else(|e| e.into_inner());
             }
-            next = receiver.try_recv().ok();
+            if pending.closed {
+                return;
+            }
         }
-        flush(&mut out, dropped);
+        shared.write_out();
     }
 }
 
-/// Writes out what is buffered, after a line saying how many were dropped
-/// since the last flush, if any.
-fn flush(out: &mut impl Write, dropped: &AtomicU64) {
-    let lost = dropped.swap(0, Ordering::Relaxed);
-    if lost > 0 {
-        let _ = writeln!(
-            out,
-            "pillbox: {lost} log lines were dropped: the log output could not keep up"
-        );
+impl Shared {
+    fn push(&self, line: &[u8]) {
+        let mut pending = lock(&self.pending);
+        if pending.closed {
+            drop(pending);
+            let _ = io::stderr().write_all(line);
+            return;
+        }
+        if pending.lines.len() + line.len() > self.limit {
+            pending.dropped += 1;
+            return;
+        }
+        pending.lines.extend_from_slice(line);
+        if std::mem::take(&mut pending.asleep) {
+            self.wake.notify_one();
+        }
     }
-    let _ = out.flush();
+
+    /// Takes what is pending and writes it out, then a line saying how
+    /// many were dropped (they came after the last one kept), if any.
+    fn write_out(&self) {
+        let mut out = lock(&self.out);
+        let (mut lines, dropped) = {
+            let mut pending = lock(&self.pending);
+            (
+                std::mem::take(&mut pending.lines),
+                std::mem::take(&mut pending.dropped),
+            )
+        };
+        let _ = out.write_all(&lines);
+        if dropped > 0 {
+            let _ = writeln!(
+                out,
+                "pillbox: {dropped} log lines were dropped: the log output could not keep up"
+            );
+        }
+        let _ = out.flush();
+        drop(out);
+        if lines.capacity() <= KEPT_BUFFER {
+            lines.clear();
+            let mut pending = lock(&self.pending);
+            if pending.lines.is_empty() {
+                pending.lines = lines;
+            }
+        }
+    }
 }
 
 impl Write for LogWriter {
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-        match self.sender.try_send(Message::Line(buf.to_vec())) {
-            Ok(()) => {}
-            Err(TrySendError::Full(_)) => {
-                self.dropped.fetch_add(1, Ordering::Relaxed);
-            }
-            // The log thread is gone: write in place rather than lose it.
-            Err(TrySendError::Disconnected(_)) => return io::stderr().write(buf),
-        }
+        self.shared.push(buf);
         Ok(buf.len())
     }
 
@@ -120,10 +173,11 @@ impl<'a> MakeWriter<'a> for LogWriter {
 
 impl Drop for LogGuard {
     fn drop(&mut self) {
-        let (done, written) = mpsc::sync_channel(1);
-        if self.sender.send(Message::Flush(done)).is_ok() {
-            let _ = written.recv_timeout(FLUSH_WAIT);
-        }
+        // Closed first: every line pushed before is written out below, and
+        // every line after goes straight to stderr.
+        lock(&self.shared.pending).closed = true;
+        self.shared.wake.notify_one();
+        self.shared.write_out();
     }
 }
 
@@ -131,6 +185,7 @@ impl Drop for LogGuard {
 mod tests {
     use super::*;
     use std::sync::Mutex;
+    use std::time::Duration;
 
     /// What the log thread wrote, shared with the test.
     #[derive(Clone, Default)]
@@ -156,13 +211,31 @@ mod tests {
     #[test]
     fn every_line_queued_before_the_guard_drops_is_written_in_order() {
         let written = Written::default();
-        let (mut writer, guard) = start_to(written.clone(), QUEUE_LINES).unwrap();
+        let (mut writer, guard) = start_to(written.clone(), QUEUE_BYTES).unwrap();
         let lines: Vec<String> = (0..500).map(|n| format!("line {n}\n")).collect();
         for line in &lines {
             writer.write_all(line.as_bytes()).unwrap();
         }
         drop(guard);
         assert_eq!(written.text(), lines.concat());
+    }
+
+    #[test]
+    fn a_line_is_written_while_the_server_runs_not_only_at_the_end() {
+        let written = Written::default();
+        let (mut writer, _guard) = start_to(written.clone(), QUEUE_BYTES).unwrap();
+        for n in 0..3 {
+            let line = format!("line {n}\n");
+            writer.write_all(line.as_bytes()).unwrap();
+            // The sleeping thread is woken: the line appears with the
+            // guard still alive (the deadline only stops a broken wake
+            // from hanging the test).
+            let deadline = std::time::Instant::now() + Duration::from_secs(10);
+            while !written.text().ends_with(&line) {
+                assert!(std::time::Instant::now() < deadline, "{line} never written");
+                std::thread::sleep(Duration::from_millis(5));
+            }
+        }
     }
 
     #[test]
@@ -182,7 +255,7 @@ mod tests {
             }
         }
         let written = Written::default();
-        let (mut writer, guard) = start_to(Gated(gate.clone(), written.clone()), 4).unwrap();
+        let (mut writer, guard) = start_to(Gated(gate.clone(), written.clone()), 32).unwrap();
         for n in 0..50 {
             writer.write_all(format!("line {n}\n").as_bytes()).unwrap();
         }
