@@ -12,7 +12,7 @@ mod migrate;
 pub use migrate::check_is_ours;
 pub mod page;
 mod readers;
-pub use readers::read_generation;
+pub use readers::{read_generation, read_transaction};
 mod writer;
 
 pub use writer::WriteTx;

@@ -47,6 +47,22 @@ pub fn read_generation(conn: &Connection) -> Option<i64> {
     }
 }
 
+/// Runs one statement without results, planned once per connection.
+fn step(conn: &Connection, sql: &str) -> rusqlite::Result<()> {
+    conn.prepare_cached(sql)?.execute([]).map(|_| ())
+}
+
+/// A read transaction for what `conn` reads until it is committed or
+/// dropped; `None` when `conn` is already inside one (every read on a
+/// reader thread is, see `Readers`), which then gives the same snapshot.
+pub fn read_transaction(conn: &Connection) -> rusqlite::Result<Option<rusqlite::Transaction<'_>>> {
+    if conn.is_autocommit() {
+        conn.unchecked_transaction().map(Some)
+    } else {
+        Ok(None)
+    }
+}
+
 fn data_version(conn: &Connection) -> Option<i64> {
     conn.prepare_cached("PRAGMA data_version")
         .and_then(|mut s| s.query_row([], |r| r.get(0)))
@@ -117,10 +133,18 @@ fn run(conn: &Connection, queue: &Queue) {
                 state = queue.ready.wait(state).unwrap_or_else(|e| e.into_inner());
             }
         };
+        // One read transaction per read: every statement sees the same
+        // snapshot, and SQLite takes its read lock on the WAL once instead
+        // of once per statement. Should BEGIN fail, the read still runs,
+        // a statement at a time.
+        let _ = step(conn, "BEGIN");
         // A panicking read drops its reply (its caller sees an internal
         // error); the thread and its connection carry on.
         GENERATION.set(Generation::Unread);
         let _ = catch_unwind(AssertUnwindSafe(|| job(conn)));
         GENERATION.set(Generation::Elsewhere);
+        if !conn.is_autocommit() {
+            let _ = step(conn, "ROLLBACK");
+        }
     }
 }

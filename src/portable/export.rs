@@ -83,8 +83,8 @@ pub fn write_payload_reporting(
     out: &mut dyn Write,
     progress: Progress<'_>,
 ) -> Result<()> {
-    let tx = conn.unchecked_transaction()?;
-    let read = Reader::new(&tx, actor);
+    let tx = crate::db::read_transaction(conn)?;
+    let read = Reader::new(conn, actor);
     let people = snapshot_store::collect(|sink| read.people(sink))?;
     let scope = Scope {
         household_portable_id: read.household_portable_id()?,
@@ -93,7 +93,7 @@ pub fn write_payload_reporting(
             .map(|p| p.common.portable_id.clone())
             .collect(),
     };
-    let source_instance_id = instance::get(&tx, instance::INSTANCE_ID)?;
+    let source_instance_id = instance::get(conn, instance::INSTANCE_ID)?;
     let mut top = JsonObject::begin(out)?;
     top.field("format", format)?;
     top.field("scope", &scope)?;
@@ -138,7 +138,9 @@ pub fn write_payload_reporting(
     }
     records.end()?;
     top.end()?;
-    tx.commit()?;
+    if let Some(tx) = tx {
+        tx.commit()?;
+    }
     Ok(())
 }
 

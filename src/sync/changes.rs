@@ -95,15 +95,15 @@ pub fn changes(
         }
     };
     // One read transaction: the outcome records match the scanned page.
-    let tx = conn.unchecked_transaction()?;
-    let scan = changes_store::scan(&tx, actor, after, limit, SCAN_BUDGET.max(limit))?;
+    let tx = crate::db::read_transaction(conn)?;
+    let scan = changes_store::scan(conn, actor, after, limit, SCAN_BUDGET.max(limit))?;
     let outcome_ids: Vec<i64> = scan
         .rows
         .iter()
         .filter(|row| row.record_type == outcomes::RECORD_TYPE && row.action != "delete")
         .map(|row| row.record_id)
         .collect();
-    let outcomes = Reader::new(&tx, actor).dose_occurrences_by_id(&outcome_ids)?;
+    let outcomes = Reader::new(conn, actor).dose_occurrences_by_id(&outcome_ids)?;
     let mut changes = Vec::new();
     let mut tombstones = Vec::new();
     for row in scan.rows {
@@ -137,7 +137,9 @@ pub fn changes(
             });
         }
     }
-    tx.commit()?;
+    if let Some(tx) = tx {
+        tx.commit()?;
+    }
     Ok(SyncChanges {
         changes,
         tombstones,

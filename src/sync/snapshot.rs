@@ -51,12 +51,12 @@ pub fn write_snapshot(
 ) -> Result<()> {
     // A deferred read transaction: every query below sees the same snapshot
     // of the database (WAL), whatever the writer commits meanwhile.
-    let tx = conn.unchecked_transaction()?;
-    let read = Reader::new(&tx, actor);
+    let tx = crate::db::read_transaction(conn)?;
+    let read = Reader::new(conn, actor);
     let cursor = if v2 {
         Some(encode_cursor(
             actor.household_id,
-            changes_store::max_seq(&tx, actor.household_id)?,
+            changes_store::max_seq(conn, actor.household_id)?,
         ))
     } else {
         None
@@ -70,7 +70,7 @@ pub fn write_snapshot(
             .map(|p| p.common.portable_id.clone())
             .collect(),
     };
-    let source_instance_id = instance::get(&tx, instance::INSTANCE_ID)?;
+    let source_instance_id = instance::get(conn, instance::INSTANCE_ID)?;
 
     let mut top = JsonObject::begin(out)?;
     let mut data = top.object("data")?;
@@ -100,7 +100,9 @@ pub fn write_snapshot(
     }
     data.end()?;
     top.end()?;
-    tx.commit()?;
+    if let Some(tx) = tx {
+        tx.commit()?;
+    }
     Ok(())
 }
 
