@@ -74,7 +74,7 @@ pub async fn run(args: ServeArgs) -> CliResult {
         );
     }
     // Building the router and the OpenAPI document left free memory behind.
-    let returns = tokio::spawn(return_free_memory());
+    let returns = tokio::spawn(return_free_memory(db.clone()));
     crate::http::server::serve(listener, app, args.connection_limits(), shutdown_signal()).await;
     tracing::info!("shutting down: finishing queued writes");
     returns.abort();
@@ -88,11 +88,13 @@ pub async fn run(args: ServeArgs) -> CliResult {
 const RETURN_FREE_MEMORY_EVERY: std::time::Duration = std::time::Duration::from_secs(10);
 
 /// Hands free memory back now and then: after a burst, the allocator keeps
-/// what it freed for the next one, and a small box needs it for other work.
-async fn return_free_memory() {
+/// what it freed for the next one (and the database readers what they
+/// cached), and a small box needs it for other work.
+async fn return_free_memory(db: crate::db::Db) {
     let mut every = tokio::time::interval(RETURN_FREE_MEMORY_EVERY);
     loop {
         every.tick().await;
+        db.release_memory();
         // Walks every arena: a blocking thread's work.
         let _ = tokio::task::spawn_blocking(crate::allocator::return_free_memory).await;
     }

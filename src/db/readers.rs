@@ -10,6 +10,8 @@ use std::sync::{Arc, Condvar, Mutex};
 
 use rusqlite::Connection;
 
+use super::step;
+
 /// Runs on a reader thread with its connection.
 pub type ReadJob = Box<dyn FnOnce(&Connection) + Send>;
 
@@ -47,11 +49,6 @@ pub fn read_generation(conn: &Connection) -> Option<i64> {
     }
 }
 
-/// Runs one statement without results, planned once per connection.
-fn step(conn: &Connection, sql: &str) -> rusqlite::Result<()> {
-    conn.prepare_cached(sql)?.execute([]).map(|_| ())
-}
-
 /// A read transaction for what `conn` reads until it is committed or
 /// dropped; `None` when `conn` is already inside one (every read on a
 /// reader thread is, see `Readers`), which then gives the same snapshot.
@@ -80,6 +77,9 @@ struct State {
     jobs: VecDeque<ReadJob>,
     /// Set when the database is dropped: the threads finish what is queued and end.
     closed: bool,
+    /// Moves on when the page caches should be let go (see
+    /// [`Readers::release_memory`]); each thread remembers what it last did.
+    release: u64,
 }
 
 pub struct Readers {
@@ -97,6 +97,18 @@ impl Readers {
                 .spawn(move || run(&conn, &queue))?;
         }
         Ok(Readers { queue })
+    }
+
+    /// Has every reader thread let go of its SQLite page cache before its
+    /// next read (a sleeping thread at once): after a burst, what the
+    /// readers cached is handed back to the allocator, and from there to
+    /// the system. The next read reads its pages again from the operating
+    /// system's file cache.
+    pub fn release_memory(&self) {
+        let mut state = self.queue.state.lock().unwrap_or_else(|e| e.into_inner());
+        state.release = state.release.wrapping_add(1);
+        drop(state);
+        self.queue.ready.notify_all();
     }
 
     /// Queues `job`; a reader thread runs it as soon as one is free.
@@ -120,12 +132,17 @@ impl Drop for Readers {
 }
 
 fn run(conn: &Connection, queue: &Queue) {
+    let mut released = 0;
     loop {
         let job = {
             let mut state = queue.state.lock().unwrap_or_else(|e| e.into_inner());
             loop {
+                if state.release != released {
+                    released = state.release;
+                    break None;
+                }
                 if let Some(job) = state.jobs.pop_front() {
-                    break job;
+                    break Some(job);
                 }
                 if state.closed {
                     return;
@@ -133,18 +150,27 @@ fn run(conn: &Connection, queue: &Queue) {
                 state = queue.ready.wait(state).unwrap_or_else(|e| e.into_inner());
             }
         };
-        // One read transaction per read: every statement sees the same
-        // snapshot, and SQLite takes its read lock on the WAL once instead
-        // of once per statement. Should BEGIN fail, the read still runs,
-        // a statement at a time.
-        let _ = step(conn, "BEGIN");
-        // A panicking read drops its reply (its caller sees an internal
-        // error); the thread and its connection carry on.
-        GENERATION.set(Generation::Unread);
-        let _ = catch_unwind(AssertUnwindSafe(|| job(conn)));
-        GENERATION.set(Generation::Elsewhere);
-        if !conn.is_autocommit() {
-            let _ = step(conn, "ROLLBACK");
+        match job {
+            Some(job) => run_job(conn, job),
+            None => {
+                let _ = step(conn, "PRAGMA shrink_memory");
+            }
         }
+    }
+}
+
+fn run_job(conn: &Connection, job: ReadJob) {
+    // One read transaction per read: every statement sees the same
+    // snapshot, and SQLite takes its read lock on the WAL once instead of
+    // once per statement. Should BEGIN fail, the read still runs, a
+    // statement at a time.
+    let _ = step(conn, "BEGIN");
+    // A panicking read drops its reply (its caller sees an internal
+    // error); the thread and its connection carry on.
+    GENERATION.set(Generation::Unread);
+    let _ = catch_unwind(AssertUnwindSafe(|| job(conn)));
+    GENERATION.set(Generation::Elsewhere);
+    if !conn.is_autocommit() {
+        let _ = step(conn, "ROLLBACK");
     }
 }

@@ -11,6 +11,7 @@ use std::thread::JoinHandle;
 use rusqlite::Connection;
 use tokio::sync::{mpsc, oneshot, watch};
 
+use super::step;
 use crate::error::{ApiError, Result};
 
 /// How many queued jobs one transaction may take.
@@ -205,11 +206,6 @@ fn run_group(conn: &mut Connection, jobs: Vec<Job>) -> bool {
         });
     }
     durable && changed
-}
-
-/// Runs one statement without results, planned once per connection.
-fn step(conn: &Connection, sql: &str) -> rusqlite::Result<()> {
-    conn.prepare_cached(sql)?.execute([]).map(|_| ())
 }
 
 #[cfg(test)]

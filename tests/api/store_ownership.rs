@@ -92,8 +92,9 @@ const OWNERS: &[(&str, &[&str])] = &[
     ("reminder_outbox", &["src/reminders/outbox_store.rs"]),
     ("schedules", &["src/care/schedules/store.rs"]),
     ("stock_removals", &["src/medicine/stock_removals/store.rs"]),
-    // The writer's own unit tests use a scratch table.
+    // The database's own unit tests use scratch tables.
     ("t", &["src/db/writer.rs"]),
+    ("scratch", &["src/db/mod.rs"]),
 ];
 
 fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
