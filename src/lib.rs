@@ -1,7 +1,6 @@
 //! Pillbox: a self-hosted household medication tracker serving the Household
 //! Medication Tracking API from one binary with SQLite inside.
 
-pub mod allocator;
 pub mod auth;
 pub mod backup;
 pub mod capabilities;
@@ -20,6 +19,7 @@ pub mod lookup;
 pub mod mail;
 pub mod mcp;
 pub mod medicine;
+pub mod memory;
 pub mod portable;
 pub mod reminders;
 pub mod reports;

@@ -37,7 +37,7 @@ pub async fn run(args: ServeArgs) -> CliResult {
     let mut state = AppState::new(db.clone(), settings);
     if let Some(dir) = &args.backup_dir {
         let status = std::sync::Arc::new(crate::backup::schedule::Status::enabled());
-        state.backups = status.clone();
+        state.shared_mut().backups = status.clone();
         let plan = crate::backup::schedule::Plan {
             data_dir: args.data.data_dir.clone(),
             dir: dir.clone(),
@@ -92,11 +92,21 @@ const RETURN_FREE_MEMORY_EVERY: std::time::Duration = std::time::Duration::from_
 /// cached), and a small box needs it for other work.
 async fn return_free_memory(db: crate::db::Db) {
     let mut every = tokio::time::interval(RETURN_FREE_MEMORY_EVERY);
+    let mut started = false;
     loop {
         every.tick().await;
         db.release_memory();
-        // Walks every arena: a blocking thread's work.
-        let _ = tokio::task::spawn_blocking(crate::allocator::return_free_memory).await;
+        // Walks every arena (and at first the binary's mappings): a
+        // blocking thread's work.
+        let _ = tokio::task::spawn_blocking(move || {
+            if !started {
+                let bytes = crate::memory::release_start_up_code();
+                tracing::debug!("start-up code unmapped: {} KiB", bytes / 1024);
+            }
+            crate::memory::return_free_memory();
+        })
+        .await;
+        started = true;
     }
 }
 
