@@ -9,8 +9,13 @@ use crate::db::Db;
 use crate::identity::mfa::crypt::MfaKey;
 use crate::limits::RateLimits;
 
+/// Cloned by every handler and middleware that takes it, on every request:
+/// one reference count moves, not one per part.
 #[derive(Clone)]
-pub struct AppState {
+pub struct AppState(Arc<Shared>);
+
+#[derive(Clone)]
+pub struct Shared {
     pub db: Db,
     pub settings: Arc<Settings>,
     pub rate_limits: Arc<RateLimits>,
@@ -45,7 +50,7 @@ impl AppState {
                     .inspect_err(|e| tracing::error!("cannot read or create the MFA key: {e}"))
                     .ok()
             });
-        AppState {
+        AppState(Arc::new(Shared {
             db,
             rate_limits,
             openapi: Bytes::new(),
@@ -54,9 +59,25 @@ impl AppState {
             setup_link: Arc::default(),
             lookup: crate::lookup::Services::new(settings.terminology.as_ref()),
             settings: Arc::new(settings),
-        }
+        }))
     }
 
+    /// The parts, to change while the state is put together, before it is
+    /// handed out (a clone taken earlier keeps what it had).
+    pub fn shared_mut(&mut self) -> &mut Shared {
+        Arc::make_mut(&mut self.0)
+    }
+}
+
+impl std::ops::Deref for AppState {
+    type Target = Shared;
+
+    fn deref(&self) -> &Shared {
+        &self.0
+    }
+}
+
+impl Shared {
     pub fn mfa_key(&self) -> crate::error::Result<MfaKey> {
         self.mfa_key
             .clone()

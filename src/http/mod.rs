@@ -65,7 +65,7 @@ fn openapi_route(api: Api) -> Api {
 /// The whole service as one Router (tests call this directly).
 pub fn app(mut state: AppState) -> Router {
     let (routes, doc) = api().finish();
-    state.openapi = serde_json::to_vec(&doc)
+    state.shared_mut().openapi = serde_json::to_vec(&doc)
         .expect("OpenAPI document serialises")
         .into();
     let v1 = routes
