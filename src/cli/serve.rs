@@ -91,22 +91,18 @@ const RETURN_FREE_MEMORY_EVERY: std::time::Duration = std::time::Duration::from_
 /// what it freed for the next one (and the database readers what they
 /// cached), and a small box needs it for other work.
 async fn return_free_memory(db: crate::db::Db) {
+    // Start-up is over: the code only it ran need not stay mapped.
+    let _ = tokio::task::spawn_blocking(|| {
+        let bytes = crate::memory::release_start_up_code();
+        tracing::debug!("start-up code unmapped: {} KiB", bytes / 1024);
+    })
+    .await;
     let mut every = tokio::time::interval(RETURN_FREE_MEMORY_EVERY);
-    let mut started = false;
     loop {
         every.tick().await;
         db.release_memory();
-        // Walks every arena (and at first the binary's mappings): a
-        // blocking thread's work.
-        let _ = tokio::task::spawn_blocking(move || {
-            if !started {
-                let bytes = crate::memory::release_start_up_code();
-                tracing::debug!("start-up code unmapped: {} KiB", bytes / 1024);
-            }
-            crate::memory::return_free_memory();
-        })
-        .await;
-        started = true;
+        // Walks every arena: a blocking thread's work.
+        let _ = tokio::task::spawn_blocking(crate::memory::return_free_memory).await;
     }
 }
 
