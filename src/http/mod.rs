@@ -11,7 +11,6 @@ pub mod server;
 pub mod stream;
 
 use axum::Router;
-use axum::body::Body;
 use axum::extract::{DefaultBodyLimit, Request, State};
 use axum::http::{HeaderValue, header};
 use axum::middleware::{self, Next};
@@ -70,22 +69,23 @@ pub fn app(mut state: AppState) -> Router {
         .into();
     let v1 = routes
         .fallback(route_not_found)
-        .method_not_allowed_fallback(method_not_allowed)
-        .layer(DefaultBodyLimit::max(MAX_JSON_BODY));
-    Router::new()
+        .method_not_allowed_fallback(method_not_allowed);
+    let routes = Router::new()
         .nest(API_PREFIX, v1)
         .merge(crate::identity::root_router())
         .merge(crate::web::router())
         .merge(crate::mcp::routes::router(&state))
         .fallback(route_not_found)
-        .layer(middleware::from_fn(cache_headers))
-        .layer(middleware::from_fn_with_state(
-            state.clone(),
-            rate_limit::middleware,
-        ))
-        .layer(middleware::from_fn(log_request))
-        .layer(middleware::from_fn(request_id::middleware))
-        .with_state(state)
+        .with_state(state.clone());
+    // Layers go around the whole Router, not each of its routes
+    // (`Router::layer`): axum clones a route's stack of layers for every
+    // request, and each layer clones the rest again (about 40 allocations a
+    // request for four layers). A route that takes larger bodies (imports,
+    // pictures) sets its own limit, which wins over this one.
+    let around = tower::ServiceBuilder::new()
+        .layer(middleware::from_fn_with_state(state, every_request))
+        .layer(DefaultBodyLimit::max(MAX_JSON_BODY));
+    Router::new().fallback_service(around.service(routes))
 }
 
 async fn route_not_found() -> ApiError {
@@ -96,14 +96,31 @@ async fn method_not_allowed() -> ApiError {
     ApiError::MethodNotAllowed
 }
 
+/// What every request goes through, in this order: it gets an id, passes
+/// the rate limit, is answered, gets the cache and page headers, and is
+/// logged. One layer rather than one each: a layer costs every request a
+/// clone of the service behind it and a boxed future.
+async fn every_request(state: State<AppState>, request: Request, next: Next) -> Response {
+    let id = request_id::new();
+    let answered = async {
+        let method = request.method().clone();
+        let path = request.uri().path().to_string();
+        let started = std::time::Instant::now();
+        let mut response = rate_limit::middleware(state, request, next).await;
+        cache_headers(&path, response.headers_mut());
+        log_request(&method, &path, &response, started);
+        response
+    };
+    let mut response = request_id::scope(id.clone(), answered).await;
+    request_id::stamp(&mut response, &id);
+    response
+}
+
 /// Health data must never sit in a shared or browser cache, and pages get
 /// the browser protections that pages (unlike JSON) need.
-async fn cache_headers(request: Request, next: Next) -> Response {
-    let path = request.uri().path();
+fn cache_headers(path: &str, headers: &mut axum::http::HeaderMap) {
     let public = matches!(path, "/api/v1/capabilities" | "/api/v1/openapi.json")
         || !path.starts_with(API_PREFIX);
-    let mut response = next.run(request).await;
-    let headers = response.headers_mut();
     // A public file may say how long it keeps (the web app's versioned assets).
     if !public || !headers.contains_key(header::CACHE_CONTROL) {
         headers.insert(
@@ -122,7 +139,6 @@ async fn cache_headers(request: Request, next: Next) -> Response {
     if html {
         page_headers(headers);
     }
-    response
 }
 
 /// Pages load only this server's own files: no inline script or style, no
@@ -149,11 +165,12 @@ fn page_headers(headers: &mut axum::http::HeaderMap) {
 
 /// One line per request: method, route path, status, time. Never the query
 /// string, headers or body (they can hold tokens or clinical values).
-async fn log_request(request: Request<Body>, next: Next) -> Response {
-    let method = request.method().clone();
-    let path = request.uri().path().to_string();
-    let started = std::time::Instant::now();
-    let response = next.run(request).await;
+fn log_request(
+    method: &axum::http::Method,
+    path: &str,
+    response: &Response,
+    started: std::time::Instant,
+) {
     tracing::info!(
         request_id = %request_id::current(),
         %method,
@@ -162,5 +179,4 @@ async fn log_request(request: Request<Body>, next: Next) -> Response {
         ms = started.elapsed().as_millis() as u64,
         "request"
     );
-    response
 }
