@@ -13,10 +13,10 @@ use crate::error::{ApiError, Result};
 pub fn authenticate(conn: &Connection, presented: &str) -> Result<Authenticated> {
     if presented.starts_with(token::ACCESS_TOKEN_PREFIX) {
         let parsed = token::parse_with(token::ACCESS_TOKEN_PREFIX, presented).ok_or(INVALID)?;
-        check_access_token(&parsed, access_token_row(conn, parsed.selector)?)
+        check_access_token(&parsed, access_token_row(conn, parsed.selector)?.as_ref())
     } else {
         let parsed = token::parse(presented).ok_or(INVALID)?;
-        check_app_token(&parsed, app_token_row(conn, parsed.selector)?)
+        check_app_token(&parsed, app_token_row(conn, parsed.selector)?.as_ref())
     }
 }
 
@@ -61,7 +61,7 @@ pub fn app_token_row(conn: &Connection, selector: &str) -> Result<Option<AppToke
 /// Checked on every request, whether the row came from the database or the view.
 pub fn check_app_token(
     presented: &token::Presented,
-    row: Option<AppTokenRow>,
+    row: Option<&AppTokenRow>,
 ) -> Result<Authenticated> {
     let Some(row) = row else {
         return Err(INVALID);
@@ -86,7 +86,7 @@ pub fn check_app_token(
             id: row.id,
             membership_id: row.membership_id,
         },
-        last_used_at: row.last_used_at,
+        last_used_at: row.last_used_at.clone(),
     })
 }
 
@@ -127,7 +127,7 @@ pub fn access_token_row(conn: &Connection, selector: &str) -> Result<Option<Acce
 /// token, or an administrator's password reset revoke the session).
 pub fn check_access_token(
     presented: &token::Presented,
-    row: Option<AccessTokenRow>,
+    row: Option<&AccessTokenRow>,
 ) -> Result<Authenticated> {
     let Some(row) = row else {
         return Err(INVALID);
@@ -144,7 +144,7 @@ pub fn check_access_token(
     Ok(Authenticated {
         account_id: row.account_id,
         credential: Credential::Session { id: row.session_id },
-        last_used_at: Some(row.last_used_at),
+        last_used_at: Some(row.last_used_at.clone()),
     })
 }
 
@@ -171,7 +171,7 @@ pub fn household_actor(
     household_id: i64,
 ) -> Result<Actor> {
     let row = membership_row(conn, household_id, authenticated.account_id)?;
-    actor_from(authenticated, household_id, row)
+    actor_from(authenticated, household_id, row.as_ref())
 }
 
 /// An active membership as stored.
@@ -212,7 +212,7 @@ pub fn membership_row(
 pub fn actor_from(
     authenticated: &Authenticated,
     household_id: i64,
-    row: Option<MembershipRow>,
+    row: Option<&MembershipRow>,
 ) -> Result<Actor> {
     let Some(row) = row else {
         return Err(ApiError::not_found("household"));

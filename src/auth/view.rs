@@ -17,7 +17,7 @@
 //! does not hold is read there too, by primary key or unique index.
 
 use std::collections::HashMap;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 use rusqlite::Connection;
 
@@ -41,10 +41,11 @@ struct Inner {
     conn: Option<Connection>,
     /// `PRAGMA data_version` when the rows below were read.
     data_version: Option<i64>,
-    app_tokens: HashMap<String, AppTokenRow>,
-    access_tokens: HashMap<String, AccessTokenRow>,
+    /// Shared with the request that checks them: taking one out copies no row.
+    app_tokens: HashMap<String, Arc<AppTokenRow>>,
+    access_tokens: HashMap<String, Arc<AccessTokenRow>>,
     /// Keyed by (household, account); `None` is "no active membership".
-    memberships: HashMap<(i64, i64), Option<MembershipRow>>,
+    memberships: HashMap<(i64, i64), Option<Arc<MembershipRow>>>,
 }
 
 impl Inner {
@@ -95,7 +96,7 @@ impl AccessView {
                 match inner.access_tokens.get(parsed.selector) {
                     Some(row) => Some(row.clone()),
                     None => {
-                        let row = store::access_token_row(conn, parsed.selector)?;
+                        let row = store::access_token_row(conn, parsed.selector)?.map(Arc::new);
                         if let Some(row) = &row {
                             let key = parsed.selector.to_string();
                             remember(&mut inner.access_tokens, key, row.clone());
@@ -104,7 +105,7 @@ impl AccessView {
                     }
                 }
             };
-            store::check_access_token(&parsed, row)
+            store::check_access_token(&parsed, row.as_deref())
         } else {
             let parsed = token::parse(presented).ok_or(store::INVALID)?;
             let row = {
@@ -114,7 +115,7 @@ impl AccessView {
                 match inner.app_tokens.get(parsed.selector) {
                     Some(row) => Some(row.clone()),
                     None => {
-                        let row = store::app_token_row(conn, parsed.selector)?;
+                        let row = store::app_token_row(conn, parsed.selector)?.map(Arc::new);
                         if let Some(row) = &row {
                             let key = parsed.selector.to_string();
                             remember(&mut inner.app_tokens, key, row.clone());
@@ -123,7 +124,7 @@ impl AccessView {
                     }
                 }
             };
-            store::check_app_token(&parsed, row)
+            store::check_app_token(&parsed, row.as_deref())
         }
     }
 
@@ -149,12 +150,13 @@ impl AccessView {
             match inner.memberships.get(&key) {
                 Some(row) => row.clone(),
                 None => {
-                    let row = store::membership_row(conn, household_id, authenticated.account_id)?;
+                    let row = store::membership_row(conn, household_id, authenticated.account_id)?
+                        .map(Arc::new);
                     remember(&mut inner.memberships, key, row.clone());
                     row
                 }
             }
         };
-        store::actor_from(authenticated, household_id, row)
+        store::actor_from(authenticated, household_id, row.as_deref())
     }
 }

@@ -81,13 +81,17 @@ pub async fn middleware(
         return next.run(request).await;
     }
     let now = Instant::now();
-    let peer = request
-        .extensions()
-        .get::<ConnectInfo<SocketAddr>>()
-        .map(|ConnectInfo(addr)| addr.ip());
-    let address = client_key(request.headers(), peer, limits.trusted_proxies);
+    // Worked out only when a bucket needs it: most requests carry a
+    // credential that verifies, and never ask.
+    let address = |request: &Request| {
+        let peer = request
+            .extensions()
+            .get::<ConnectInfo<SocketAddr>>()
+            .map(|ConnectInfo(addr)| addr.ip());
+        client_key(request.headers(), peer, limits.trusted_proxies)
+    };
     let Some(presented) = auth::token::bearer(request.headers()).map(str::to_string) else {
-        return match limits.requests.check(&address, now) {
+        return match limits.requests.check(&address(&request), now) {
             Ok(()) => next.run(request).await,
             Err(wait) => limited(wait),
         };
@@ -98,15 +102,16 @@ pub async fn middleware(
     };
     match &verified.0 {
         Ok(authenticated) => {
-            if let Err(wait) = limits
-                .requests
-                .check(&authenticated.credential.bucket(), now)
+            if limits.requests.is_on()
+                && let Err(wait) = limits
+                    .requests
+                    .check(&authenticated.credential.bucket(), now)
             {
                 return limited(wait);
             }
         }
         Err(_) => {
-            if let Err(wait) = limits.auth_failures.check(&address, now) {
+            if let Err(wait) = limits.auth_failures.check(&address(&request), now) {
                 return limited(wait);
             }
         }
