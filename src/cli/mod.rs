@@ -7,6 +7,7 @@ mod check;
 mod evidence;
 mod health;
 mod household;
+mod log_line;
 mod log_writer;
 mod member;
 mod name;
@@ -159,6 +160,7 @@ fn init_tracing(
     };
     let builder = builder.with_writer(writer);
     let _ = match format {
+        LogFormat::Text if !ansi => builder.event_format(log_line::TextLine).try_init(),
         LogFormat::Text => builder.try_init(),
         LogFormat::Json => builder.json().try_init(),
     };
