@@ -25,13 +25,19 @@ pub fn exists(conn: &Connection, household_id: i64) -> Result<bool> {
         .is_some())
 }
 
+/// The household's time zone; on a reader thread kept until the next
+/// commit, since nearly every read of the day's doses or stock asks.
 pub fn time_zone(conn: &Connection, household_id: i64) -> Result<TimeZone> {
-    let name: String = conn
-        .prepare_cached("SELECT time_zone FROM households WHERE id = ?1")?
-        .query_row([household_id], |r| r.get(0))
-        .optional()?
-        .ok_or_else(|| ApiError::not_found("household"))?;
-    TimeZone::get(&name).map_err(|e| ApiError::internal(format!("household time zone {name}: {e}")))
+    let kept = crate::db::kept(conn, household_id, || {
+        let name: String = conn
+            .prepare_cached("SELECT time_zone FROM households WHERE id = ?1")?
+            .query_row([household_id], |r| r.get(0))
+            .optional()?
+            .ok_or_else(|| ApiError::not_found("household"))?;
+        TimeZone::get(&name)
+            .map_err(|e| ApiError::internal(format!("household time zone {name}: {e}")))
+    })?;
+    Ok(TimeZone::clone(&kept))
 }
 
 /// Today's date in the household's time zone.
