@@ -22,6 +22,7 @@
 //! below it, at most [`HORIZON_DAYS`] (lasting at least that long), and
 //! null only when nothing is planned to be used within the horizon.
 
+use std::cell::RefCell;
 use std::collections::HashMap;
 use std::rc::Rc;
 
@@ -79,6 +80,17 @@ fn days_description(level: &str) -> String {
 #[derive(Debug, Default)]
 pub struct Plan {
     used: HashMap<Holder, Vec<Decimal>>,
+    /// Each holder's last forecast, with the supply and threshold it was
+    /// worked out for: a kept plan answers the next read of the same stock
+    /// without searching again.
+    forecasts: RefCell<HashMap<Holder, Forecast>>,
+}
+
+#[derive(Debug, Clone, Copy)]
+struct Forecast {
+    supply: Dec,
+    threshold: Option<Dec>,
+    status: StockStatus,
 }
 
 impl Plan {
@@ -125,11 +137,34 @@ impl Plan {
                 *day = running;
             }
         }
-        Plan { used }
+        Plan {
+            used,
+            forecasts: RefCell::default(),
+        }
     }
 
     /// The stock fields of a holder with this supply and threshold.
     pub fn status(&self, holder: Holder, supply: Dec, threshold: Option<Dec>) -> StockStatus {
+        let mut forecasts = self.forecasts.borrow_mut();
+        if let Some(kept) = forecasts.get(&holder)
+            && kept.supply == supply
+            && kept.threshold == threshold
+        {
+            return kept.status;
+        }
+        let status = self.forecast(holder, supply, threshold);
+        forecasts.insert(
+            holder,
+            Forecast {
+                supply,
+                threshold,
+                status,
+            },
+        );
+        status
+    }
+
+    fn forecast(&self, holder: Holder, supply: Dec, threshold: Option<Dec>) -> StockStatus {
         let used = self
             .used
             .get(&holder)
@@ -289,6 +324,29 @@ mod tests {
     }
 
     const TODAY: &str = "2027-03-10";
+
+    #[test]
+    fn a_kept_plan_forecasts_each_supply_it_is_asked_about() {
+        let twice = json!({"times": ["08:00", "20:00"]});
+        let plan = Plan::of(&[schedule("daily", twice, "2027-01-01", None)], date(TODAY));
+        let ask = |supply: &str, threshold: Option<&str>| {
+            let s = plan.status(Holder::Medication(1), d(supply), threshold.map(d));
+            (
+                s.days_until_low_stock,
+                s.days_until_out_of_stock,
+                s.low_stock,
+            )
+        };
+        assert_eq!(ask("30", Some("10")), (Some(10), Some(15), false));
+        assert_eq!(ask("30", Some("10")), (Some(10), Some(15), false));
+        assert_eq!(ask("5", Some("10")), (Some(0), Some(2), true));
+        assert_eq!(ask("5", None), (None, Some(2), false));
+        assert_eq!(ask("30.0", Some("10")), (Some(10), Some(15), false));
+        assert_eq!(
+            plan.status(Holder::Medication(2), d("5"), None),
+            StockStatus::default()
+        );
+    }
 
     #[test]
     fn steady_use_counts_whole_days() {
