@@ -109,24 +109,68 @@ impl FromStr for Dec {
                 "must have at most 12 digits before the decimal point",
             ));
         }
-        let value = Decimal::from_str_exact(s).map_err(|_| ParseDecError("is too large"))?;
-        if value.is_zero() && s.starts_with('-') {
+        // At most 12 whole and 6 fraction digits that count: the digits
+        // make an i64 mantissa, without trailing zeros (so it is normalized).
+        let fraction = fraction.trim_end_matches('0');
+        let mantissa = whole
+            .bytes()
+            .chain(fraction.bytes())
+            .fold(0i64, |m, b| m * 10 + i64::from(b - b'0'));
+        if mantissa == 0 && s.starts_with('-') {
             return Err(FORM);
         }
-        Ok(Dec(value.normalize()))
+        let signed = if s.starts_with('-') {
+            -mantissa
+        } else {
+            mantissa
+        };
+        Ok(Dec(Decimal::new(signed, fraction.len() as u32)))
     }
 }
 
 impl fmt::Display for Dec {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        // normalize: "10.50" and "10.5" are the same quantity and print alike.
-        write!(f, "{}", self.0.normalize())
+        // normalized: "10.50" and "10.5" are the same quantity and print alike.
+        f.write_str(self.plain(&mut [0; PLAIN_LEN]))
     }
 }
 
 impl Serialize for Dec {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        serializer.collect_str(self)
+        serializer.serialize_str(self.plain(&mut [0; PLAIN_LEN]))
+    }
+}
+
+/// Bytes the plain text of any `Decimal` takes at most: a sign, 29 digits,
+/// a point and the zero before it.
+const PLAIN_LEN: usize = 32;
+
+impl Dec {
+    /// The plain text of the normalized value, into `buf`: its digits, with
+    /// a point before the last `scale` of them. (`Decimal`'s `Display`,
+    /// through `fmt` and serde's `collect_str`, cost several times as much
+    /// for every quantity of every listed medication.)
+    fn plain(self, buf: &mut [u8; PLAIN_LEN]) -> &str {
+        let value = self.0.normalize();
+        let scale = value.scale() as usize;
+        let mut digits = value.mantissa().unsigned_abs();
+        let mut at = PLAIN_LEN;
+        let mut written = 0;
+        while digits > 0 || written <= scale {
+            if written == scale && scale > 0 {
+                at -= 1;
+                buf[at] = b'.';
+            }
+            at -= 1;
+            buf[at] = b'0' + (digits % 10) as u8;
+            digits /= 10;
+            written += 1;
+        }
+        if value.is_sign_negative() && !value.is_zero() {
+            at -= 1;
+            buf[at] = b'-';
+        }
+        std::str::from_utf8(&buf[at..]).expect("ASCII digits")
     }
 }
 
@@ -170,7 +214,9 @@ impl<'de> Deserialize<'de> for Dec {
 
 impl ToSql for Dec {
     fn to_sql(&self) -> rusqlite::Result<ToSqlOutput<'_>> {
-        Ok(ToSqlOutput::from(self.to_string()))
+        Ok(ToSqlOutput::from(
+            self.plain(&mut [0; PLAIN_LEN]).to_owned(),
+        ))
     }
 }
 
@@ -303,6 +349,70 @@ mod tests {
 
     fn d(s: &str) -> Dec {
         s.parse().unwrap()
+    }
+
+    #[test]
+    fn plain_text_is_what_decimal_writes() {
+        let mut values = vec![
+            Decimal::ZERO,
+            Decimal::MAX,
+            Decimal::MIN,
+            Decimal::new(-0, 3),
+            Decimal::from_parts(0, 0, 0, true, 0),
+            Dec::MAX.0,
+            Decimal::new(1, 28),
+            Decimal::new(-1, 28),
+            Decimal::new(5, 1),
+            Decimal::new(1000, 3),
+            Decimal::new(-1050, 2),
+            Decimal::from_i128_with_scale(79_228_162_514_264_337_593_543_950_335, 28),
+        ];
+        let mut seed: u64 = 0x9e37_79b9_7f4a_7c15;
+        for _ in 0..2000 {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            let digits = (seed % 20) as u32;
+            let mantissa = (seed >> 8) as i64 % 10i64.pow(digits.min(18));
+            let sign = if seed & 1 == 1 { -1 } else { 1 };
+            values.push(Decimal::new(sign * mantissa, (seed >> 3) as u32 % 29));
+        }
+        for value in values {
+            let expected = value.normalize().to_string();
+            assert_eq!(Dec(value).to_string(), expected, "{value:?}");
+            assert_eq!(
+                serde_json::to_string(&Dec(value)).unwrap(),
+                format!("\"{expected}\""),
+                "{value:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn parsing_gives_the_exact_normalized_value() {
+        for text in [
+            "0",
+            "0.0",
+            "000",
+            "12",
+            "10.50",
+            "3.000",
+            "-0.5",
+            "0.000001",
+            "-2.25",
+            "999999999999.999999",
+            "-999999999999.999999",
+            "000000000000012.5",
+            "100",
+        ] {
+            let exact = Decimal::from_str_exact(text).unwrap().normalize();
+            let parsed = d(text).0;
+            assert_eq!(parsed, exact, "{text}");
+            assert_eq!(parsed.scale(), exact.scale(), "{text}");
+            assert_eq!(parsed.to_string(), exact.to_string(), "{text}");
+        }
+        assert!("-0".parse::<Dec>().is_err());
+        assert!("-0.000".parse::<Dec>().is_err());
     }
 
     #[test]
