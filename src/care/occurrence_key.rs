@@ -6,6 +6,9 @@
 //! Form: `<payload>.<mac>`, both base64url; payload is
 //! `<source_type>|<source_portable_id>|<window_starts_on>|<position>`.
 
+use std::cell::RefCell;
+use std::collections::HashMap;
+
 use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use hmac::{Hmac, KeyInit, Mac};
@@ -105,6 +108,55 @@ impl Signer {
     }
 }
 
+/// Keys signed at most before [`KeptKeys`] starts again empty (a day of a
+/// large household is a few hundred).
+const KEPT_KEYS: usize = 4096;
+
+/// A signer that keeps the keys it made. A household's plan is kept on a
+/// reader thread until the next commit, and every read of a day signs the
+/// same doses again: one HMAC-SHA256 each, which without SHA instructions
+/// (a Raspberry Pi 4 has none) was a third of a day's projection.
+pub struct KeptKeys {
+    signer: Signer,
+    /// By (source type, source id, window, position), with the source's
+    /// portable id the key was signed for.
+    keys: RefCell<HashMap<(&'static str, i64, Date, u32), (String, String)>>,
+}
+
+impl KeptKeys {
+    pub fn new(signer: Signer) -> KeptKeys {
+        KeptKeys {
+            signer,
+            keys: RefCell::default(),
+        }
+    }
+
+    /// The key of an occurrence (see [`Signer::sign_parts`]), signed once.
+    pub fn key(
+        &self,
+        (source_type, source_id): (&'static str, i64),
+        source_portable_id: &str,
+        window_starts_on: Date,
+        position: u32,
+    ) -> String {
+        let at = (source_type, source_id, window_starts_on, position);
+        let mut keys = self.keys.borrow_mut();
+        if let Some((portable_id, key)) = keys.get(&at)
+            && portable_id == source_portable_id
+        {
+            return key.clone();
+        }
+        let key =
+            self.signer
+                .sign_parts(source_type, source_portable_id, window_starts_on, position);
+        if keys.len() >= KEPT_KEYS {
+            keys.clear();
+        }
+        keys.insert(at, (source_portable_id.to_string(), key.clone()));
+        key
+    }
+}
+
 pub fn secret(conn: &Connection) -> Result<Vec<u8>> {
     instance::secret(conn, instance::OCCURRENCE_KEY_SECRET)
 }
@@ -176,6 +228,39 @@ mod tests {
         assert!(verify_with(b"secret one", &format!("{forged_payload}.{tag}")).is_err());
         assert!(verify_with(b"secret one", payload).is_err());
         assert!(verify_with(b"secret one", "").is_err());
+    }
+
+    #[test]
+    fn kept_keys_are_the_keys_the_signer_makes() {
+        let kept = KeptKeys::new(Signer::new(b"secret one"));
+        let o = sample();
+        let date = o.window_starts_on;
+        let signed = |id: &str, position| {
+            sign_with(
+                b"secret one",
+                &Occurrence {
+                    source_portable_id: id.into(),
+                    position,
+                    ..sample()
+                },
+            )
+        };
+        let first = kept.key(("schedule", 7), &o.source_portable_id, date, 2);
+        assert_eq!(first, signed(&o.source_portable_id, 2));
+        assert_eq!(
+            kept.key(("schedule", 7), &o.source_portable_id, date, 2),
+            first
+        );
+        assert_eq!(
+            kept.key(("schedule", 7), &o.source_portable_id, date, 3),
+            signed(&o.source_portable_id, 3)
+        );
+        // The same place under another portable id is signed for that id.
+        assert_eq!(
+            kept.key(("schedule", 7), "another-source", date, 2),
+            signed("another-source", 2)
+        );
+        assert_eq!(verify_with(b"secret one", &first).unwrap(), o);
     }
 
     fn payload_text(o: &Occurrence) -> String {

@@ -191,7 +191,7 @@ struct HouseholdPlan {
     assignments: Vec<(AssignmentSource, Timeline<AssignmentPlan>)>,
     pauses: Vec<Pause>,
     slots: HashMap<i64, Timeline<SlotTimes>>,
-    signer: occurrence_key::Signer,
+    signer: occurrence_key::KeptKeys,
 }
 
 impl HouseholdPlan {
@@ -228,7 +228,9 @@ impl HouseholdPlan {
             pauses: store::pauses(conn, household_id)?,
             slots,
             schedules,
-            signer: occurrence_key::Signer::new(&occurrence_key::secret(conn)?),
+            signer: occurrence_key::KeptKeys::new(occurrence_key::Signer::new(
+                &occurrence_key::secret(conn)?,
+            )),
         })
     }
 
@@ -530,7 +532,7 @@ struct Settled<'t> {
     linked: HashMap<LinkKey<'t>, &'t Take>,
     outcomes: HashMap<OccurrenceIdentity, SavedOutcome>,
     source_warnings: Vec<Vec<String>>,
-    signer: &'t occurrence_key::Signer,
+    signer: &'t occurrence_key::KeptKeys,
 }
 
 impl Settled<'_> {
@@ -559,8 +561,8 @@ impl Settled<'_> {
             dose.medication_take_portable_id = saved.medication_take_portable_id.clone();
         }
         dose.warnings = self.source_warnings[limit].clone();
-        dose.occurrence_key = self.signer.sign_parts(
-            dose.source_type,
+        dose.occurrence_key = self.signer.key(
+            (dose.source_type, dose.source_id),
             &dose.source_portable_id,
             dose.window_starts_on,
             dose.position,
