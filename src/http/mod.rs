@@ -2,6 +2,7 @@
 //! headers, the OpenAPI document and the assembly of the Router.
 
 pub mod extract;
+mod json;
 pub mod openapi;
 pub mod rate_limit;
 pub mod replace;

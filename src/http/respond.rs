@@ -29,7 +29,18 @@ const ITEM_BYTES: usize = 1024;
 /// `value` as a JSON body, in a buffer sized for `items` items.
 pub fn json<T: Serialize>(status: StatusCode, value: &T, items: usize) -> Response {
     let mut body = Vec::with_capacity(128 + items * ITEM_BYTES);
-    match serde_json::to_writer(&mut body, value) {
+    let written = super::json::to_writer(&mut body, value);
+    #[cfg(debug_assertions)]
+    if written.is_ok() {
+        // Every body the tests see is also checked against serde_json's.
+        let expected = serde_json::to_vec(value).expect("serde_json writes what we wrote");
+        assert_eq!(
+            String::from_utf8_lossy(&body),
+            String::from_utf8_lossy(&expected),
+            "the response JSON differs from serde_json's"
+        );
+    }
+    match written {
         Ok(()) => (
             status,
             [(

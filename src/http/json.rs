@@ -1,0 +1,777 @@
+//! Response bodies written as JSON straight into their buffer: the same
+//! bytes as `serde_json`'s compact output (debug builds check every body
+//! against it), with strings checked for characters to escape eight bytes
+//! at a time. `serde_json` looks at every byte of every string, field
+//! names included, one at a time: the better part of a list's time went
+//! there. Numbers are written by `itoa`, as `serde_json` does; floats are
+//! handed to `serde_json` itself.
+
+use serde::ser::{self, Impossible, Serialize};
+use serde_json::Error;
+
+/// Appends `value` as JSON to `out`.
+pub fn to_writer<T: Serialize + ?Sized>(out: &mut Vec<u8>, value: &T) -> Result<(), Error> {
+    value.serialize(Json(out))
+}
+
+/// The serializer of one value, writing into the buffer it borrows.
+struct Json<'w>(&'w mut Vec<u8>);
+
+/// An array, object or variant being written: whether an element came
+/// yet, and what closes it.
+pub struct Compound<'w> {
+    out: &'w mut Vec<u8>,
+    first: bool,
+    close: &'static [u8],
+}
+
+impl<'w> Compound<'w> {
+    fn open(out: &'w mut Vec<u8>, open: &[u8], close: &'static [u8]) -> Compound<'w> {
+        out.extend_from_slice(open);
+        Compound {
+            out,
+            first: true,
+            close,
+        }
+    }
+
+    fn comma(&mut self) {
+        if !self.first {
+            self.out.push(b',');
+        }
+        self.first = false;
+    }
+
+    fn element<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<(), Error> {
+        self.comma();
+        value.serialize(Json(self.out))
+    }
+
+    fn field<T: Serialize + ?Sized>(&mut self, key: &str, value: &T) -> Result<(), Error> {
+        self.comma();
+        write_str(self.out, key);
+        self.out.push(b':');
+        value.serialize(Json(self.out))
+    }
+
+    fn end(self) -> Result<(), Error> {
+        self.out.extend_from_slice(self.close);
+        Ok(())
+    }
+}
+
+/// `{"variant":` before a variant's content.
+fn open_variant<'w>(out: &'w mut Vec<u8>, variant: &str) -> &'w mut Vec<u8> {
+    out.push(b'{');
+    write_str(out, variant);
+    out.push(b':');
+    out
+}
+
+fn integer(out: &mut Vec<u8>, value: impl itoa::Integer) {
+    out.extend_from_slice(itoa::Buffer::new().format(value).as_bytes());
+}
+
+impl<'w> ser::Serializer for Json<'w> {
+    type Ok = ();
+    type Error = Error;
+    type SerializeSeq = Compound<'w>;
+    type SerializeTuple = Compound<'w>;
+    type SerializeTupleStruct = Compound<'w>;
+    type SerializeTupleVariant = Compound<'w>;
+    type SerializeMap = Compound<'w>;
+    type SerializeStruct = Compound<'w>;
+    type SerializeStructVariant = Compound<'w>;
+
+    fn serialize_bool(self, v: bool) -> Result<(), Error> {
+        self.0
+            .extend_from_slice(if v { b"true" as &[u8] } else { b"false" });
+        Ok(())
+    }
+
+    fn serialize_i8(self, v: i8) -> Result<(), Error> {
+        integer(self.0, v);
+        Ok(())
+    }
+
+    fn serialize_i16(self, v: i16) -> Result<(), Error> {
+        integer(self.0, v);
+        Ok(())
+    }
+
+    fn serialize_i32(self, v: i32) -> Result<(), Error> {
+        integer(self.0, v);
+        Ok(())
+    }
+
+    fn serialize_i64(self, v: i64) -> Result<(), Error> {
+        integer(self.0, v);
+        Ok(())
+    }
+
+    fn serialize_i128(self, v: i128) -> Result<(), Error> {
+        integer(self.0, v);
+        Ok(())
+    }
+
+    fn serialize_u8(self, v: u8) -> Result<(), Error> {
+        integer(self.0, v);
+        Ok(())
+    }
+
+    fn serialize_u16(self, v: u16) -> Result<(), Error> {
+        integer(self.0, v);
+        Ok(())
+    }
+
+    fn serialize_u32(self, v: u32) -> Result<(), Error> {
+        integer(self.0, v);
+        Ok(())
+    }
+
+    fn serialize_u64(self, v: u64) -> Result<(), Error> {
+        integer(self.0, v);
+        Ok(())
+    }
+
+    fn serialize_u128(self, v: u128) -> Result<(), Error> {
+        integer(self.0, v);
+        Ok(())
+    }
+
+    fn serialize_f32(self, v: f32) -> Result<(), Error> {
+        serde_json::to_writer(self.0, &v)
+    }
+
+    fn serialize_f64(self, v: f64) -> Result<(), Error> {
+        serde_json::to_writer(self.0, &v)
+    }
+
+    fn serialize_char(self, v: char) -> Result<(), Error> {
+        write_str(self.0, v.encode_utf8(&mut [0; 4]));
+        Ok(())
+    }
+
+    fn serialize_str(self, v: &str) -> Result<(), Error> {
+        write_str(self.0, v);
+        Ok(())
+    }
+
+    fn serialize_bytes(self, v: &[u8]) -> Result<(), Error> {
+        let mut seq = Compound::open(self.0, b"[", b"]");
+        for byte in v {
+            seq.element(byte)?;
+        }
+        seq.end()
+    }
+
+    fn serialize_none(self) -> Result<(), Error> {
+        self.0.extend_from_slice(b"null");
+        Ok(())
+    }
+
+    fn serialize_some<T: Serialize + ?Sized>(self, value: &T) -> Result<(), Error> {
+        value.serialize(self)
+    }
+
+    fn serialize_unit(self) -> Result<(), Error> {
+        self.serialize_none()
+    }
+
+    fn serialize_unit_struct(self, _name: &'static str) -> Result<(), Error> {
+        self.serialize_none()
+    }
+
+    fn serialize_unit_variant(
+        self,
+        _name: &'static str,
+        _index: u32,
+        variant: &'static str,
+    ) -> Result<(), Error> {
+        write_str(self.0, variant);
+        Ok(())
+    }
+
+    fn serialize_newtype_struct<T: Serialize + ?Sized>(
+        self,
+        _name: &'static str,
+        value: &T,
+    ) -> Result<(), Error> {
+        value.serialize(self)
+    }
+
+    fn serialize_newtype_variant<T: Serialize + ?Sized>(
+        self,
+        _name: &'static str,
+        _index: u32,
+        variant: &'static str,
+        value: &T,
+    ) -> Result<(), Error> {
+        let out = open_variant(self.0, variant);
+        value.serialize(Json(&mut *out))?;
+        out.push(b'}');
+        Ok(())
+    }
+
+    fn serialize_seq(self, _len: Option<usize>) -> Result<Compound<'w>, Error> {
+        Ok(Compound::open(self.0, b"[", b"]"))
+    }
+
+    fn serialize_tuple(self, len: usize) -> Result<Compound<'w>, Error> {
+        self.serialize_seq(Some(len))
+    }
+
+    fn serialize_tuple_struct(
+        self,
+        _name: &'static str,
+        len: usize,
+    ) -> Result<Compound<'w>, Error> {
+        self.serialize_seq(Some(len))
+    }
+
+    fn serialize_tuple_variant(
+        self,
+        _name: &'static str,
+        _index: u32,
+        variant: &'static str,
+        _len: usize,
+    ) -> Result<Compound<'w>, Error> {
+        let out = open_variant(self.0, variant);
+        Ok(Compound::open(out, b"[", b"]}"))
+    }
+
+    fn serialize_map(self, _len: Option<usize>) -> Result<Compound<'w>, Error> {
+        Ok(Compound::open(self.0, b"{", b"}"))
+    }
+
+    fn serialize_struct(self, _name: &'static str, _len: usize) -> Result<Compound<'w>, Error> {
+        Ok(Compound::open(self.0, b"{", b"}"))
+    }
+
+    fn serialize_struct_variant(
+        self,
+        _name: &'static str,
+        _index: u32,
+        variant: &'static str,
+        _len: usize,
+    ) -> Result<Compound<'w>, Error> {
+        let out = open_variant(self.0, variant);
+        Ok(Compound::open(out, b"{", b"}}"))
+    }
+
+    fn collect_str<T: std::fmt::Display + ?Sized>(self, value: &T) -> Result<(), Error> {
+        use std::fmt::Write;
+        self.0.push(b'"');
+        write!(Escaping(self.0), "{value}").map_err(ser::Error::custom)?;
+        self.0.push(b'"');
+        Ok(())
+    }
+}
+
+impl ser::SerializeSeq for Compound<'_> {
+    type Ok = ();
+    type Error = Error;
+
+    fn serialize_element<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<(), Error> {
+        self.element(value)
+    }
+
+    fn end(self) -> Result<(), Error> {
+        Compound::end(self)
+    }
+}
+
+impl ser::SerializeTuple for Compound<'_> {
+    type Ok = ();
+    type Error = Error;
+
+    fn serialize_element<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<(), Error> {
+        self.element(value)
+    }
+
+    fn end(self) -> Result<(), Error> {
+        Compound::end(self)
+    }
+}
+
+impl ser::SerializeTupleStruct for Compound<'_> {
+    type Ok = ();
+    type Error = Error;
+
+    fn serialize_field<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<(), Error> {
+        self.element(value)
+    }
+
+    fn end(self) -> Result<(), Error> {
+        Compound::end(self)
+    }
+}
+
+impl ser::SerializeTupleVariant for Compound<'_> {
+    type Ok = ();
+    type Error = Error;
+
+    fn serialize_field<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<(), Error> {
+        self.element(value)
+    }
+
+    fn end(self) -> Result<(), Error> {
+        Compound::end(self)
+    }
+}
+
+impl ser::SerializeMap for Compound<'_> {
+    type Ok = ();
+    type Error = Error;
+
+    fn serialize_key<T: Serialize + ?Sized>(&mut self, key: &T) -> Result<(), Error> {
+        self.comma();
+        key.serialize(Key(self.out))?;
+        self.out.push(b':');
+        Ok(())
+    }
+
+    fn serialize_value<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<(), Error> {
+        value.serialize(Json(self.out))
+    }
+
+    fn end(self) -> Result<(), Error> {
+        Compound::end(self)
+    }
+}
+
+impl ser::SerializeStruct for Compound<'_> {
+    type Ok = ();
+    type Error = Error;
+
+    fn serialize_field<T: Serialize + ?Sized>(
+        &mut self,
+        key: &'static str,
+        value: &T,
+    ) -> Result<(), Error> {
+        self.field(key, value)
+    }
+
+    fn end(self) -> Result<(), Error> {
+        Compound::end(self)
+    }
+}
+
+impl ser::SerializeStructVariant for Compound<'_> {
+    type Ok = ();
+    type Error = Error;
+
+    fn serialize_field<T: Serialize + ?Sized>(
+        &mut self,
+        key: &'static str,
+        value: &T,
+    ) -> Result<(), Error> {
+        self.field(key, value)
+    }
+
+    fn end(self) -> Result<(), Error> {
+        Compound::end(self)
+    }
+}
+
+/// An object's key: a string, or a number or boolean written as one, as
+/// `serde_json` allows.
+struct Key<'w>(&'w mut Vec<u8>);
+
+fn not_a_string_key() -> Error {
+    ser::Error::custom("key must be a string")
+}
+
+impl Key<'_> {
+    fn quoted(self, text: &str) -> Result<(), Error> {
+        self.0.push(b'"');
+        self.0.extend_from_slice(text.as_bytes());
+        self.0.push(b'"');
+        Ok(())
+    }
+
+    fn integer(self, value: impl itoa::Integer) -> Result<(), Error> {
+        self.quoted(itoa::Buffer::new().format(value))
+    }
+}
+
+impl ser::Serializer for Key<'_> {
+    type Ok = ();
+    type Error = Error;
+    type SerializeSeq = Impossible<(), Error>;
+    type SerializeTuple = Impossible<(), Error>;
+    type SerializeTupleStruct = Impossible<(), Error>;
+    type SerializeTupleVariant = Impossible<(), Error>;
+    type SerializeMap = Impossible<(), Error>;
+    type SerializeStruct = Impossible<(), Error>;
+    type SerializeStructVariant = Impossible<(), Error>;
+
+    fn serialize_str(self, v: &str) -> Result<(), Error> {
+        write_str(self.0, v);
+        Ok(())
+    }
+
+    fn serialize_char(self, v: char) -> Result<(), Error> {
+        write_str(self.0, v.encode_utf8(&mut [0; 4]));
+        Ok(())
+    }
+
+    fn serialize_bool(self, v: bool) -> Result<(), Error> {
+        self.quoted(if v { "true" } else { "false" })
+    }
+
+    fn serialize_i8(self, v: i8) -> Result<(), Error> {
+        self.integer(v)
+    }
+
+    fn serialize_i16(self, v: i16) -> Result<(), Error> {
+        self.integer(v)
+    }
+
+    fn serialize_i32(self, v: i32) -> Result<(), Error> {
+        self.integer(v)
+    }
+
+    fn serialize_i64(self, v: i64) -> Result<(), Error> {
+        self.integer(v)
+    }
+
+    fn serialize_i128(self, v: i128) -> Result<(), Error> {
+        self.integer(v)
+    }
+
+    fn serialize_u8(self, v: u8) -> Result<(), Error> {
+        self.integer(v)
+    }
+
+    fn serialize_u16(self, v: u16) -> Result<(), Error> {
+        self.integer(v)
+    }
+
+    fn serialize_u32(self, v: u32) -> Result<(), Error> {
+        self.integer(v)
+    }
+
+    fn serialize_u64(self, v: u64) -> Result<(), Error> {
+        self.integer(v)
+    }
+
+    fn serialize_u128(self, v: u128) -> Result<(), Error> {
+        self.integer(v)
+    }
+
+    fn serialize_f32(self, _v: f32) -> Result<(), Error> {
+        Err(not_a_string_key())
+    }
+
+    fn serialize_f64(self, _v: f64) -> Result<(), Error> {
+        Err(not_a_string_key())
+    }
+
+    fn serialize_bytes(self, _v: &[u8]) -> Result<(), Error> {
+        Err(not_a_string_key())
+    }
+
+    fn serialize_none(self) -> Result<(), Error> {
+        Err(not_a_string_key())
+    }
+
+    fn serialize_some<T: Serialize + ?Sized>(self, _value: &T) -> Result<(), Error> {
+        Err(not_a_string_key())
+    }
+
+    fn serialize_unit(self) -> Result<(), Error> {
+        Err(not_a_string_key())
+    }
+
+    fn serialize_unit_struct(self, _name: &'static str) -> Result<(), Error> {
+        Err(not_a_string_key())
+    }
+
+    fn serialize_unit_variant(
+        self,
+        _name: &'static str,
+        _index: u32,
+        variant: &'static str,
+    ) -> Result<(), Error> {
+        self.serialize_str(variant)
+    }
+
+    fn serialize_newtype_struct<T: Serialize + ?Sized>(
+        self,
+        _name: &'static str,
+        value: &T,
+    ) -> Result<(), Error> {
+        value.serialize(self)
+    }
+
+    fn serialize_newtype_variant<T: Serialize + ?Sized>(
+        self,
+        _name: &'static str,
+        _index: u32,
+        _variant: &'static str,
+        _value: &T,
+    ) -> Result<(), Error> {
+        Err(not_a_string_key())
+    }
+
+    fn serialize_seq(self, _len: Option<usize>) -> Result<Self::SerializeSeq, Error> {
+        Err(not_a_string_key())
+    }
+
+    fn serialize_tuple(self, _len: usize) -> Result<Self::SerializeTuple, Error> {
+        Err(not_a_string_key())
+    }
+
+    fn serialize_tuple_struct(
+        self,
+        _name: &'static str,
+        _len: usize,
+    ) -> Result<Self::SerializeTupleStruct, Error> {
+        Err(not_a_string_key())
+    }
+
+    fn serialize_tuple_variant(
+        self,
+        _name: &'static str,
+        _index: u32,
+        _variant: &'static str,
+        _len: usize,
+    ) -> Result<Self::SerializeTupleVariant, Error> {
+        Err(not_a_string_key())
+    }
+
+    fn serialize_map(self, _len: Option<usize>) -> Result<Self::SerializeMap, Error> {
+        Err(not_a_string_key())
+    }
+
+    fn serialize_struct(
+        self,
+        _name: &'static str,
+        _len: usize,
+    ) -> Result<Self::SerializeStruct, Error> {
+        Err(not_a_string_key())
+    }
+
+    fn serialize_struct_variant(
+        self,
+        _name: &'static str,
+        _index: u32,
+        _variant: &'static str,
+        _len: usize,
+    ) -> Result<Self::SerializeStructVariant, Error> {
+        Err(not_a_string_key())
+    }
+
+    fn collect_str<T: std::fmt::Display + ?Sized>(self, value: &T) -> Result<(), Error> {
+        Json(self.0).collect_str(value)
+    }
+}
+
+/// Writes text into a JSON string, escaped (for `collect_str`).
+struct Escaping<'w>(&'w mut Vec<u8>);
+
+impl std::fmt::Write for Escaping<'_> {
+    fn write_str(&mut self, s: &str) -> std::fmt::Result {
+        write_contents(self.0, s);
+        Ok(())
+    }
+}
+
+/// `s` as a JSON string.
+fn write_str(out: &mut Vec<u8>, s: &str) {
+    out.reserve(s.len() + 2);
+    out.push(b'"');
+    write_contents(out, s);
+    out.push(b'"');
+}
+
+const ONES: u64 = 0x0101_0101_0101_0101;
+const HIGH: u64 = 0x8080_8080_8080_8080;
+
+/// Whether any of the eight bytes of `word` must be escaped: a control
+/// character (below 0x20), `"` or `\`. (Bytes of multi-byte characters
+/// have the high bit set and never match.)
+fn needs_escape(word: u64) -> bool {
+    let has_zero = |v: u64| v.wrapping_sub(ONES) & !v & HIGH != 0;
+    let below_space = word.wrapping_sub(ONES * 0x20) & !word & HIGH != 0;
+    below_space
+        || has_zero(word ^ (ONES * u64::from(b'"')))
+        || has_zero(word ^ (ONES * u64::from(b'\\')))
+}
+
+/// `s` escaped as `serde_json` escapes it: `\"`, `\\`, the five short
+/// escapes of control characters and `\u00XX` (lower-case) for the rest.
+fn write_contents(out: &mut Vec<u8>, s: &str) {
+    let bytes = s.as_bytes();
+    let (mut start, mut i) = (0, 0);
+    while i < bytes.len() {
+        if let Some(word) = bytes.get(i..i + 8) {
+            let word = u64::from_le_bytes(word.try_into().expect("eight bytes"));
+            if !needs_escape(word) {
+                i += 8;
+                continue;
+            }
+        }
+        let byte = bytes[i];
+        let short = match byte {
+            b'"' => b'"',
+            b'\\' => b'\\',
+            0x08 => b'b',
+            0x09 => b't',
+            0x0A => b'n',
+            0x0C => b'f',
+            0x0D => b'r',
+            0x00..=0x1F => 0,
+            _ => {
+                i += 1;
+                continue;
+            }
+        };
+        out.extend_from_slice(&bytes[start..i]);
+        if short == 0 {
+            const HEX: &[u8; 16] = b"0123456789abcdef";
+            out.extend_from_slice(b"\\u00");
+            out.push(HEX[usize::from(byte >> 4)]);
+            out.push(HEX[usize::from(byte & 0xF)]);
+        } else {
+            out.extend_from_slice(&[b'\\', short]);
+        }
+        i += 1;
+        start = i;
+    }
+    out.extend_from_slice(&bytes[start..]);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde::Serialize;
+    use serde_json::json;
+    use std::collections::BTreeMap;
+
+    fn same_as_serde_json<T: Serialize + ?Sized>(value: &T) {
+        let mut ours = Vec::new();
+        to_writer(&mut ours, value).unwrap();
+        let theirs = serde_json::to_vec(value).unwrap();
+        assert_eq!(
+            String::from_utf8(ours).unwrap(),
+            String::from_utf8(theirs).unwrap()
+        );
+    }
+
+    #[test]
+    fn strings_are_escaped_as_serde_json_escapes_them() {
+        let mut texts: Vec<String> = vec![
+            String::new(),
+            "plain".into(),
+            "exactly8".into(),
+            "a longer plain text of some length".into(),
+            "quote \" and backslash \\ and slash /".into(),
+            "\u{7f} del, é, 日本語, 🙂 and \u{2028}".into(),
+            "\"\"\"\"\"\"\"\"\"\\\\".into(),
+        ];
+        for byte in 0u8..0x80 {
+            let c = char::from(byte);
+            texts.push(format!("{c}"));
+            texts.push(format!("abcdefg{c}hijklmnop{c}"));
+            texts.push(format!("{c}{c}{c}{c}{c}{c}{c}{c}{c}"));
+        }
+        for text in &texts {
+            same_as_serde_json(text);
+            same_as_serde_json(&BTreeMap::from([(text.as_str(), text.as_str())]));
+        }
+    }
+
+    #[derive(Serialize)]
+    enum Shape {
+        Unit,
+        Newtype(i32),
+        Tuple(i32, String),
+        Struct { a: u8, b: Option<bool> },
+    }
+
+    #[derive(Serialize)]
+    struct Inner {
+        #[serde(rename = "kind")]
+        k: &'static str,
+        skipped_when_none: Option<i64>,
+    }
+
+    #[derive(Serialize)]
+    struct Outer {
+        id: i64,
+        name: String,
+        #[serde(flatten)]
+        inner: Inner,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        absent: Option<i64>,
+        shapes: Vec<Shape>,
+        pair: (u8, char),
+        bytes: serde_bytes_like::Bytes,
+        empty: Vec<u8>,
+        unit: (),
+        floats: [f64; 4],
+        small: f32,
+        big: (i128, u128, u64, i64),
+        map: BTreeMap<i32, bool>,
+        bool_keys: BTreeMap<bool, u8>,
+        value: serde_json::Value,
+        display: Displayed,
+    }
+
+    mod serde_bytes_like {
+        pub struct Bytes(pub Vec<u8>);
+        impl serde::Serialize for Bytes {
+            fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+                s.serialize_bytes(&self.0)
+            }
+        }
+    }
+
+    struct Displayed;
+    impl Serialize for Displayed {
+        fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+            s.collect_str(&format_args!("{}-\"{}\"\n", 12, "x"))
+        }
+    }
+
+    #[test]
+    fn every_kind_of_value_is_written_as_serde_json_writes_it() {
+        let value = Outer {
+            id: -42,
+            name: "Paracetamol 500 mg".into(),
+            inner: Inner {
+                k: "tablet",
+                skipped_when_none: None,
+            },
+            absent: None,
+            shapes: vec![
+                Shape::Unit,
+                Shape::Newtype(7),
+                Shape::Tuple(1, "two".into()),
+                Shape::Struct { a: 3, b: None },
+            ],
+            pair: (255, '"'),
+            bytes: serde_bytes_like::Bytes(vec![0, 1, 255]),
+            empty: Vec::new(),
+            unit: (),
+            floats: [0.1, -2.5e300, f64::NAN, f64::INFINITY],
+            small: 1.5,
+            big: (i128::MIN, u128::MAX, u64::MAX, i64::MIN),
+            map: BTreeMap::from([(-1, true), (2, false)]),
+            bool_keys: BTreeMap::from([(false, 0), (true, 1)]),
+            value: json!({"a": [1, 2.5, null, "x\u{1}"], "b": {"c": true}, "": {}}),
+            display: Displayed,
+        };
+        same_as_serde_json(&value);
+        same_as_serde_json(&Some(&value.shapes));
+        same_as_serde_json(&json!([]));
+    }
+
+    #[test]
+    fn keys_that_are_not_strings_are_refused() {
+        let mut out = Vec::new();
+        assert!(to_writer(&mut out, &BTreeMap::from([(vec![1], 1)])).is_err());
+    }
+}
