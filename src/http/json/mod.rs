@@ -6,8 +6,14 @@
 //! there. Numbers are written by `itoa`, as `serde_json` does; floats are
 //! handed to `serde_json` itself.
 
-use serde::ser::{self, Impossible, Serialize};
+use serde::ser::{self, Serialize};
 use serde_json::Error;
+
+mod escape;
+mod key;
+
+use escape::{Escaping, write_str};
+use key::Key;
 
 /// Appends `value` as JSON to `out`.
 pub fn to_writer<T: Serialize + ?Sized>(out: &mut Vec<u8>, value: &T) -> Result<(), Error> {
@@ -374,275 +380,6 @@ impl ser::SerializeStructVariant for Compound<'_> {
     }
 }
 
-/// An object's key: a string, or a number or boolean written as one, as
-/// `serde_json` allows.
-struct Key<'w>(&'w mut Vec<u8>);
-
-fn not_a_string_key() -> Error {
-    ser::Error::custom("key must be a string")
-}
-
-impl Key<'_> {
-    fn quoted(self, text: &str) -> Result<(), Error> {
-        self.0.push(b'"');
-        self.0.extend_from_slice(text.as_bytes());
-        self.0.push(b'"');
-        Ok(())
-    }
-
-    fn integer(self, value: impl itoa::Integer) -> Result<(), Error> {
-        self.quoted(itoa::Buffer::new().format(value))
-    }
-}
-
-impl ser::Serializer for Key<'_> {
-    type Ok = ();
-    type Error = Error;
-    type SerializeSeq = Impossible<(), Error>;
-    type SerializeTuple = Impossible<(), Error>;
-    type SerializeTupleStruct = Impossible<(), Error>;
-    type SerializeTupleVariant = Impossible<(), Error>;
-    type SerializeMap = Impossible<(), Error>;
-    type SerializeStruct = Impossible<(), Error>;
-    type SerializeStructVariant = Impossible<(), Error>;
-
-    fn serialize_str(self, v: &str) -> Result<(), Error> {
-        write_str(self.0, v);
-        Ok(())
-    }
-
-    fn serialize_char(self, v: char) -> Result<(), Error> {
-        write_str(self.0, v.encode_utf8(&mut [0; 4]));
-        Ok(())
-    }
-
-    fn serialize_bool(self, v: bool) -> Result<(), Error> {
-        self.quoted(if v { "true" } else { "false" })
-    }
-
-    fn serialize_i8(self, v: i8) -> Result<(), Error> {
-        self.integer(v)
-    }
-
-    fn serialize_i16(self, v: i16) -> Result<(), Error> {
-        self.integer(v)
-    }
-
-    fn serialize_i32(self, v: i32) -> Result<(), Error> {
-        self.integer(v)
-    }
-
-    fn serialize_i64(self, v: i64) -> Result<(), Error> {
-        self.integer(v)
-    }
-
-    fn serialize_i128(self, v: i128) -> Result<(), Error> {
-        self.integer(v)
-    }
-
-    fn serialize_u8(self, v: u8) -> Result<(), Error> {
-        self.integer(v)
-    }
-
-    fn serialize_u16(self, v: u16) -> Result<(), Error> {
-        self.integer(v)
-    }
-
-    fn serialize_u32(self, v: u32) -> Result<(), Error> {
-        self.integer(v)
-    }
-
-    fn serialize_u64(self, v: u64) -> Result<(), Error> {
-        self.integer(v)
-    }
-
-    fn serialize_u128(self, v: u128) -> Result<(), Error> {
-        self.integer(v)
-    }
-
-    fn serialize_f32(self, _v: f32) -> Result<(), Error> {
-        Err(not_a_string_key())
-    }
-
-    fn serialize_f64(self, _v: f64) -> Result<(), Error> {
-        Err(not_a_string_key())
-    }
-
-    fn serialize_bytes(self, _v: &[u8]) -> Result<(), Error> {
-        Err(not_a_string_key())
-    }
-
-    fn serialize_none(self) -> Result<(), Error> {
-        Err(not_a_string_key())
-    }
-
-    fn serialize_some<T: Serialize + ?Sized>(self, _value: &T) -> Result<(), Error> {
-        Err(not_a_string_key())
-    }
-
-    fn serialize_unit(self) -> Result<(), Error> {
-        Err(not_a_string_key())
-    }
-
-    fn serialize_unit_struct(self, _name: &'static str) -> Result<(), Error> {
-        Err(not_a_string_key())
-    }
-
-    fn serialize_unit_variant(
-        self,
-        _name: &'static str,
-        _index: u32,
-        variant: &'static str,
-    ) -> Result<(), Error> {
-        self.serialize_str(variant)
-    }
-
-    fn serialize_newtype_struct<T: Serialize + ?Sized>(
-        self,
-        _name: &'static str,
-        value: &T,
-    ) -> Result<(), Error> {
-        value.serialize(self)
-    }
-
-    fn serialize_newtype_variant<T: Serialize + ?Sized>(
-        self,
-        _name: &'static str,
-        _index: u32,
-        _variant: &'static str,
-        _value: &T,
-    ) -> Result<(), Error> {
-        Err(not_a_string_key())
-    }
-
-    fn serialize_seq(self, _len: Option<usize>) -> Result<Self::SerializeSeq, Error> {
-        Err(not_a_string_key())
-    }
-
-    fn serialize_tuple(self, _len: usize) -> Result<Self::SerializeTuple, Error> {
-        Err(not_a_string_key())
-    }
-
-    fn serialize_tuple_struct(
-        self,
-        _name: &'static str,
-        _len: usize,
-    ) -> Result<Self::SerializeTupleStruct, Error> {
-        Err(not_a_string_key())
-    }
-
-    fn serialize_tuple_variant(
-        self,
-        _name: &'static str,
-        _index: u32,
-        _variant: &'static str,
-        _len: usize,
-    ) -> Result<Self::SerializeTupleVariant, Error> {
-        Err(not_a_string_key())
-    }
-
-    fn serialize_map(self, _len: Option<usize>) -> Result<Self::SerializeMap, Error> {
-        Err(not_a_string_key())
-    }
-
-    fn serialize_struct(
-        self,
-        _name: &'static str,
-        _len: usize,
-    ) -> Result<Self::SerializeStruct, Error> {
-        Err(not_a_string_key())
-    }
-
-    fn serialize_struct_variant(
-        self,
-        _name: &'static str,
-        _index: u32,
-        _variant: &'static str,
-        _len: usize,
-    ) -> Result<Self::SerializeStructVariant, Error> {
-        Err(not_a_string_key())
-    }
-
-    fn collect_str<T: std::fmt::Display + ?Sized>(self, value: &T) -> Result<(), Error> {
-        Json(self.0).collect_str(value)
-    }
-}
-
-/// Writes text into a JSON string, escaped (for `collect_str`).
-struct Escaping<'w>(&'w mut Vec<u8>);
-
-impl std::fmt::Write for Escaping<'_> {
-    fn write_str(&mut self, s: &str) -> std::fmt::Result {
-        write_contents(self.0, s);
-        Ok(())
-    }
-}
-
-/// `s` as a JSON string.
-fn write_str(out: &mut Vec<u8>, s: &str) {
-    out.reserve(s.len() + 2);
-    out.push(b'"');
-    write_contents(out, s);
-    out.push(b'"');
-}
-
-const ONES: u64 = 0x0101_0101_0101_0101;
-const HIGH: u64 = 0x8080_8080_8080_8080;
-
-/// Whether any of the eight bytes of `word` must be escaped: a control
-/// character (below 0x20), `"` or `\`. (Bytes of multi-byte characters
-/// have the high bit set and never match.)
-fn needs_escape(word: u64) -> bool {
-    let has_zero = |v: u64| v.wrapping_sub(ONES) & !v & HIGH != 0;
-    let below_space = word.wrapping_sub(ONES * 0x20) & !word & HIGH != 0;
-    below_space
-        || has_zero(word ^ (ONES * u64::from(b'"')))
-        || has_zero(word ^ (ONES * u64::from(b'\\')))
-}
-
-/// `s` escaped as `serde_json` escapes it: `\"`, `\\`, the five short
-/// escapes of control characters and `\u00XX` (lower-case) for the rest.
-fn write_contents(out: &mut Vec<u8>, s: &str) {
-    let bytes = s.as_bytes();
-    let (mut start, mut i) = (0, 0);
-    while i < bytes.len() {
-        if let Some(word) = bytes.get(i..i + 8) {
-            let word = u64::from_le_bytes(word.try_into().expect("eight bytes"));
-            if !needs_escape(word) {
-                i += 8;
-                continue;
-            }
-        }
-        let byte = bytes[i];
-        let short = match byte {
-            b'"' => b'"',
-            b'\\' => b'\\',
-            0x08 => b'b',
-            0x09 => b't',
-            0x0A => b'n',
-            0x0C => b'f',
-            0x0D => b'r',
-            0x00..=0x1F => 0,
-            _ => {
-                i += 1;
-                continue;
-            }
-        };
-        out.extend_from_slice(&bytes[start..i]);
-        if short == 0 {
-            const HEX: &[u8; 16] = b"0123456789abcdef";
-            out.extend_from_slice(b"\\u00");
-            out.push(HEX[usize::from(byte >> 4)]);
-            out.push(HEX[usize::from(byte & 0xF)]);
-        } else {
-            out.extend_from_slice(&[b'\\', short]);
-        }
-        i += 1;
-        start = i;
-    }
-    out.extend_from_slice(&bytes[start..]);
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -676,6 +413,15 @@ mod tests {
             texts.push(format!("{c}"));
             texts.push(format!("abcdefg{c}hijklmnop{c}"));
             texts.push(format!("{c}{c}{c}{c}{c}{c}{c}{c}{c}"));
+        }
+        for len in 1..=20 {
+            for at in 0..len {
+                for c in ['"', '\\', '\n', '\u{1}', '\u{1f}', ' ', '\u{7f}', 'é'] {
+                    let mut text: Vec<char> = vec!['a'; len];
+                    text[at] = c;
+                    texts.push(text.into_iter().collect());
+                }
+            }
         }
         for text in &texts {
             same_as_serde_json(text);
