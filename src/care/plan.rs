@@ -3,10 +3,13 @@
 //! (`dose_occurrences::history`). Beside the rows rather than in the
 //! history, so the rows' modules and the history need not import each other.
 
+use std::cell::OnceCell;
+
 use jiff::civil::Date;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use crate::care::schedule_config::{self, ScheduleConfig};
 use crate::decimal::Dec;
 use crate::medicine::vocab::{DoseCycle, DoseUnit, ScheduleType, vocabulary};
 
@@ -35,6 +38,37 @@ pub struct SchedulePlan {
     pub dose_cycle: Option<DoseCycle>,
     pub max_daily_doses: Option<i64>,
     pub min_hours_between_doses: Option<Dec>,
+    /// `schedule_config` as `schedule_config::parse` reads it, read once:
+    /// a kept plan is projected on every read of a day.
+    #[serde(skip)]
+    pub read_config: ReadConfig,
+}
+
+impl SchedulePlan {
+    /// The config, or `None` when it does not parse.
+    pub fn config(&self) -> Option<&ScheduleConfig> {
+        self.read_config
+            .0
+            .get_or_init(|| schedule_config::parse(self.schedule_type, &self.schedule_config).ok())
+            .as_ref()
+    }
+}
+
+/// A schedule plan's config once read; worked out from the plan's other
+/// fields, so two plans are equal whatever either has read yet.
+#[derive(Clone, Default)]
+pub struct ReadConfig(OnceCell<Option<ScheduleConfig>>);
+
+impl PartialEq for ReadConfig {
+    fn eq(&self, _: &ReadConfig) -> bool {
+        true
+    }
+}
+
+impl std::fmt::Debug for ReadConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("ReadConfig")
+    }
 }
 
 /// What of a direct assignment the projection depends on.

@@ -13,7 +13,7 @@ use super::{SCHEDULE, cycle_window, instant, schedule_times_on, start_of};
 use crate::care::notification_preferences::slots::{self, SlotTimes};
 use crate::care::person_medications::model::AdministrationKind;
 use crate::care::plan::{AssignmentPlan, SchedulePlan};
-use crate::care::schedule_config::{self, TaperStep};
+use crate::care::schedule_config::TaperStep;
 use crate::decimal::Dec;
 use crate::error::Result;
 use crate::household::store as household_store;
@@ -74,12 +74,12 @@ pub fn planned_doses(
         {
             continue;
         }
-        let Ok(config) = schedule_config::parse(plan.schedule_type, &plan.schedule_config) else {
+        let Some(config) = plan.config() else {
             continue;
         };
         let (times, step) = schedule_times_on(
             plan.schedule_type,
-            &config,
+            config,
             plan.start_date,
             date,
             slot_times,
@@ -196,10 +196,7 @@ impl ScheduleHistory {
             return None;
         }
         let date = at.to_zoned_datetime(self.zones.at(at).clone()).date();
-        schedule_config::parse(plan.schedule_type, &plan.schedule_config)
-            .ok()?
-            .taper_step_on(date)
-            .cloned()
+        plan.config()?.taper_step_on(date).cloned()
     }
 }
 

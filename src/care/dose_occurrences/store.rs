@@ -182,6 +182,7 @@ fn schedules_where(
                         dose_cycle: common.dose_cycle,
                         max_daily_doses: common.max_daily_doses,
                         min_hours_between_doses: common.min_hours_between_doses,
+                        read_config: Default::default(),
                     },
                     common,
                     retired_at: instant(r, 12)?,

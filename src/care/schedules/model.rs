@@ -231,6 +231,7 @@ impl From<&ScheduleRow> for SchedulePlan {
             dose_cycle: row.dose.dose_cycle,
             max_daily_doses: row.dose.max_daily_doses,
             min_hours_between_doses: row.dose.min_hours_between_doses,
+            read_config: Default::default(),
         }
     }
 }
