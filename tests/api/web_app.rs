@@ -113,13 +113,25 @@ async fn every_view_path_serves_the_shell_and_assets_are_versioned() {
     }
 }
 
-/// The link from the one log line that shows it.
-fn link_in(log: &str) -> String {
-    let start = log.find("/setup?token=").expect("a set-up link in the log");
-    log[start..]
-        .chars()
-        .take_while(|c| !c.is_whitespace())
-        .collect()
+/// The link from the one log line that shows it. The log thread writes
+/// that line beside the server's first answers, a moment later on a busy
+/// machine, so the log is read again until it is there.
+fn link_in(log_path: &std::path::Path) -> String {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    loop {
+        let log = std::fs::read_to_string(log_path).unwrap_or_default();
+        if let Some(start) = log.find("/setup?token=") {
+            return log[start..]
+                .chars()
+                .take_while(|c| !c.is_whitespace())
+                .collect();
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "a set-up link in the log: {log}"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
 }
 
 fn form(fields: &[(&str, &str)]) -> String {
@@ -133,8 +145,7 @@ fn the_set_up_link_creates_the_household_once_and_only_with_its_token() {
     let log_path = dir.path().join("serve.log");
     let port = free_port();
     let server = serve(&data, port, &log_path);
-    let log = std::fs::read_to_string(&log_path).unwrap();
-    let link = link_in(&log);
+    let link = link_in(&log_path);
     let token = link.trim_start_matches("/setup?token=").to_string();
     assert!(token.len() >= 43, "{token}");
 
