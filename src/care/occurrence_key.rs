@@ -118,10 +118,12 @@ const KEPT_KEYS: usize = 4096;
 /// (a Raspberry Pi 4 has none) was a third of a day's projection.
 pub struct KeptKeys {
     signer: Signer,
-    /// By (source type, source id, window, position), with the source's
-    /// portable id the key was signed for.
-    keys: RefCell<HashMap<(&'static str, i64, Date, u32), (String, String)>>,
+    /// By place, with the source's portable id the key was signed for.
+    keys: RefCell<HashMap<Place, (String, String)>>,
 }
+
+/// Where a dose is: source type, source id, window and position.
+type Place = (&'static str, i64, Date, u32);
 
 impl KeptKeys {
     pub fn new(signer: Signer) -> KeptKeys {
