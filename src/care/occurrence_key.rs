@@ -108,9 +108,11 @@ impl Signer {
     }
 }
 
-/// Keys signed at most before [`KeptKeys`] starts again empty (a day of a
-/// large household is a few hundred).
-const KEPT_KEYS: usize = 4096;
+/// Keys signed at most before [`KeptKeys`] starts again empty: a day of a
+/// large household is a few hundred, and each reader thread keeps its own
+/// (about 250 bytes a key), so browsing many days holds at most about
+/// 250 KB a reader until the next commit.
+const KEPT_KEYS: usize = 1024;
 
 /// A signer that keeps the keys it made. A household's plan is kept on a
 /// reader thread until the next commit, and every read of a day signs the
