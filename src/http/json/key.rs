@@ -53,45 +53,7 @@ impl ser::Serializer for Key<'_> {
         self.quoted(if v { "true" } else { "false" })
     }
 
-    fn serialize_i8(self, v: i8) -> Result<(), Error> {
-        self.integer(v)
-    }
-
-    fn serialize_i16(self, v: i16) -> Result<(), Error> {
-        self.integer(v)
-    }
-
-    fn serialize_i32(self, v: i32) -> Result<(), Error> {
-        self.integer(v)
-    }
-
-    fn serialize_i64(self, v: i64) -> Result<(), Error> {
-        self.integer(v)
-    }
-
-    fn serialize_i128(self, v: i128) -> Result<(), Error> {
-        self.integer(v)
-    }
-
-    fn serialize_u8(self, v: u8) -> Result<(), Error> {
-        self.integer(v)
-    }
-
-    fn serialize_u16(self, v: u16) -> Result<(), Error> {
-        self.integer(v)
-    }
-
-    fn serialize_u32(self, v: u32) -> Result<(), Error> {
-        self.integer(v)
-    }
-
-    fn serialize_u64(self, v: u64) -> Result<(), Error> {
-        self.integer(v)
-    }
-
-    fn serialize_u128(self, v: u128) -> Result<(), Error> {
-        self.integer(v)
-    }
+    integers!(integer);
 
     fn serialize_f32(self, _v: f32) -> Result<(), Error> {
         Err(not_a_string_key())

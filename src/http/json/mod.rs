@@ -9,6 +9,21 @@
 use serde::ser::{self, Serialize};
 use serde_json::Error;
 
+/// The ten integer methods of a `Serializer`, each handing its value to
+/// the serializer's own `$write`.
+macro_rules! integers {
+    ($write:ident) => {
+        integers!(@$write serialize_i8: i8, serialize_i16: i16, serialize_i32: i32,
+            serialize_i64: i64, serialize_i128: i128, serialize_u8: u8, serialize_u16: u16,
+            serialize_u32: u32, serialize_u64: u64, serialize_u128: u128);
+    };
+    (@$write:ident $($method:ident: $ty:ty),*) => {$(
+        fn $method(self, v: $ty) -> Result<(), Error> {
+            self.$write(v)
+        }
+    )*};
+}
+
 mod escape;
 mod key;
 
@@ -74,8 +89,12 @@ fn open_variant<'w>(out: &'w mut Vec<u8>, variant: &str) -> &'w mut Vec<u8> {
     out
 }
 
-fn integer(out: &mut Vec<u8>, value: impl itoa::Integer) {
-    out.extend_from_slice(itoa::Buffer::new().format(value).as_bytes());
+impl Json<'_> {
+    fn integer(self, value: impl itoa::Integer) -> Result<(), Error> {
+        self.0
+            .extend_from_slice(itoa::Buffer::new().format(value).as_bytes());
+        Ok(())
+    }
 }
 
 impl<'w> ser::Serializer for Json<'w> {
@@ -95,55 +114,7 @@ impl<'w> ser::Serializer for Json<'w> {
         Ok(())
     }
 
-    fn serialize_i8(self, v: i8) -> Result<(), Error> {
-        integer(self.0, v);
-        Ok(())
-    }
-
-    fn serialize_i16(self, v: i16) -> Result<(), Error> {
-        integer(self.0, v);
-        Ok(())
-    }
-
-    fn serialize_i32(self, v: i32) -> Result<(), Error> {
-        integer(self.0, v);
-        Ok(())
-    }
-
-    fn serialize_i64(self, v: i64) -> Result<(), Error> {
-        integer(self.0, v);
-        Ok(())
-    }
-
-    fn serialize_i128(self, v: i128) -> Result<(), Error> {
-        integer(self.0, v);
-        Ok(())
-    }
-
-    fn serialize_u8(self, v: u8) -> Result<(), Error> {
-        integer(self.0, v);
-        Ok(())
-    }
-
-    fn serialize_u16(self, v: u16) -> Result<(), Error> {
-        integer(self.0, v);
-        Ok(())
-    }
-
-    fn serialize_u32(self, v: u32) -> Result<(), Error> {
-        integer(self.0, v);
-        Ok(())
-    }
-
-    fn serialize_u64(self, v: u64) -> Result<(), Error> {
-        integer(self.0, v);
-        Ok(())
-    }
-
-    fn serialize_u128(self, v: u128) -> Result<(), Error> {
-        integer(self.0, v);
-        Ok(())
-    }
+    integers!(integer);
 
     fn serialize_f32(self, v: f32) -> Result<(), Error> {
         serde_json::to_writer(self.0, &v)
@@ -274,57 +245,54 @@ impl<'w> ser::Serializer for Json<'w> {
     }
 }
 
-impl ser::SerializeSeq for Compound<'_> {
-    type Ok = ();
-    type Error = Error;
+/// The sequence-like parts of a value: each element after a comma.
+macro_rules! elements {
+    ($($part:ident::$method:ident),*) => {$(
+        impl ser::$part for Compound<'_> {
+            type Ok = ();
+            type Error = Error;
 
-    fn serialize_element<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<(), Error> {
-        self.element(value)
-    }
+            fn $method<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<(), Error> {
+                self.element(value)
+            }
 
-    fn end(self) -> Result<(), Error> {
-        Compound::end(self)
-    }
+            fn end(self) -> Result<(), Error> {
+                Compound::end(self)
+            }
+        }
+    )*};
 }
 
-impl ser::SerializeTuple for Compound<'_> {
-    type Ok = ();
-    type Error = Error;
+elements!(
+    SerializeSeq::serialize_element,
+    SerializeTuple::serialize_element,
+    SerializeTupleStruct::serialize_field,
+    SerializeTupleVariant::serialize_field
+);
 
-    fn serialize_element<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<(), Error> {
-        self.element(value)
-    }
+/// The struct-like parts of a value: each field by its name.
+macro_rules! fields {
+    ($($part:ident),*) => {$(
+        impl ser::$part for Compound<'_> {
+            type Ok = ();
+            type Error = Error;
 
-    fn end(self) -> Result<(), Error> {
-        Compound::end(self)
-    }
+            fn serialize_field<T: Serialize + ?Sized>(
+                &mut self,
+                key: &'static str,
+                value: &T,
+            ) -> Result<(), Error> {
+                self.field(key, value)
+            }
+
+            fn end(self) -> Result<(), Error> {
+                Compound::end(self)
+            }
+        }
+    )*};
 }
 
-impl ser::SerializeTupleStruct for Compound<'_> {
-    type Ok = ();
-    type Error = Error;
-
-    fn serialize_field<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<(), Error> {
-        self.element(value)
-    }
-
-    fn end(self) -> Result<(), Error> {
-        Compound::end(self)
-    }
-}
-
-impl ser::SerializeTupleVariant for Compound<'_> {
-    type Ok = ();
-    type Error = Error;
-
-    fn serialize_field<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<(), Error> {
-        self.element(value)
-    }
-
-    fn end(self) -> Result<(), Error> {
-        Compound::end(self)
-    }
-}
+fields!(SerializeStruct, SerializeStructVariant);
 
 impl ser::SerializeMap for Compound<'_> {
     type Ok = ();
@@ -339,40 +307,6 @@ impl ser::SerializeMap for Compound<'_> {
 
     fn serialize_value<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<(), Error> {
         value.serialize(Json(self.out))
-    }
-
-    fn end(self) -> Result<(), Error> {
-        Compound::end(self)
-    }
-}
-
-impl ser::SerializeStruct for Compound<'_> {
-    type Ok = ();
-    type Error = Error;
-
-    fn serialize_field<T: Serialize + ?Sized>(
-        &mut self,
-        key: &'static str,
-        value: &T,
-    ) -> Result<(), Error> {
-        self.field(key, value)
-    }
-
-    fn end(self) -> Result<(), Error> {
-        Compound::end(self)
-    }
-}
-
-impl ser::SerializeStructVariant for Compound<'_> {
-    type Ok = ();
-    type Error = Error;
-
-    fn serialize_field<T: Serialize + ?Sized>(
-        &mut self,
-        key: &'static str,
-        value: &T,
-    ) -> Result<(), Error> {
-        self.field(key, value)
     }
 
     fn end(self) -> Result<(), Error> {
