@@ -81,12 +81,17 @@ impl<'w> Compound<'w> {
     }
 }
 
-/// `{"variant":` before a variant's content.
-fn open_variant<'w>(out: &'w mut Vec<u8>, variant: &str) -> &'w mut Vec<u8> {
+/// A variant's content, `open` to `close`, inside `{"variant":` and `}`.
+fn open_variant<'w>(
+    out: &'w mut Vec<u8>,
+    variant: &str,
+    open: &[u8],
+    close: &'static [u8],
+) -> Compound<'w> {
     out.push(b'{');
     write_str(out, variant);
     out.push(b':');
-    out
+    Compound::open(out, open, close)
 }
 
 impl Json<'_> {
@@ -184,10 +189,9 @@ impl<'w> ser::Serializer for Json<'w> {
         variant: &'static str,
         value: &T,
     ) -> Result<(), Error> {
-        let out = open_variant(self.0, variant);
-        value.serialize(Json(&mut *out))?;
-        out.push(b'}');
-        Ok(())
+        let content = open_variant(self.0, variant, b"", b"}");
+        value.serialize(Json(&mut *content.out))?;
+        content.end()
     }
 
     fn serialize_seq(self, _len: Option<usize>) -> Result<Compound<'w>, Error> {
@@ -213,8 +217,7 @@ impl<'w> ser::Serializer for Json<'w> {
         variant: &'static str,
         _len: usize,
     ) -> Result<Compound<'w>, Error> {
-        let out = open_variant(self.0, variant);
-        Ok(Compound::open(out, b"[", b"]}"))
+        Ok(open_variant(self.0, variant, b"[", b"]}"))
     }
 
     fn serialize_map(self, _len: Option<usize>) -> Result<Compound<'w>, Error> {
@@ -232,8 +235,7 @@ impl<'w> ser::Serializer for Json<'w> {
         variant: &'static str,
         _len: usize,
     ) -> Result<Compound<'w>, Error> {
-        let out = open_variant(self.0, variant);
-        Ok(Compound::open(out, b"{", b"}}"))
+        Ok(open_variant(self.0, variant, b"{", b"}}"))
     }
 
     fn collect_str<T: std::fmt::Display + ?Sized>(self, value: &T) -> Result<(), Error> {
