@@ -316,6 +316,7 @@ CREATE TABLE schedules (
 ) STRICT;
 CREATE INDEX schedules_by_household ON schedules (household_id, id);
 CREATE INDEX schedules_by_person ON schedules (person_id, id);
+CREATE INDEX schedules_by_person_medication ON schedules (person_id, medication_id);
 CREATE INDEX schedules_by_medication ON schedules (medication_id) WHERE retired_at IS NULL;
 
 -- Medications assigned directly to a person (routine or as needed). Retired
@@ -344,6 +345,8 @@ CREATE TABLE person_medications (
 ) STRICT;
 CREATE UNIQUE INDEX person_medications_position ON person_medications (person_id, position);
 CREATE INDEX person_medications_by_household ON person_medications (household_id, person_id, position);
+CREATE INDEX person_medications_by_person_medication
+    ON person_medications (person_id, medication_id);
 CREATE INDEX person_medications_by_medication ON person_medications (medication_id) WHERE retired_at IS NULL;
 
 -- Saved responses of writes sent with an Idempotency-Key (src/db/idempotency.rs):

@@ -25,6 +25,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("migrations/0007_pause_actor_refs.sql"),
     include_str!("migrations/0008_oidc.sql"),
     include_str!("migrations/0009_review_prompts.sql"),
+    include_str!("migrations/0010_sources_by_medicine.sql"),
 ];
 
 pub const SCHEMA_VERSION: i64 = MIGRATIONS.len() as i64;

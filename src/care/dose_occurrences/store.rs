@@ -143,6 +143,12 @@ pub fn schedules(conn: &Connection, household_id: i64) -> Result<Vec<ScheduleSou
     schedules_where(conn, household_id, None)
 }
 
+// One statement for one schedule and another for all: statements are
+// planned once whatever is bound (QPSG), so a shared `:id IS NULL OR x.id =
+// :id` would read every schedule of the household to find one.
+const ALL_SCHEDULES: &str = "x.household_id = :household_id ORDER BY x.id";
+const ONE_SCHEDULE: &str = "x.household_id = :household_id AND x.id = :id";
+
 /// One schedule of the household by id, retired or not.
 pub fn schedule(conn: &Connection, household_id: i64, id: i64) -> Result<Option<ScheduleSource>> {
     Ok(schedules_where(conn, household_id, Some(id))?.pop())
@@ -153,44 +159,44 @@ fn schedules_where(
     household_id: i64,
     id: Option<i64>,
 ) -> Result<Vec<ScheduleSource>> {
-    let rows = conn
-        .prepare_cached(&format!(
-            "SELECT {COMMON}, x.schedule_type, x.schedule_config, x.start_date, x.end_date
-             FROM schedules x
-             JOIN people p ON p.id = x.person_id
-             JOIN medications m ON m.id = x.medication_id
-             WHERE x.household_id = :household_id AND (:id IS NULL OR x.id = :id)
-             ORDER BY x.id"
-        ))?
-        .query_map(
-            named_params! {
-                ":household_id": household_id,
-                ":id": id,
+    let mut statement = conn.prepare_cached(&format!(
+        "SELECT {COMMON}, x.schedule_type, x.schedule_config, x.start_date, x.end_date
+         FROM schedules x
+         JOIN people p ON p.id = x.person_id
+         JOIN medications m ON m.id = x.medication_id
+         WHERE {}",
+        if id.is_some() {
+            ONE_SCHEDULE
+        } else {
+            ALL_SCHEDULES
+        }
+    ))?;
+    let rows = match id {
+        Some(id) => statement.query(named_params! { ":household_id": household_id, ":id": id })?,
+        None => statement.query(named_params! { ":household_id": household_id })?,
+    }
+    .mapped(|r| {
+        let common = common(r)?;
+        let config: String = r.get(15)?;
+        Ok(ScheduleSource {
+            plan: SchedulePlan {
+                schedule_type: r.get(14)?,
+                schedule_config: serde_json::from_str(&config).map_err(|e| conversion(15, e))?,
+                start_date: date(r, 16)?,
+                end_date: optional_date(r, 17)?,
+                dose_amount: common.dose_amount,
+                dose_unit: common.dose_unit,
+                dose_cycle: common.dose_cycle,
+                max_daily_doses: common.max_daily_doses,
+                min_hours_between_doses: common.min_hours_between_doses,
+                read_config: Default::default(),
             },
-            |r| {
-                let common = common(r)?;
-                let config: String = r.get(15)?;
-                Ok(ScheduleSource {
-                    plan: SchedulePlan {
-                        schedule_type: r.get(14)?,
-                        schedule_config: serde_json::from_str(&config)
-                            .map_err(|e| conversion(15, e))?,
-                        start_date: date(r, 16)?,
-                        end_date: optional_date(r, 17)?,
-                        dose_amount: common.dose_amount,
-                        dose_unit: common.dose_unit,
-                        dose_cycle: common.dose_cycle,
-                        max_daily_doses: common.max_daily_doses,
-                        min_hours_between_doses: common.min_hours_between_doses,
-                        read_config: Default::default(),
-                    },
-                    common,
-                    retired_at: instant(r, 12)?,
-                    updated_at: instant(r, 13)?,
-                })
-            },
-        )?
-        .collect::<rusqlite::Result<Vec<_>>>()?;
+            common,
+            retired_at: instant(r, 12)?,
+            updated_at: instant(r, 13)?,
+        })
+    })
+    .collect::<rusqlite::Result<Vec<_>>>()?;
     Ok(rows)
 }
 

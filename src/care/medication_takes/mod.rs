@@ -37,7 +37,7 @@ use crate::db::change_feed::{self, Action, Change};
 use crate::decimal::{Dec, PositiveDecimal};
 use crate::domain::{Page, ResourceId};
 use crate::error::{ApiError, Problems, Result};
-use crate::household::{locations, people};
+use crate::household::locations;
 use crate::medicine::medications::{self, model::MedicationRow};
 use crate::medicine::vocab::DoseUnit;
 use model::{MedicationTake, NewMedicationTake, SourceType, Warning};
@@ -191,8 +191,8 @@ fn record(
     require_record(conn, actor, source.person_id, noun)?;
 
     let tz = crate::household::store::time_zone(conn, actor.household_id)?;
-    check_input(conn, actor, &source, &tz, taken_at_ts)?;
-    let (medication, location_id) = taken_from(conn, actor, &source, &input)?;
+    check_input(&source, &tz, taken_at_ts)?;
+    let (medication, location) = taken_from(conn, actor, &source, &input)?;
     let occurrence = match &input.occurrence_key {
         Some(key) => Some(linked_occurrence(conn, &tz, &source, key, taken_at_ts)?),
         None => None,
@@ -226,7 +226,7 @@ fn record(
             dose_amount,
             dose_unit,
             taken_from_medication_id: Some(medication.id),
-            taken_from_location_id: location_id,
+            taken_from_location_id: location.as_ref().map(|l| l.0),
             occurrence_key: input.occurrence_key.as_deref(),
             occurrence_window_starts_on: occurrence.as_ref().map(|o| o.window.clone()),
             occurrence_position: occurrence.as_ref().map(|o| o.position),
@@ -260,11 +260,39 @@ fn record(
         message,
     });
 
-    let take = store::find(conn, id)?.ok_or_else(|| ApiError::internal("saved take is missing"))?;
-    let (mut warnings, next_dose_allowed_at) =
+    // The take as saved, from what was just written: reading it back would
+    // be one more query of six tables on the writer for every dose.
+    let take = MedicationTake {
+        id,
+        portable_id,
+        person_id: source.person_id,
+        person_portable_id: source.person_portable_id.clone(),
+        source_type: source.source_type,
+        source_id: source.id,
+        source_portable_id: source.portable_id.clone(),
+        client_uuid: input.client_uuid.map(|c| c.0),
+        taken_at,
+        dose_amount,
+        dose_unit,
+        taken_from_medication_id: Some(medication.id),
+        taken_from_medication_portable_id: Some(medication.portable_id),
+        taken_from_location_id: location.as_ref().map(|l| l.0),
+        taken_from_location_portable_id: location.map(|l| l.1),
+        occurrence_key: input.occurrence_key,
+        recorded_by_membership_id: Some(actor.membership_id),
+        created_at: now,
+        lock_version: 1,
+    };
+    debug_assert_eq!(store::find(conn, id)?.as_ref(), Some(&take));
+    let (mut warnings, next_dose_allowed_at) = warnings::warnings(
+        conn,
+        (actor.household_id, &tz),
+        &source,
+        &take,
         // Judged by the plan of the day the dose was given, which is what
         // was planned above unless the take names an expected dose.
-        warnings::warnings(conn, actor.household_id, &source, &take, occurrence.is_none().then_some(planned))?;
+        occurrence.is_none().then_some(planned),
+    )?;
     warnings.extend(stock_warnings);
     Ok(Recorded {
         take,
@@ -275,29 +303,29 @@ fn record(
 }
 
 /// The medication a take is taken from (the source's unless it names
-/// another) and the location it names, if any; 404 for either outside the
-/// household.
+/// another) and the location it names (id, portable id), if any; 404 for
+/// either outside the household.
 fn taken_from(
     conn: &Connection,
     actor: &Actor,
     source: &Source,
     input: &NewMedicationTake,
-) -> Result<(MedicationRow, Option<i64>)> {
+) -> Result<(MedicationRow, Option<(i64, String)>)> {
     let medication_ref = input
         .taken_from_medication_id
         .clone()
         .unwrap_or(ResourceId::Numeric(source.medication_id));
     let medication = medications::store::find(conn, actor.household_id, &medication_ref)?
         .ok_or_else(|| ApiError::not_found("medication"))?;
-    let location_id = match &input.taken_from_location_id {
-        Some(id) => Some(
-            locations::store::find(conn, actor.household_id, id)?
-                .ok_or_else(|| ApiError::not_found("location"))?
-                .id,
-        ),
+    let location = match &input.taken_from_location_id {
+        Some(id) => {
+            let found = locations::store::find(conn, actor.household_id, id)?
+                .ok_or_else(|| ApiError::not_found("location"))?;
+            Some((found.id, found.portable_id))
+        }
         None => None,
     };
-    Ok((medication, location_id))
+    Ok((medication, location))
 }
 
 /// What follows a new take (`take`: id, portable id) in the same
@@ -365,8 +393,9 @@ fn replay(
         &ResourceId::Numeric(saved.source_id),
     )?
     .ok_or_else(|| ApiError::internal("the source of a saved take is missing"))?;
+    let tz = crate::household::store::time_zone(conn, actor.household_id)?;
     let (warnings, next_dose_allowed_at) =
-        warnings::warnings(conn, actor.household_id, &source, &saved, None)?;
+        warnings::warnings(conn, (actor.household_id, &tz), &source, &saved, None)?;
     Ok(Some(Recorded {
         take: saved,
         warnings,
@@ -378,21 +407,12 @@ fn replay(
 /// The 422 for a take dated in the future (beyond [`MAX_FUTURE`]), before
 /// [`EARLIEST_TAKEN_ON`] or before the person's birth (in the household
 /// time zone).
-fn check_input(
-    conn: &Connection,
-    actor: &Actor,
-    source: &Source,
-    tz: &TimeZone,
-    taken_at: Timestamp,
-) -> Result<()> {
+fn check_input(source: &Source, tz: &TimeZone, taken_at: Timestamp) -> Result<()> {
     let taken_on = taken_at.to_zoned_datetime(tz.clone()).date();
-    let born_on = people::store::find(
-        conn,
-        actor.household_id,
-        &ResourceId::Numeric(source.person_id),
-    )?
-    .and_then(|p| p.date_of_birth)
-    .and_then(|d| d.parse::<Date>().ok());
+    let born_on = source
+        .person_born_on
+        .as_deref()
+        .and_then(|d| d.parse::<Date>().ok());
     let mut problems = Problems::default();
     if taken_at > Timestamp::now() + MAX_FUTURE {
         problems.add("taken_at", "must not be more than 5 minutes in the future");

@@ -100,6 +100,9 @@ pub struct Source {
     pub id: i64,
     pub portable_id: String,
     pub person_id: i64,
+    pub person_portable_id: String,
+    /// The person's date of birth as stored, if known.
+    pub person_born_on: Option<String>,
     pub medication_id: i64,
     /// The dosage option the source was built from, if any.
     pub source_dosage_option_id: Option<i64>,
@@ -143,8 +146,10 @@ pub fn find_source(
         .prepare_cached(&format!(
             "SELECT x.id, x.portable_id, x.person_id, x.medication_id, x.dose_amount, x.dose_unit,
                     x.dose_cycle, x.max_daily_doses, x.min_hours_between_doses, {as_needed},
-                    x.retired_at IS NOT NULL, x.source_dosage_option_id, {plan}
+                    x.retired_at IS NOT NULL, x.source_dosage_option_id, {plan},
+                    p.portable_id, p.date_of_birth
              FROM {table} x
+             JOIN people p ON p.id = x.person_id
              WHERE x.household_id = ?1 AND (x.id = ?2 OR x.portable_id = ?3)"
         ))?
         .query_row(params![household_id, numeric, portable], |r| {
@@ -166,6 +171,8 @@ pub fn find_source(
                 schedule_config: r.get(13)?,
                 start_date: r.get(14)?,
                 end_date: r.get(15)?,
+                person_portable_id: r.get(16)?,
+                person_born_on: r.get(17)?,
             })
         })
         .optional()?)

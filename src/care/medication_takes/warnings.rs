@@ -68,10 +68,11 @@ fn duration_to_hours(d: SignedDuration) -> Dec {
 /// when the next dose is allowed. The limits are those the source calls
 /// for on the day of taken_at (a taper step's own); takes of the same
 /// medication for the same person under other sources count too.
-/// `planned` is what the source calls for at taken_at, when already known.
+/// `planned` is what the source calls for at taken_at, when already known;
+/// the household's id and time zone come with it.
 pub(super) fn warnings(
     conn: &Connection,
-    household_id: i64,
+    (household_id, tz): (i64, &TimeZone),
     source: &Source,
     take: &MedicationTake,
     planned: Option<Planned>,
@@ -83,7 +84,7 @@ pub(super) fn warnings(
     };
     let judged = Judged {
         conn,
-        tz: crate::household::store::time_zone(conn, household_id)?,
+        tz: tz.clone(),
         cycle: source.dose_cycle.unwrap_or(DoseCycle::Daily),
         source,
         take,
