@@ -82,7 +82,8 @@ pub fn collection<T: Serialize>(items: Vec<T>, page: Page, total_count: i64) -> 
     json(StatusCode::OK, &Collection { data: items, meta }, count)
 }
 
-fn with_etag(mut response: Response, etag: &str) -> Response {
+/// `response` with `etag` as its ETag header.
+pub fn with_etag(mut response: Response, etag: &str) -> Response {
     if let Ok(value) = HeaderValue::from_str(etag) {
         response.headers_mut().insert(header::ETAG, value);
     }

@@ -1,9 +1,8 @@
 //! Medication take handlers: parse, call the rule, shape the response.
 
-use axum::Json;
 use axum::extract::State;
-use axum::http::{HeaderValue, StatusCode, header};
-use axum::response::{IntoResponse, Response};
+use axum::http::StatusCode;
+use axum::response::Response;
 use axum::routing::{get, post};
 use serde_json::json;
 
@@ -169,9 +168,5 @@ async fn create(
             next_dose_allowed_at: recorded.next_dose_allowed_at,
         },
     };
-    let mut response = (status, Json(body)).into_response();
-    if let Ok(value) = HeaderValue::from_str(&etag) {
-        response.headers_mut().insert(header::ETAG, value);
-    }
-    Ok(response)
+    Ok(respond::with_etag(respond::json(status, &body, 1), &etag))
 }
