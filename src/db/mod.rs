@@ -1,6 +1,18 @@
 //! Storage: one SQLite file, a pool of read-only connections, and the single
 //! writer thread through which every write of the code base goes.
 
+/// SQL text put together by `format!` from constants, once per call site:
+/// every call of a hot query formatted it again (and allocated) only to
+/// look the statement up in the connection's cache. The text is built by a
+/// `static`, so a runtime value among the arguments does not compile.
+macro_rules! sql {
+    ($($arg:tt)*) => {{
+        static SQL: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| format!($($arg)*));
+        SQL.as_str()
+    }};
+}
+pub(crate) use sql;
+
 pub mod change_feed;
 pub mod check;
 mod columns;

@@ -103,7 +103,7 @@ pub fn takes_for_csv(
 ) -> Result<()> {
     let vis = Visibility::of(actor);
     let household_id = actor.household_id;
-    let mut stmt = conn.prepare_cached(&format!(
+    let mut stmt = conn.prepare_cached(crate::db::sql!(
         "SELECT t.portable_id, t.taken_at, p.name, COALESCE(m.friendly_name, m.name),
                 t.dose_amount, t.dose_unit, t.source_type, l.name
          FROM medication_takes t
@@ -153,7 +153,7 @@ impl Avatar {
 pub fn avatars(conn: &Connection, actor: &Actor) -> Result<Vec<Avatar>> {
     let vis = Visibility::of(actor);
     let household_id = actor.household_id;
-    let mut stmt = conn.prepare_cached(&format!(
+    let mut stmt = conn.prepare_cached(crate::db::sql!(
         "SELECT p.portable_id, a.content_type, a.data
          FROM avatars a JOIN people p ON p.id = a.person_id
          WHERE p.household_id = :household_id AND {VISIBLE_PERSON}

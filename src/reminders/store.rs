@@ -45,7 +45,7 @@ pub fn subscription_of(
     device: Device,
 ) -> Result<Option<SubscriptionRow>> {
     Ok(conn
-        .prepare_cached(&format!(
+        .prepare_cached(crate::db::sql!(
             "{SUBSCRIPTION} WHERE membership_id = ?1 AND app_token_id IS ?2 AND session_id IS ?3"
         ))?
         .query_row(
@@ -57,7 +57,7 @@ pub fn subscription_of(
 
 pub fn subscription_by_id(conn: &Connection, id: i64) -> Result<Option<SubscriptionRow>> {
     Ok(conn
-        .prepare_cached(&format!("{SUBSCRIPTION} WHERE id = ?1"))?
+        .prepare_cached(crate::db::sql!("{SUBSCRIPTION} WHERE id = ?1"))?
         .query_row([id], subscription)
         .optional()?)
 }
@@ -177,7 +177,7 @@ pub fn put_device_token(
         device_name,
         now.as_str()
     ])?;
-    conn.prepare_cached(&format!(
+    conn.prepare_cached(crate::db::sql!(
         "{DEVICE_TOKEN} WHERE membership_id = ?1 AND token = ?2"
     ))?
     .query_row(params![membership_id, token], device_token)
@@ -191,7 +191,7 @@ pub fn find_device_token(
     id: &str,
 ) -> Result<Option<DeviceTokenRow>> {
     let by_value = conn
-        .prepare_cached(&format!(
+        .prepare_cached(crate::db::sql!(
             "{DEVICE_TOKEN} WHERE membership_id = ?1 AND token = ?2"
         ))?
         .query_row(params![membership_id, id], device_token)
@@ -203,7 +203,7 @@ pub fn find_device_token(
         return Ok(None);
     };
     Ok(conn
-        .prepare_cached(&format!(
+        .prepare_cached(crate::db::sql!(
             "{DEVICE_TOKEN} WHERE membership_id = ?1 AND id = ?2"
         ))?
         .query_row(params![membership_id, numeric], device_token)
@@ -212,7 +212,7 @@ pub fn find_device_token(
 
 pub fn device_token_by_id(conn: &Connection, id: i64) -> Result<Option<DeviceTokenRow>> {
     Ok(conn
-        .prepare_cached(&format!("{DEVICE_TOKEN} WHERE id = ?1"))?
+        .prepare_cached(crate::db::sql!("{DEVICE_TOKEN} WHERE id = ?1"))?
         .query_row([id], device_token)
         .optional()?)
 }
@@ -246,14 +246,14 @@ fn ntfy(r: &Row<'_>) -> rusqlite::Result<NtfyRow> {
 
 pub fn ntfy_of(conn: &Connection, membership_id: i64) -> Result<Option<NtfyRow>> {
     Ok(conn
-        .prepare_cached(&format!("{NTFY_ROW} WHERE membership_id = ?1"))?
+        .prepare_cached(crate::db::sql!("{NTFY_ROW} WHERE membership_id = ?1"))?
         .query_row([membership_id], ntfy)
         .optional()?)
 }
 
 pub fn ntfy_by_id(conn: &Connection, id: i64) -> Result<Option<NtfyRow>> {
     Ok(conn
-        .prepare_cached(&format!("{NTFY_ROW} WHERE id = ?1"))?
+        .prepare_cached(crate::db::sql!("{NTFY_ROW} WHERE id = ?1"))?
         .query_row([id], ntfy)
         .optional()?)
 }

@@ -45,7 +45,7 @@ pub fn scan(
     limit: usize,
     budget: usize,
 ) -> Result<Scan> {
-    let mut stmt = conn.prepare_cached(&format!(
+    let mut stmt = conn.prepare_cached(crate::db::sql!(
         "SELECT c.seq, c.record_type, c.record_id, c.record_portable_id, c.action,
                 c.occurred_at, p.portable_id,
                 CASE WHEN c.person_id IS NULL THEN 1 ELSE {VISIBLE_PERSON} END

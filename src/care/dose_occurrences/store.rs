@@ -94,7 +94,7 @@ fn ids_json(people: &[PersonRef]) -> String {
 pub fn visible_people(conn: &Connection, actor: &Actor) -> Result<Vec<PersonRef>> {
     let now = crate::domain::Timestamp::now();
     Ok(conn
-        .prepare_cached(&format!(
+        .prepare_cached(crate::db::sql!(
             "SELECT p.id, p.portable_id FROM people p
              WHERE p.household_id = :household_id AND {VISIBLE_PERSON}
              ORDER BY p.id"
@@ -204,7 +204,7 @@ fn schedules_where(
 /// ones too), in id order.
 pub fn assignments(conn: &Connection, household_id: i64) -> Result<Vec<AssignmentSource>> {
     Ok(conn
-        .prepare_cached(&format!(
+        .prepare_cached(crate::db::sql!(
             "SELECT {COMMON}, x.administration_kind
              FROM person_medications x
              JOIN people p ON p.id = x.person_id
@@ -472,7 +472,7 @@ fn outcome_row(r: &Row<'_>) -> rusqlite::Result<DoseOutcome> {
 
 pub fn outcome_by_id(conn: &Connection, id: i64) -> Result<DoseOutcome> {
     Ok(conn
-        .prepare_cached(&format!(
+        .prepare_cached(crate::db::sql!(
             "SELECT {OUTCOME_COLUMNS} FROM dose_occurrences WHERE id = ?1"
         ))?
         .query_row([id], outcome_row)?)
@@ -486,7 +486,7 @@ pub fn outcome_by_occurrence(
     position: i64,
 ) -> Result<Option<DoseOutcome>> {
     Ok(conn
-        .prepare_cached(&format!(
+        .prepare_cached(crate::db::sql!(
             "SELECT {OUTCOME_COLUMNS} FROM dose_occurrences
              WHERE source_type = ?1 AND source_id = ?2 AND window_starts_on = ?3 AND position = ?4"
         ))?
@@ -505,7 +505,7 @@ pub fn find_outcome(
 ) -> Result<Option<DoseOutcome>> {
     let (numeric, portable) = id.sql_parts();
     Ok(conn
-        .prepare_cached(&format!(
+        .prepare_cached(crate::db::sql!(
             "SELECT {OUTCOME_COLUMNS} FROM dose_occurrences
              WHERE household_id = ?1 AND (id = ?2 OR portable_id = ?3)"
         ))?

@@ -46,7 +46,7 @@ pub fn find(
 ) -> Result<Option<HealthEventRow>> {
     let (numeric, portable) = id.sql_parts();
     Ok(conn
-        .prepare_cached(&format!(
+        .prepare_cached(crate::db::sql!(
             "SELECT {COLUMNS} FROM {FROM}
              WHERE e.household_id = ?1 AND (e.id = ?2 OR e.portable_id = ?3)
                AND e.deleted_at IS NULL"

@@ -52,7 +52,9 @@ fn from_row(r: &Row<'_>) -> rusqlite::Result<MedicationTake> {
 
 pub fn find(conn: &Connection, id: i64) -> Result<Option<MedicationTake>> {
     Ok(conn
-        .prepare_cached(&format!("SELECT {COLUMNS} FROM {FROM} WHERE t.id = ?1"))?
+        .prepare_cached(crate::db::sql!(
+            "SELECT {COLUMNS} FROM {FROM} WHERE t.id = ?1"
+        ))?
         .query_row([id], from_row)
         .optional()?)
 }
@@ -64,7 +66,7 @@ pub fn find_by_client_uuid(
     client_uuid: &str,
 ) -> Result<Option<MedicationTake>> {
     Ok(conn
-        .prepare_cached(&format!(
+        .prepare_cached(crate::db::sql!(
             "SELECT {COLUMNS} FROM {FROM} WHERE t.household_id = ?1 AND t.client_uuid = ?2"
         ))?
         .query_row(params![household_id, client_uuid], from_row)
@@ -342,7 +344,7 @@ pub fn count_other_sources_in_window(
     end: &str,
 ) -> Result<i64> {
     Ok(conn
-        .prepare_cached(&format!(
+        .prepare_cached(crate::db::sql!(
             "SELECT count(*) FROM {OTHER_SOURCES} AND t.taken_at >= :start AND t.taken_at < :end"
         ))?
         .query_row(
@@ -368,7 +370,7 @@ pub fn other_sources_between(
     until: &str,
 ) -> Result<Vec<(String, Option<Dec>)>> {
     let rows = conn
-        .prepare_cached(&format!(
+        .prepare_cached(crate::db::sql!(
             "SELECT t.taken_at, coalesce(s.min_hours_between_doses, a.min_hours_between_doses)
              FROM {OTHER_SOURCES} AND t.taken_at >= :from AND t.taken_at <= :until
              ORDER BY t.taken_at"

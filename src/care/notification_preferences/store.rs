@@ -53,7 +53,7 @@ fn from_row(r: &Row<'_>) -> rusqlite::Result<PreferenceRow> {
 /// The person's saved preferences, if they were ever written.
 pub fn find_by_person(conn: &Connection, person_id: i64) -> Result<Option<PreferenceRow>> {
     Ok(conn
-        .prepare_cached(&format!(
+        .prepare_cached(crate::db::sql!(
             "SELECT {COLUMNS} FROM notification_preferences n WHERE n.person_id = ?1"
         ))?
         .query_row([person_id], from_row)

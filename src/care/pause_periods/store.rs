@@ -82,7 +82,7 @@ pub fn find(
     portable_id: &str,
 ) -> Result<Option<PausePeriod>> {
     Ok(conn
-        .prepare_cached(&format!(
+        .prepare_cached(crate::db::sql!(
             "SELECT {COLUMNS} FROM {FROM} WHERE pp.household_id = ?1 AND pp.portable_id = ?2"
         ))?
         .query_row(params![household_id, portable_id], from_row)
@@ -91,7 +91,9 @@ pub fn find(
 
 pub fn find_by_id(conn: &Connection, id: i64) -> Result<Option<PausePeriod>> {
     Ok(conn
-        .prepare_cached(&format!("SELECT {COLUMNS} FROM {FROM} WHERE pp.id = ?1"))?
+        .prepare_cached(crate::db::sql!(
+            "SELECT {COLUMNS} FROM {FROM} WHERE pp.id = ?1"
+        ))?
         .query_row([id], from_row)
         .optional()?)
 }
@@ -108,7 +110,7 @@ pub fn open_for(
     }
     let ids = serde_json::Value::from(source_ids.to_vec()).to_string();
     let rows = conn
-        .prepare_cached(&format!(
+        .prepare_cached(crate::db::sql!(
             "SELECT {COLUMNS} FROM {FROM}
              WHERE pp.source_type = ?1 AND pp.ended_at IS NULL
                AND pp.source_id IN (SELECT value FROM json_each(?2))"

@@ -60,7 +60,7 @@ pub fn find(
 ) -> Result<Option<PersonMedicationRow>> {
     let (numeric, portable) = id.sql_parts();
     Ok(conn
-        .prepare_cached(&format!(
+        .prepare_cached(crate::db::sql!(
             "SELECT {COLUMNS} FROM {FROM}
              WHERE a.household_id = ?1 AND (a.id = ?2 OR a.portable_id = ?3)
                AND a.retired_at IS NULL"

@@ -79,7 +79,7 @@ fn from_row(r: &Row<'_>) -> rusqlite::Result<ScheduleRow> {
 pub fn find(conn: &Connection, household_id: i64, id: &ResourceId) -> Result<Option<ScheduleRow>> {
     let (numeric, portable) = id.sql_parts();
     Ok(conn
-        .prepare_cached(&format!(
+        .prepare_cached(crate::db::sql!(
             "SELECT {COLUMNS} FROM {FROM}
              WHERE s.household_id = ?1 AND (s.id = ?2 OR s.portable_id = ?3)
                AND s.retired_at IS NULL"

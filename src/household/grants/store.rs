@@ -76,7 +76,7 @@ pub fn find_live(
     id: i64,
 ) -> Result<Option<PersonAccessGrant>> {
     Ok(conn
-        .prepare_cached(&format!(
+        .prepare_cached(crate::db::sql!(
             "SELECT {COLUMNS} FROM person_access_grants g JOIN people p ON p.id = g.person_id
              WHERE g.id = ?1 AND g.household_id = ?2 AND g.revoked_at IS NULL"
         ))?

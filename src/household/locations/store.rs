@@ -38,7 +38,7 @@ fn from_row(r: &Row<'_>) -> rusqlite::Result<LocationRow> {
 pub fn find(conn: &Connection, household_id: i64, id: &ResourceId) -> Result<Option<LocationRow>> {
     let (numeric, portable) = id.sql_parts();
     Ok(conn
-        .prepare_cached(&format!(
+        .prepare_cached(crate::db::sql!(
             "SELECT {COLUMNS} FROM locations l
              WHERE l.household_id = ?1 AND (l.id = ?2 OR l.portable_id = ?3)
                AND l.deleted_at IS NULL"
@@ -139,7 +139,7 @@ pub fn find_membership(
     id: i64,
 ) -> Result<Option<MembershipRow>> {
     Ok(conn
-        .prepare_cached(&format!(
+        .prepare_cached(crate::db::sql!(
             "SELECT {MEMBERSHIP_COLUMNS} FROM location_memberships lm
              WHERE lm.id = ?1 AND lm.location_id = ?2 AND lm.household_id = ?3"
         ))?
@@ -154,7 +154,7 @@ pub fn find_membership_of(
     person_id: i64,
 ) -> Result<Option<MembershipRow>> {
     Ok(conn
-        .prepare_cached(&format!(
+        .prepare_cached(crate::db::sql!(
             "SELECT {MEMBERSHIP_COLUMNS} FROM location_memberships lm
              WHERE lm.location_id = ?1 AND lm.person_id = ?2"
         ))?

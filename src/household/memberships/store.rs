@@ -113,7 +113,7 @@ fn from_row(r: &Row<'_>) -> rusqlite::Result<Membership> {
 /// A membership of the household that has not been revoked.
 pub fn find(conn: &Connection, household_id: i64, id: i64) -> Result<Option<Membership>> {
     Ok(conn
-        .prepare_cached(&format!(
+        .prepare_cached(crate::db::sql!(
             "SELECT {COLUMNS} FROM {FROM}
              WHERE m.id = ?1 AND m.household_id = ?2 AND m.status <> 'revoked'"
         ))?
@@ -129,7 +129,7 @@ pub fn list(conn: &Connection, household_id: i64, page: Page) -> Result<(Vec<Mem
         )?
         .query_row([household_id], |r| r.get(0))?;
     let rows = conn
-        .prepare_cached(&format!(
+        .prepare_cached(crate::db::sql!(
             "SELECT {COLUMNS} FROM {FROM}
              WHERE m.household_id = ?1 AND m.status <> 'revoked'
              ORDER BY m.id LIMIT ?2 OFFSET ?3"

@@ -45,7 +45,7 @@ fn from_row(r: &Row<'_>) -> rusqlite::Result<PersonRow> {
 pub fn find(conn: &Connection, household_id: i64, id: &ResourceId) -> Result<Option<PersonRow>> {
     let (numeric, portable) = id.sql_parts();
     Ok(conn
-        .prepare_cached(&format!(
+        .prepare_cached(crate::db::sql!(
             "SELECT {COLUMNS} FROM people p
              WHERE p.household_id = ?1 AND (p.id = ?2 OR p.portable_id = ?3)"
         ))?

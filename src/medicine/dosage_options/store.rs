@@ -45,7 +45,7 @@ fn from_row(r: &Row<'_>) -> rusqlite::Result<DosageOption> {
 pub fn find(conn: &Connection, household_id: i64, id: &ResourceId) -> Result<Option<DosageOption>> {
     let (numeric, portable) = id.sql_parts();
     Ok(conn
-        .prepare_cached(&format!(
+        .prepare_cached(crate::db::sql!(
             "SELECT {COLUMNS} FROM {FROM}
              WHERE d.household_id = ?1 AND (d.id = ?2 OR d.portable_id = ?3)
                AND m.deleted_at IS NULL"

@@ -62,7 +62,7 @@ pub fn find(
 ) -> Result<Option<MedicationRow>> {
     let (numeric, portable) = id.sql_parts();
     Ok(conn
-        .prepare_cached(&format!(
+        .prepare_cached(crate::db::sql!(
             "SELECT {COLUMNS} FROM {FROM}
              WHERE m.household_id = ?1 AND (m.id = ?2 OR m.portable_id = ?3) AND m.deleted_at IS NULL"
         ))?

@@ -34,7 +34,9 @@ fn from_row(r: &Row<'_>) -> rusqlite::Result<StockRemoval> {
 
 pub fn find(conn: &Connection, id: i64) -> Result<Option<StockRemoval>> {
     Ok(conn
-        .prepare_cached(&format!("SELECT {COLUMNS} FROM {FROM} WHERE s.id = ?1"))?
+        .prepare_cached(crate::db::sql!(
+            "SELECT {COLUMNS} FROM {FROM} WHERE s.id = ?1"
+        ))?
         .query_row([id], from_row)
         .optional()?)
 }
@@ -46,7 +48,7 @@ pub fn find_by_submission(
     submission_id: &str,
 ) -> Result<Option<StockRemoval>> {
     Ok(conn
-        .prepare_cached(&format!(
+        .prepare_cached(crate::db::sql!(
             "SELECT {COLUMNS} FROM {FROM} WHERE s.medication_id = ?1 AND s.submission_id = ?2"
         ))?
         .query_row(params![medication_id, submission_id], from_row)
@@ -59,7 +61,7 @@ pub fn list(conn: &Connection, medication_id: i64, page: Page) -> Result<(Vec<St
         .prepare_cached("SELECT count(*) FROM stock_removals WHERE medication_id = ?1")?
         .query_row([medication_id], |r| r.get(0))?;
     let rows = conn
-        .prepare_cached(&format!(
+        .prepare_cached(crate::db::sql!(
             "SELECT {COLUMNS} FROM {FROM} WHERE s.medication_id = ?1
              ORDER BY s.id DESC LIMIT ?2 OFFSET ?3"
         ))?

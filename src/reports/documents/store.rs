@@ -105,7 +105,7 @@ pub fn pauses(
     to: &Timestamp,
 ) -> Result<Vec<ReportPause>> {
     Ok(conn
-        .prepare_cached(&format!(
+        .prepare_cached(crate::db::sql!(
             "SELECT x.portable_id, x.source_type, coalesce({SOURCE_NAME}, ''), x.reason, x.note,
                  x.started_at, x.ended_at
              FROM medication_pause_periods x
@@ -136,7 +136,7 @@ pub fn takes(
     to: &Timestamp,
 ) -> Result<Vec<ReportTake>> {
     Ok(conn
-        .prepare_cached(&format!(
+        .prepare_cached(crate::db::sql!(
             "SELECT x.portable_id, coalesce({SOURCE_NAME}, ''), x.taken_at, x.dose_amount,
                  x.dose_unit, x.source_type
              FROM medication_takes x

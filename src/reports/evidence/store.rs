@@ -137,7 +137,7 @@ fn from_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<EvidenceRow> {
 
 pub fn get(conn: &Connection, id: i64) -> Result<Option<EvidenceRow>> {
     Ok(conn
-        .prepare_cached(&format!(
+        .prepare_cached(crate::db::sql!(
             "SELECT {COLUMNS} FROM review_evidence WHERE id = ?1"
         ))?
         .query_row([id], from_row)
@@ -147,7 +147,7 @@ pub fn get(conn: &Connection, id: i64) -> Result<Option<EvidenceRow>> {
 /// The record of a source by the source's own id.
 pub fn find(conn: &Connection, source_name: &str, record_id: &str) -> Result<Option<EvidenceRow>> {
     Ok(conn
-        .prepare_cached(&format!(
+        .prepare_cached(crate::db::sql!(
             "SELECT {COLUMNS} FROM review_evidence WHERE source_name = ?1 AND record_id = ?2"
         ))?
         .query_row(params![source_name, record_id], from_row)

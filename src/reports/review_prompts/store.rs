@@ -52,7 +52,7 @@ fn from_row(r: &Row<'_>) -> rusqlite::Result<PromptRow> {
 pub fn find(conn: &Connection, household_id: i64, id: &ResourceId) -> Result<Option<PromptRow>> {
     let (numeric, portable) = id.sql_parts();
     Ok(conn
-        .prepare_cached(&format!(
+        .prepare_cached(crate::db::sql!(
             "SELECT {COLUMNS} FROM {FROM}
              WHERE r.household_id = ?1 AND (r.id = ?2 OR r.portable_id = ?3)"
         ))?
@@ -110,7 +110,7 @@ pub fn of_person(
     status: Option<ReviewStatus>,
 ) -> Result<Vec<PromptRow>> {
     Ok(conn
-        .prepare_cached(&format!(
+        .prepare_cached(crate::db::sql!(
             "SELECT {COLUMNS} FROM {FROM}
              WHERE r.person_id = ?1 AND (?2 IS NULL OR r.review_status = ?2)
              ORDER BY CASE r.priority WHEN 'high' THEN 0 WHEN 'medium' THEN 1 ELSE 2 END, r.id"
