@@ -65,12 +65,18 @@ pub fn find_by_client_uuid(
     household_id: i64,
     client_uuid: &str,
 ) -> Result<Option<MedicationTake>> {
-    Ok(conn
-        .prepare_cached(crate::db::sql!(
-            "SELECT {COLUMNS} FROM {FROM} WHERE t.household_id = ?1 AND t.client_uuid = ?2"
-        ))?
-        .query_row(params![household_id, client_uuid], from_row)
-        .optional()?)
+    // Nearly every take brings a new client_uuid: its index alone answers
+    // that, without opening the six tables a saved take is read through.
+    let id: Option<i64> = conn
+        .prepare_cached(
+            "SELECT id FROM medication_takes WHERE household_id = ?1 AND client_uuid = ?2",
+        )?
+        .query_row(params![household_id, client_uuid], |r| r.get(0))
+        .optional()?;
+    match id {
+        Some(id) => find(conn, id),
+        None => Ok(None),
+    }
 }
 
 /// The id of the take already linked to an expected dose, if any.
