@@ -703,6 +703,25 @@ async fn a_database_from_before_plan_history_migrates_to_the_current_schema() {
     let reference = rusqlite::Connection::open_in_memory().unwrap();
     reference.execute_batch(pillbox::db::SCHEMA_SQL).unwrap();
     assert_eq!(schema(&migrated), schema(&reference));
+    // Definitions rewritten in place (migration 11) leave a sound file
+    // whose rules still hold.
+    let check: String = migrated
+        .query_row("PRAGMA integrity_check", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(check, "ok");
+    migrated.execute_batch("PRAGMA foreign_keys = OFF").unwrap();
+    let entry = |action: &str| {
+        migrated.execute(
+            "INSERT INTO change_feed (household_id, record_type, record_id, record_portable_id, action, occurred_at)
+             VALUES (1, 'medication', 1, 'x', ?1, 't')",
+            [action],
+        )
+    };
+    assert!(entry("update").is_ok());
+    assert!(
+        entry("rename").is_err(),
+        "an action outside the list is refused"
+    );
 }
 
 #[tokio::test]
