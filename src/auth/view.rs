@@ -6,11 +6,15 @@
 //! on every request as before. What makes the rows current is SQLite's
 //! `PRAGMA data_version` on the view's own read-only connection: it
 //! changes whenever any other connection commits (this server's writer, or
-//! an administration command run beside it), and the view is emptied
-//! whenever it has changed. A request therefore never sees a row older than
-//! the last commit made before it began: revoking a token, suspending or
-//! removing a member, changing a role or signing out takes effect on the
-//! very next request, whatever code made the change and wherever.
+//! an administration command run beside it). The view then reads the
+//! access stamp, which triggers change in the same commit as any row of
+//! the tables it keeps (schema.sql, `access_stamp`), and is emptied
+//! whenever the stamp has changed. A request therefore never sees a row
+//! older than the last commit made before it began: revoking a token,
+//! suspending or removing a member, changing a role or signing out takes
+//! effect on the very next request, whatever code made the change and
+//! wherever; a commit that touched none of them (a recorded dose) leaves
+//! the rows where they are.
 //!
 //! The check is a few microseconds on the async thread (one read
 //! transaction on the shared memory index, no disk read); a row the view
@@ -39,8 +43,10 @@ pub struct AccessView {
 struct Inner {
     /// Opened on first use: read-only, on the database `Db` names.
     conn: Option<Connection>,
-    /// `PRAGMA data_version` when the rows below were read.
+    /// `PRAGMA data_version` when the stamp below was last read.
     data_version: Option<i64>,
+    /// The access stamp the rows below are current for.
+    access_stamp: Option<i64>,
     /// Shared with the request that checks them: taking one out copies no row.
     app_tokens: HashMap<String, Arc<AppTokenRow>>,
     access_tokens: HashMap<String, Arc<AccessTokenRow>>,
@@ -59,8 +65,15 @@ impl Inner {
         let version: i64 = conn
             .prepare_cached("PRAGMA data_version")?
             .query_row([], |r| r.get(0))?;
-        if self.data_version != Some(version) {
-            self.data_version = Some(version);
+        if self.data_version == Some(version) {
+            return Ok(());
+        }
+        self.data_version = Some(version);
+        let stamp: i64 = conn
+            .prepare_cached("SELECT stamp FROM access_stamp")?
+            .query_row([], |r| r.get(0))?;
+        if self.access_stamp != Some(stamp) {
+            self.access_stamp = Some(stamp);
             self.app_tokens.clear();
             self.access_tokens.clear();
             self.memberships.clear();

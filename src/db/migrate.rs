@@ -27,6 +27,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("migrations/0009_review_prompts.sql"),
     include_str!("migrations/0010_sources_by_medicine.sql"),
     include_str!("migrations/0011_checks_without_lists.sql"),
+    include_str!("migrations/0012_access_stamp.sql"),
 ];
 
 pub const SCHEMA_VERSION: i64 = MIGRATIONS.len() as i64;

@@ -203,3 +203,59 @@ async fn a_signed_out_session_is_refused_on_the_very_next_request() {
         .await
         .assert_error(401, "unauthorized");
 }
+
+#[tokio::test]
+async fn after_commits_that_change_no_access_a_revocation_is_still_seen_on_the_very_next_request() {
+    let app = TestApp::new().await;
+    let (member_id, token) = warmed_member(&app).await;
+    // Commits that touch no credential or membership: the view keeps its
+    // rows across them (the access stamp is unchanged)...
+    for name in ["Tablets", "Drops"] {
+        app.post(
+            &app.hh("/medications"),
+            &app.owner,
+            json!({"medication": {"name": name}}),
+        )
+        .await
+        .assert_status(201);
+        app.get(&app.hh("/people"), &token).await.assert_status(200);
+    }
+    // ...and still drops them at the first commit that does, from anywhere.
+    let other = rusqlite::Connection::open(app.dir.path().join(DATABASE_FILE)).unwrap();
+    other
+        .execute(
+            "UPDATE memberships SET status = 'suspended' WHERE id = ?1",
+            [member_id],
+        )
+        .unwrap();
+    app.get(&app.hh("/people"), &token)
+        .await
+        .assert_error(401, "unauthorized");
+}
+
+#[test]
+fn every_write_to_a_table_the_view_keeps_changes_the_access_stamp() {
+    let conn = rusqlite::Connection::open_in_memory().unwrap();
+    conn.execute_batch(pillbox::db::SCHEMA_SQL).unwrap();
+    for table in [
+        "app_tokens",
+        "memberships",
+        "oauth_sessions",
+        "oauth_tokens",
+    ] {
+        for event in ["INSERT", "UPDATE", "DELETE"] {
+            let body: String = conn
+                .query_row(
+                    "SELECT sql FROM sqlite_master WHERE type = 'trigger' AND tbl_name = ?1
+                       AND sql LIKE '%AFTER ' || ?2 || ' ON ' || ?1 || '%'",
+                    [table, event],
+                    |r| r.get(0),
+                )
+                .unwrap_or_else(|_| panic!("no {event} trigger on {table}"));
+            assert!(
+                body.contains("UPDATE access_stamp SET stamp = random()"),
+                "{body}"
+            );
+        }
+    }
+}
