@@ -827,32 +827,32 @@ CREATE INDEX IF NOT EXISTS medication_review_prompts_by_household ON medication_
 -- recorded dose) instead of reading the caller's credential again after
 -- every commit. Random rather than counted, so that a restored copy of the
 -- file never matches a stamp the view holds unless its rows are the same.
-CREATE TABLE access_stamp (
+CREATE TABLE IF NOT EXISTS access_stamp (
     id    INTEGER PRIMARY KEY CHECK (id = 1),
     stamp INTEGER NOT NULL
 ) STRICT;
-CREATE TRIGGER app_tokens_insert_stamps_access AFTER INSERT ON app_tokens
+CREATE TRIGGER IF NOT EXISTS app_tokens_insert_stamps_access AFTER INSERT ON app_tokens
     BEGIN UPDATE access_stamp SET stamp = random(); END;
-CREATE TRIGGER app_tokens_update_stamps_access AFTER UPDATE ON app_tokens
+CREATE TRIGGER IF NOT EXISTS app_tokens_update_stamps_access AFTER UPDATE ON app_tokens
     BEGIN UPDATE access_stamp SET stamp = random(); END;
-CREATE TRIGGER app_tokens_delete_stamps_access AFTER DELETE ON app_tokens
+CREATE TRIGGER IF NOT EXISTS app_tokens_delete_stamps_access AFTER DELETE ON app_tokens
     BEGIN UPDATE access_stamp SET stamp = random(); END;
-CREATE TRIGGER memberships_insert_stamps_access AFTER INSERT ON memberships
+CREATE TRIGGER IF NOT EXISTS memberships_insert_stamps_access AFTER INSERT ON memberships
     BEGIN UPDATE access_stamp SET stamp = random(); END;
-CREATE TRIGGER memberships_update_stamps_access AFTER UPDATE ON memberships
+CREATE TRIGGER IF NOT EXISTS memberships_update_stamps_access AFTER UPDATE ON memberships
     BEGIN UPDATE access_stamp SET stamp = random(); END;
-CREATE TRIGGER memberships_delete_stamps_access AFTER DELETE ON memberships
+CREATE TRIGGER IF NOT EXISTS memberships_delete_stamps_access AFTER DELETE ON memberships
     BEGIN UPDATE access_stamp SET stamp = random(); END;
-CREATE TRIGGER oauth_sessions_insert_stamps_access AFTER INSERT ON oauth_sessions
+CREATE TRIGGER IF NOT EXISTS oauth_sessions_insert_stamps_access AFTER INSERT ON oauth_sessions
     BEGIN UPDATE access_stamp SET stamp = random(); END;
-CREATE TRIGGER oauth_sessions_update_stamps_access AFTER UPDATE ON oauth_sessions
+CREATE TRIGGER IF NOT EXISTS oauth_sessions_update_stamps_access AFTER UPDATE ON oauth_sessions
     BEGIN UPDATE access_stamp SET stamp = random(); END;
-CREATE TRIGGER oauth_sessions_delete_stamps_access AFTER DELETE ON oauth_sessions
+CREATE TRIGGER IF NOT EXISTS oauth_sessions_delete_stamps_access AFTER DELETE ON oauth_sessions
     BEGIN UPDATE access_stamp SET stamp = random(); END;
-CREATE TRIGGER oauth_tokens_insert_stamps_access AFTER INSERT ON oauth_tokens
+CREATE TRIGGER IF NOT EXISTS oauth_tokens_insert_stamps_access AFTER INSERT ON oauth_tokens
     BEGIN UPDATE access_stamp SET stamp = random(); END;
-CREATE TRIGGER oauth_tokens_update_stamps_access AFTER UPDATE ON oauth_tokens
+CREATE TRIGGER IF NOT EXISTS oauth_tokens_update_stamps_access AFTER UPDATE ON oauth_tokens
     BEGIN UPDATE access_stamp SET stamp = random(); END;
-CREATE TRIGGER oauth_tokens_delete_stamps_access AFTER DELETE ON oauth_tokens
+CREATE TRIGGER IF NOT EXISTS oauth_tokens_delete_stamps_access AFTER DELETE ON oauth_tokens
     BEGIN UPDATE access_stamp SET stamp = random(); END;
-INSERT INTO access_stamp (id, stamp) VALUES (1, random());
+INSERT OR IGNORE INTO access_stamp (id, stamp) VALUES (1, random());
