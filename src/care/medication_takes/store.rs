@@ -158,7 +158,7 @@ pub fn find_source(
                     p.portable_id, p.date_of_birth
              FROM {table} x
              JOIN people p ON p.id = x.person_id
-             WHERE x.household_id = ?1 AND (x.id = ?2 OR x.portable_id = ?3)"
+             WHERE x.household_id = ?1 AND x.id = coalesce(?2, (SELECT id FROM {table} WHERE portable_id = ?3))"
         ))?
         .query_row(params![household_id, numeric, portable], |r| {
             Ok(Source {

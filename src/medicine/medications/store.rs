@@ -64,7 +64,7 @@ pub fn find(
     Ok(conn
         .prepare_cached(crate::db::sql!(
             "SELECT {COLUMNS} FROM {FROM}
-             WHERE m.household_id = ?1 AND (m.id = ?2 OR m.portable_id = ?3) AND m.deleted_at IS NULL"
+             WHERE m.household_id = ?1 AND m.id = coalesce(?2, (SELECT id FROM medications WHERE portable_id = ?3)) AND m.deleted_at IS NULL"
         ))?
         .query_row(params![household_id, numeric, portable], from_row)
         .optional()?)

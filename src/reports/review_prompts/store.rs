@@ -54,7 +54,7 @@ pub fn find(conn: &Connection, household_id: i64, id: &ResourceId) -> Result<Opt
     Ok(conn
         .prepare_cached(crate::db::sql!(
             "SELECT {COLUMNS} FROM {FROM}
-             WHERE r.household_id = ?1 AND (r.id = ?2 OR r.portable_id = ?3)"
+             WHERE r.household_id = ?1 AND r.id = coalesce(?2, (SELECT id FROM medication_review_prompts WHERE portable_id = ?3))"
         ))?
         .query_row(params![household_id, numeric, portable], from_row)
         .optional()?)
