@@ -3,13 +3,12 @@
 //!
 //! The view keeps the stored rows (never a verdict): the secret's digest
 //! is compared, and revocation, expiry and membership status are checked,
-//! on every request as before. What makes the rows current is SQLite's
-//! `PRAGMA data_version` on the view's own read-only connection: it
-//! changes whenever any other connection commits (this server's writer, or
-//! an administration command run beside it). The view then reads the
-//! access stamp, which triggers change in the same commit as any row of
-//! the tables it keeps (schema.sql, `access_stamp`), and is emptied
-//! whenever the stamp has changed. A request therefore never sees a row
+//! on every request as before. What makes the rows current is the access
+//! stamp, read on the view's own read-only connection at every request:
+//! triggers change it in the same commit as any row of the tables the view
+//! keeps (schema.sql, `access_stamp`), whatever connection commits (this
+//! server's writer, or an administration command run beside it), and the
+//! view is emptied whenever it has changed. A request therefore never sees a row
 //! older than the last commit made before it began: revoking a token,
 //! suspending or removing a member, changing a role or signing out takes
 //! effect on the very next request, whatever code made the change and
@@ -43,8 +42,6 @@ pub struct AccessView {
 struct Inner {
     /// Opened on first use: read-only, on the database `Db` names.
     conn: Option<Connection>,
-    /// `PRAGMA data_version` when the stamp below was last read.
-    data_version: Option<i64>,
     /// The access stamp the rows below are current for.
     access_stamp: Option<i64>,
     /// Shared with the request that checks them: taking one out copies no row.
@@ -62,13 +59,8 @@ impl Inner {
             self.conn = Some(db.open_reader()?);
         }
         let conn = self.conn.as_ref().expect("opened above");
-        let version: i64 = conn
-            .prepare_cached("PRAGMA data_version")?
-            .query_row([], |r| r.get(0))?;
-        if self.data_version == Some(version) {
-            return Ok(());
-        }
-        self.data_version = Some(version);
+        // As cheap as `PRAGMA data_version` (either is one read
+        // transaction), and it moves only when access may have changed.
         let stamp: i64 = conn
             .prepare_cached("SELECT stamp FROM access_stamp")?
             .query_row([], |r| r.get(0))?;
@@ -145,7 +137,7 @@ impl AccessView {
     /// [`store::household_actor`]), from the rows as current as the
     /// credential's verification earlier in the same request: that check
     /// already made the view no older than the last commit before the
-    /// request began, so a second `data_version` read would only repeat it.
+    /// request began, so a second read of the stamp would only repeat it.
     pub fn household_actor(
         &self,
         db: &Db,
