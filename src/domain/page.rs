@@ -4,7 +4,7 @@ use schemars::JsonSchema;
 use serde::Serialize;
 
 /// One page of a list: `page` from 1, `per_page` 1..=100 (default 20).
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Page {
     pub page: u32,
     pub per_page: u32,

@@ -431,3 +431,103 @@ async fn limits_declared_by_the_body_types_name_the_field_and_change_nothing() {
     let adjustment = &schemas["InventoryAdjustmentRequest"]["properties"]["adjustment"];
     assert_eq!(adjustment["properties"]["note"]["maxLength"], 1000);
 }
+
+/// A medication and a page of them read a dozen times (so on every reader
+/// thread, each of which keeps what it answered until the next commit):
+/// every thread answers the same, and that answer is returned.
+async fn read_everywhere(app: &TestApp, path: &str) -> crate::support::TestResponse {
+    let first = app.get(path, &app.owner).await;
+    for _ in 0..12 {
+        let again = app.get(path, &app.owner).await;
+        assert_eq!(again.status, first.status, "every reader thread agrees");
+        assert_eq!(
+            again.body["data"], first.body["data"],
+            "every reader thread agrees"
+        );
+        assert_eq!(again.body["meta"], first.body["meta"]);
+        assert_eq!(again.error_code(), first.error_code());
+        assert_eq!(again.header("etag"), first.header("etag"));
+    }
+    first
+}
+
+#[tokio::test]
+async fn a_kept_answer_follows_every_change_on_the_very_next_read() {
+    let app = TestApp::new().await;
+    let created = app
+        .post(&app.hh("/medications"), &app.owner, paracetamol())
+        .await;
+    created.assert_status(201);
+    let id = created.id();
+    let one = app.hh(&format!("/medications/{id}"));
+    let list = app.hh("/medications");
+    assert_eq!(read_everywhere(&app, &one).await.etag(), created.etag());
+    assert_eq!(
+        read_everywhere(&app, &list).await.data()[0]["name"],
+        "Paracetamol 500mg tablets"
+    );
+
+    // A change through the API.
+    let patched = app
+        .patch(
+            &one,
+            &app.owner,
+            json!({"medication": {"name": "Paracetamol 250mg"}}),
+            Some(&created.etag()),
+        )
+        .await;
+    patched.assert_status(200);
+    let read = read_everywhere(&app, &one).await;
+    assert_eq!(read.etag(), patched.etag());
+    assert_eq!(read.data(), patched.data());
+    assert_eq!(
+        read_everywhere(&app, &list).await.data()[0],
+        *patched.data()
+    );
+
+    // A change by another connection to the file, as a command run beside
+    // the server makes.
+    let file = rusqlite::Connection::open(app.dir.path().join("pillbox.sqlite3")).unwrap();
+    file.execute(
+        "UPDATE medications SET friendly_name = 'Calpol', lock_version = lock_version + 1 WHERE id = ?1",
+        [id],
+    )
+    .unwrap();
+    let read = read_everywhere(&app, &one).await;
+    assert_eq!(read.data()["display_name"], "Calpol");
+    assert_ne!(read.etag(), patched.etag());
+    assert_eq!(
+        read_everywhere(&app, &list).await.data()[0]["display_name"],
+        "Calpol"
+    );
+
+    // Each page and filter is an answer of its own.
+    let second = app
+        .post(&app.hh("/medications"), &app.owner, paracetamol())
+        .await;
+    second.assert_status(201);
+    let page_two = read_everywhere(&app, &format!("{list}?per_page=1&page=2")).await;
+    assert_eq!(page_two.data().as_array().unwrap().len(), 1);
+    assert_eq!(page_two.data()[0]["id"], second.id());
+    assert_eq!(page_two.body["meta"]["total_count"], 2);
+    let page_one = read_everywhere(&app, &format!("{list}?per_page=1")).await;
+    assert_eq!(page_one.data()[0]["id"], id);
+    let since = second.data()["updated_at"].as_str().unwrap().to_string();
+    let recent = read_everywhere(&app, &format!("{list}?updated_since={since}")).await;
+    assert_eq!(recent.body["meta"]["total_count"], 1);
+    assert_eq!(
+        read_everywhere(&app, &list).await.body["meta"]["total_count"],
+        2
+    );
+
+    // A deletion.
+    app.delete(&one, &app.owner, Some(&read.etag()))
+        .await
+        .assert_status(204);
+    read_everywhere(&app, &one)
+        .await
+        .assert_error(404, "not_found");
+    let listed = read_everywhere(&app, &list).await;
+    assert_eq!(listed.body["meta"]["total_count"], 1);
+    assert_eq!(listed.data()[0]["id"], second.id());
+}

@@ -1,7 +1,7 @@
 //! Medication handlers.
 
 use axum::extract::State;
-use axum::response::Response;
+use axum::response::{IntoResponse, Response};
 use axum::routing::{delete, get, patch, post, put};
 
 use super::inventory;
@@ -12,7 +12,7 @@ use crate::error::Result;
 use crate::http::extract::{ApiJson, OptionalApiJson, PathId, QueryParams};
 use crate::http::openapi::{Api, Op};
 use crate::http::replace::{ReplaceJson, Whole};
-use crate::http::respond;
+use crate::http::respond::{self, Rendered};
 use crate::state::AppState;
 
 const TAG: &str = "Medications";
@@ -111,11 +111,19 @@ pub fn routes(api: Api) -> Api {
 async fn list(State(state): State<AppState>, actor: Actor, query: QueryParams) -> Result<Response> {
     let page = query.page()?;
     let since = query.updated_since()?;
-    let (items, total) = state
+    let household = actor.household_id;
+    let rendered = state
         .db
-        .read(move |conn| super::list(conn, &actor, since.as_deref(), page))
+        .read(move |conn| {
+            // The stock forecasts in a page are as of today.
+            let today = crate::household::store::today(conn, household)?;
+            Rendered::kept(conn, (household, today, since.clone(), page), || {
+                let (items, total) = super::list(conn, &actor, since.as_deref(), page)?;
+                Rendered::collection(items, page, total)
+            })
+        })
         .await?;
-    Ok(respond::collection(items, page, total))
+    Ok(rendered.into_response())
 }
 
 async fn create(
@@ -131,11 +139,17 @@ async fn create(
 }
 
 async fn show(State(state): State<AppState>, actor: Actor, PathId(id): PathId) -> Result<Response> {
-    let medication = state
+    let household = actor.household_id;
+    let rendered = state
         .db
-        .read(move |conn| super::get(conn, &actor, &id))
+        .read(move |conn| {
+            let today = crate::household::store::today(conn, household)?;
+            Rendered::kept(conn, (household, today, id.clone()), || {
+                Rendered::ok_tagged(super::get(conn, &actor, &id)?)
+            })
+        })
         .await?;
-    Ok(respond::ok_tagged(medication))
+    Ok(rendered.into_response())
 }
 
 async fn update(
