@@ -68,6 +68,12 @@ where
     Ok(value)
 }
 
+/// Drops everything this thread kept: it is about to read through another
+/// connection, whose `data_version` says nothing about this one's.
+pub(super) fn forget() {
+    KEPT.with_borrow_mut(|kept| *kept = Kept::default());
+}
+
 /// The kept values of type `T` under keys of type `K`.
 fn entries<K: 'static, T: 'static>(kept: &mut Kept) -> &mut Vec<(K, Rc<T>)> {
     let id = TypeId::of::<(K, T)>();

@@ -17,6 +17,7 @@ pub mod change_feed;
 pub mod check;
 mod columns;
 pub mod idempotency;
+mod in_place;
 pub mod instance;
 mod kept;
 pub use kept::kept;
@@ -61,6 +62,9 @@ pub struct Db {
 
 struct Inner {
     path: PathBuf,
+    /// Tells this database from any other the process opened (tests open
+    /// many), for the connections of in-place reads.
+    serial: u64,
     readers: readers::Readers,
     writer: Writer,
     /// What other parts of the server keep for this database (one value per type).
@@ -264,6 +268,11 @@ impl Db {
         Ok(Db {
             inner: Arc::new(Inner {
                 path,
+                serial: {
+                    static SERIALS: std::sync::atomic::AtomicU64 =
+                        std::sync::atomic::AtomicU64::new(0);
+                    SERIALS.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+                },
                 readers,
                 writer,
                 attached: std::sync::RwLock::default(),
@@ -295,6 +304,14 @@ impl Db {
         answer
             .await
             .map_err(|_| ApiError::internal("read task failed"))?
+    }
+
+    /// Runs a read of a few microseconds in place, on the calling thread,
+    /// through that thread's own read-only connection (see `in_place`):
+    /// one resource found by id, whose answer is usually kept. Anything
+    /// that can take longer goes through [`Db::read`].
+    pub fn read_here<T>(&self, f: impl FnOnce(&Connection) -> Result<T>) -> Result<T> {
+        in_place::read(self.inner.serial, &self.inner.path, f)
     }
 
     /// Has each reader let go of its SQLite page cache before its next

@@ -160,17 +160,24 @@ fn run(conn: &Connection, queue: &Queue) {
 }
 
 fn run_job(conn: &Connection, job: ReadJob) {
-    // One read transaction per read: every statement sees the same
-    // snapshot, and SQLite takes its read lock on the WAL once instead of
-    // once per statement. Should BEGIN fail, the read still runs, a
-    // statement at a time.
-    let _ = step(conn, "BEGIN");
     // A panicking read drops its reply (its caller sees an internal
     // error); the thread and its connection carry on.
+    let _ = run_read(conn, job);
+}
+
+/// Runs `read` on `conn`, the connection this thread keeps values for
+/// (`kept`), as every read runs: in one read transaction, so every
+/// statement sees the same snapshot and SQLite takes its read lock on the
+/// WAL once instead of once per statement (should BEGIN fail, the read
+/// still runs, a statement at a time). `None` when `read` panicked; the
+/// connection is left ready for the next read either way.
+pub(super) fn run_read<R>(conn: &Connection, read: impl FnOnce(&Connection) -> R) -> Option<R> {
+    let _ = step(conn, "BEGIN");
     GENERATION.set(Generation::Unread);
-    let _ = catch_unwind(AssertUnwindSafe(|| job(conn)));
+    let result = catch_unwind(AssertUnwindSafe(|| read(conn))).ok();
     GENERATION.set(Generation::Elsewhere);
     if !conn.is_autocommit() {
         let _ = step(conn, "ROLLBACK");
     }
+    result
 }

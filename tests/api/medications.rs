@@ -531,3 +531,31 @@ async fn a_kept_answer_follows_every_change_on_the_very_next_read() {
     assert_eq!(listed.body["meta"]["total_count"], 1);
     assert_eq!(listed.data()[0]["id"], second.id());
 }
+
+/// A medication is read in place, through a connection of the thread that
+/// asks; two servers answered by one thread (as here, where both run on
+/// the test's thread) each read their own database, with nothing kept
+/// for one shown by the other, though the household and medication ids
+/// are the same in both.
+#[tokio::test]
+async fn two_databases_read_on_one_thread_keep_apart() {
+    let first = TestApp::new().await;
+    let second = TestApp::new().await;
+    let mut calpol = paracetamol();
+    calpol["medication"]["friendly_name"] = json!("Calpol");
+    let a = first
+        .post(&first.hh("/medications"), &first.owner, paracetamol())
+        .await;
+    let b = second
+        .post(&second.hh("/medications"), &second.owner, calpol)
+        .await;
+    assert_eq!(a.id(), b.id(), "the same id in both databases");
+    let path = first.hh(&format!("/medications/{}", a.id()));
+    assert_eq!(path, second.hh(&format!("/medications/{}", b.id())));
+    for _ in 0..3 {
+        let read = first.get(&path, &first.owner).await;
+        assert_eq!(read.data()["display_name"], "Paracetamol");
+        let read = second.get(&path, &second.owner).await;
+        assert_eq!(read.data()["display_name"], "Calpol");
+    }
+}

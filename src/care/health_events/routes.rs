@@ -114,10 +114,7 @@ async fn create(
 }
 
 async fn show(State(state): State<AppState>, actor: Actor, PathId(id): PathId) -> Result<Response> {
-    let event = state
-        .db
-        .read(move |conn| super::get(conn, &actor, &id))
-        .await?;
+    let event = state.db.read_here(|conn| super::get(conn, &actor, &id))?;
     Ok(respond::ok_tagged(event))
 }
 

@@ -101,10 +101,7 @@ async fn create(
 }
 
 async fn show(State(state): State<AppState>, actor: Actor, PathId(id): PathId) -> Result<Response> {
-    let location = state
-        .db
-        .read(move |conn| super::get(conn, &actor, &id))
-        .await?;
+    let location = state.db.read_here(|conn| super::get(conn, &actor, &id))?;
     Ok(respond::ok_tagged(location))
 }
 

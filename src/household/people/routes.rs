@@ -90,10 +90,7 @@ async fn show(
     PathNumericId(id): PathNumericId,
 ) -> Result<Response> {
     let id = ResourceId::Numeric(id);
-    let person = state
-        .db
-        .read(move |conn| super::get(conn, &actor, &id))
-        .await?;
+    let person = state.db.read_here(|conn| super::get(conn, &actor, &id))?;
     Ok(respond::ok_tagged(person))
 }
 

@@ -102,10 +102,7 @@ async fn create(
 }
 
 async fn show(State(state): State<AppState>, actor: Actor, PathId(id): PathId) -> Result<Response> {
-    let option = state
-        .db
-        .read(move |conn| super::get(conn, &actor, &id))
-        .await?;
+    let option = state.db.read_here(|conn| super::get(conn, &actor, &id))?;
     Ok(respond::ok_tagged(option))
 }
 

@@ -140,15 +140,12 @@ async fn create(
 
 async fn show(State(state): State<AppState>, actor: Actor, PathId(id): PathId) -> Result<Response> {
     let household = actor.household_id;
-    let rendered = state
-        .db
-        .read(move |conn| {
-            let today = crate::household::store::today(conn, household)?;
-            Rendered::kept(conn, (household, today, id.clone()), || {
-                Rendered::ok_tagged(super::get(conn, &actor, &id)?)
-            })
+    let rendered = state.db.read_here(|conn| {
+        let today = crate::household::store::today(conn, household)?;
+        Rendered::kept(conn, (household, today, id.clone()), || {
+            Rendered::ok_tagged(super::get(conn, &actor, &id)?)
         })
-        .await?;
+    })?;
     Ok(rendered.into_response())
 }
 
