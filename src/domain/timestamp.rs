@@ -16,9 +16,19 @@ pub struct Timestamp(String);
 /// zero-padded: what the general formatter writes, at a fraction of its
 /// cost on the paths that write hundreds of dates per response.
 pub fn push_digits(text: &mut String, value: i64, width: u32) {
-    for place in (0..width).rev() {
-        let digit = (value / 10_i64.pow(place)) % 10;
-        text.push(char::from(b'0' + digit as u8));
+    let mut digits = [b'0'; 20];
+    let width = (width as usize).min(digits.len());
+    let at = digits.len() - width;
+    put_digits(&mut digits[at..], value.unsigned_abs());
+    text.push_str(std::str::from_utf8(&digits[at..]).expect("ASCII digits"));
+}
+
+/// Fills `slot` with the last `slot.len()` decimal digits of `value`,
+/// zero-padded (a constant divisor, so no division instruction).
+fn put_digits(slot: &mut [u8], mut value: u64) {
+    for digit in slot.iter_mut().rev() {
+        *digit = b'0' + (value % 10) as u8;
+        value /= 10;
     }
 }
 
@@ -28,13 +38,11 @@ pub fn date_text(date: jiff::civil::Date) -> String {
     if !(0..=9999).contains(&date.year()) {
         return date.to_string();
     }
-    let mut text = String::with_capacity(10);
-    push_digits(&mut text, i64::from(date.year()), 4);
-    text.push('-');
-    push_digits(&mut text, i64::from(date.month()), 2);
-    text.push('-');
-    push_digits(&mut text, i64::from(date.day()), 2);
-    text
+    let mut text = *b"0000-00-00";
+    put_digits(&mut text[0..4], date.year().unsigned_abs().into());
+    put_digits(&mut text[5..7], date.month().unsigned_abs().into());
+    put_digits(&mut text[8..10], date.day().unsigned_abs().into());
+    String::from_utf8(text.to_vec()).expect("ASCII digits")
 }
 
 /// `#[serde(serialize_with)]` for a civil date, as [`date_text`] writes it.
@@ -54,27 +62,18 @@ impl Timestamp {
         }
         // Written digit by digit: a list of expected doses writes hundreds
         // of these, and the general formatter costs several times as much.
-        let mut text = String::with_capacity(27);
-        let mut digits = |value: i64, width: u32| push_digits(&mut text, value, width);
-        digits(i64::from(at.year()), 4);
-        digits(i64::from(at.month()), 2);
-        digits(i64::from(at.day()), 2);
-        digits(i64::from(at.hour()), 2);
-        digits(i64::from(at.minute()), 2);
-        digits(i64::from(at.second()), 2);
-        digits(i64::from(at.subsec_nanosecond() / 1000), 6);
-        for (at, mark) in [
-            (4, '-'),
-            (7, '-'),
-            (10, 'T'),
-            (13, ':'),
-            (16, ':'),
-            (19, '.'),
-        ] {
-            text.insert(at, mark);
-        }
-        text.push('Z');
-        Timestamp(text)
+        let mut text = *b"0000-00-00T00:00:00.000000Z";
+        put_digits(&mut text[0..4], at.year().unsigned_abs().into());
+        put_digits(&mut text[5..7], at.month().unsigned_abs().into());
+        put_digits(&mut text[8..10], at.day().unsigned_abs().into());
+        put_digits(&mut text[11..13], at.hour().unsigned_abs().into());
+        put_digits(&mut text[14..16], at.minute().unsigned_abs().into());
+        put_digits(&mut text[17..19], at.second().unsigned_abs().into());
+        put_digits(
+            &mut text[20..26],
+            (at.subsec_nanosecond() / 1000).unsigned_abs().into(),
+        );
+        Timestamp(String::from_utf8(text.to_vec()).expect("ASCII digits"))
     }
 
     /// Parses any RFC 3339 timestamp (with offset) into the stored form.

@@ -22,6 +22,19 @@ pub(super) fn write_str(out: &mut Vec<u8>, s: &str) {
     out.push(b'"');
 }
 
+/// A struct field's name and its colon, `"name":`. Field names are
+/// identifiers of our own types, which never need escaping.
+pub(super) fn write_field_name(out: &mut Vec<u8>, name: &'static str) {
+    debug_assert!(
+        !any_to_escape(name.as_bytes()),
+        "the field name {name:?} needs escaping"
+    );
+    out.reserve(name.len() + 3);
+    out.push(b'"');
+    out.extend_from_slice(name.as_bytes());
+    out.extend_from_slice(b"\":");
+}
+
 /// Whether any byte of `bytes` must be escaped, looked at as whole
 /// words: the last one overlaps the one before it, and a string shorter
 /// than a word is read as two overlapping halves, so no byte is looked at

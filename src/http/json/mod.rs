@@ -27,7 +27,7 @@ macro_rules! integers {
 mod escape;
 mod key;
 
-use escape::{Escaping, write_str};
+use escape::{Escaping, write_field_name, write_str};
 use key::Key;
 
 /// Appends `value` as JSON to `out`.
@@ -68,10 +68,12 @@ impl<'w> Compound<'w> {
         value.serialize(Json(self.out))
     }
 
-    fn field<T: Serialize + ?Sized>(&mut self, key: &str, value: &T) -> Result<(), Error> {
+    /// A struct's field: its name comes from our own types (a Rust field
+    /// name or a `rename`), so it is written without the escape check a
+    /// string value gets; debug builds check it.
+    fn field<T: Serialize + ?Sized>(&mut self, key: &'static str, value: &T) -> Result<(), Error> {
         self.comma();
-        write_str(self.out, key);
-        self.out.push(b':');
+        write_field_name(self.out, key);
         value.serialize(Json(self.out))
     }
 
