@@ -7,7 +7,6 @@
 //! `<source_type>|<source_portable_id>|<window_starts_on>|<position>`.
 
 use std::cell::RefCell;
-use std::collections::HashMap;
 
 use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
@@ -121,7 +120,7 @@ const KEPT_KEYS: usize = 1024;
 pub struct KeptKeys {
     signer: Signer,
     /// By place, with the source's portable id the key was signed for.
-    keys: RefCell<HashMap<Place, (String, String)>>,
+    keys: RefCell<foldhash::HashMap<Place, (String, String)>>,
 }
 
 /// Where a dose is: source type, source id, window and position.
