@@ -432,9 +432,10 @@ async fn limits_declared_by_the_body_types_name_the_field_and_change_nothing() {
     assert_eq!(adjustment["properties"]["note"]["maxLength"], 1000);
 }
 
-/// A medication and a page of them read a dozen times (so on every reader
-/// thread, each of which keeps what it answered until the next commit):
-/// every thread answers the same, and that answer is returned.
+/// A medication or a page of them read a dozen times (a page on every
+/// reader thread, a medication in place on the test's thread, each of
+/// which keeps what it answered until the next commit): every read
+/// answers the same, and that answer is returned.
 async fn read_everywhere(app: &TestApp, path: &str) -> crate::support::TestResponse {
     let first = app.get(path, &app.owner).await;
     for _ in 0..12 {
