@@ -694,6 +694,18 @@ async fn stock_is_kept_in_the_medications_unit_and_never_below_zero() {
     assert_eq!(supply(&app, &med).await, "0");
 }
 
+/// Changes the schedule's dose to 2 capsules (a plan change).
+async fn two_capsules(app: &TestApp, schedule: &Ids) {
+    app.patch(
+        &app.hh(&format!("/schedules/{}", schedule.id)),
+        &app.owner,
+        json!({"schedule": {"dose_amount": "2", "dose_unit": "capsule"}}),
+        None,
+    )
+    .await
+    .assert_status(200);
+}
+
 #[tokio::test]
 async fn changing_the_schedules_dose_leaves_recorded_takes_alone() {
     let app = TestApp::new().await;
@@ -705,18 +717,40 @@ async fn changing_the_schedules_dose_leaves_recorded_takes_alone() {
     )
     .await;
     recorded.assert_status(201);
-    app.patch(
-        &app.hh(&format!("/schedules/{}", s.id)),
-        &app.owner,
-        json!({"schedule": {"dose_amount": "2", "dose_unit": "capsule"}}),
-        None,
-    )
-    .await
-    .assert_status(200);
+    two_capsules(&app, &s).await;
     let list = app.get(&app.hh("/medication_takes"), &app.owner).await;
     assert_eq!(list.data()[0], *recorded.data());
     assert_eq!(list.data()[0]["dose_amount"], "1");
     assert_eq!(list.data()[0]["dose_unit"], "tablet");
+}
+
+/// A take names no expected dose: its dose defaults from the plan in force
+/// when it was given. Before any change that is the schedule's own; after
+/// one, a dose given before it still gets the plan of then.
+#[tokio::test]
+async fn an_unlinked_take_defaults_from_the_plan_in_force_when_given() {
+    let app = TestApp::new().await;
+    let (_, _, s) = setup(&app).await;
+    let given = |taken_at: String| json!({"source_type": "schedule", "source_id": s.id, "taken_at": taken_at});
+    let before = take(&app, &app.owner, given("2025-01-10T08:00:00Z".into())).await;
+    before.assert_status(201);
+    assert_eq!(before.data()["dose_amount"], "1");
+    assert_eq!(before.data()["dose_unit"], "tablet");
+    two_capsules(&app, &s).await;
+    let late_record = take(&app, &app.owner, given("2025-01-10T20:00:00Z".into())).await;
+    late_record.assert_status(201);
+    assert_eq!(late_record.data()["dose_amount"], "1");
+    assert_eq!(late_record.data()["dose_unit"], "tablet");
+    // Seconds after the change (a time given to the second could round to
+    // just before it).
+    let soon = (jiff::Timestamp::now() + jiff::SignedDuration::from_secs(2))
+        .round(jiff::Unit::Second)
+        .unwrap()
+        .to_string();
+    let after = take(&app, &app.owner, given(soon)).await;
+    after.assert_status(201);
+    assert_eq!(after.data()["dose_amount"], "2");
+    assert_eq!(after.data()["dose_unit"], "capsule");
 }
 
 /// The key this server issues for dose `position` of `source` on `day`.

@@ -210,6 +210,21 @@ impl Revisions {
         ])?)
     }
 
+    /// Whether the schedule's plan was ever revised. One that never was has
+    /// its current plan all along: a take's planned dose needs no history.
+    pub fn schedule_was_revised(
+        conn: &Connection,
+        household_id: i64,
+        schedule_id: i64,
+    ) -> Result<bool> {
+        Ok(conn
+            .prepare_cached(
+                "SELECT EXISTS (SELECT 1 FROM plan_revisions
+                 WHERE subject_type = ?1 AND subject_id = ?2 AND household_id = ?3)",
+            )?
+            .query_row(params![SCHEDULE, schedule_id, household_id], |r| r.get(0))?)
+    }
+
     /// Revisions from rows of (subject type, subject id, effective_at,
     /// state), in order.
     fn read(mut rows: rusqlite::Rows<'_>) -> Result<Revisions> {

@@ -30,6 +30,7 @@ use jiff::{SignedDuration, Timestamp};
 use rusqlite::Connection;
 
 use crate::auth::{AccessLevel, Actor, access};
+use crate::care::dose_occurrences::history::Revisions;
 use crate::care::dose_occurrences::outcomes as dose_outcomes;
 use crate::care::dose_occurrences::{ScheduleHistory, cycle_window};
 use crate::care::occurrence_key;
@@ -39,7 +40,7 @@ use crate::domain::{Page, ResourceId};
 use crate::error::{ApiError, Problems, Result};
 use crate::household::locations;
 use crate::medicine::medications::{self, model::MedicationRow};
-use crate::medicine::vocab::DoseUnit;
+use crate::medicine::vocab::{DoseUnit, ScheduleType};
 use model::{MedicationTake, NewMedicationTake, SourceType, Warning};
 pub use store::Filter;
 use store::Source;
@@ -524,6 +525,15 @@ fn planned_for(
         min_hours_between_doses: source.min_hours_between_doses,
     };
     if source.source_type != SourceType::Schedule {
+        return Ok(own);
+    }
+    // A schedule never revised, and not tapering, has one plan all along:
+    // its own, whatever the day (an expected dose named still goes by the
+    // history, which also knows its pauses and position).
+    if occurrence.is_none()
+        && source.schedule_type != Some(ScheduleType::Tapering)
+        && !Revisions::schedule_was_revised(conn, household_id, source.id)?
+    {
         return Ok(own);
     }
     let Some(history) = ScheduleHistory::load(conn, household_id, source.id)? else {
