@@ -1,5 +1,6 @@
 //! Accounts: an email and an argon2id password hash.
 
+use crate::db::PrepareKept;
 use crate::db::WriteTx;
 use rusqlite::{Connection, OptionalExtension, params};
 
@@ -64,7 +65,7 @@ pub fn prefs(conn: &Connection, account_id: i64) -> Result<AccountPrefs> {
         String,
         crate::domain::Timestamp,
     ) = conn
-        .prepare_cached(
+        .prepare_kept(
             "SELECT email, time_zone, gravatar_enabled, mobile_shortcuts, updated_at
              FROM accounts WHERE id = ?1",
         )?
@@ -86,7 +87,7 @@ pub fn prefs(conn: &Connection, account_id: i64) -> Result<AccountPrefs> {
 /// Saves the preferences and their new `updated_at`.
 pub fn update_prefs(conn: &WriteTx, prefs: &AccountPrefs) -> Result<()> {
     let shortcuts = serde_json::to_string(&prefs.mobile_shortcuts).map_err(ApiError::internal)?;
-    conn.prepare_cached(
+    conn.prepare_kept(
         "UPDATE accounts SET time_zone = ?2, gravatar_enabled = ?3, mobile_shortcuts = ?4,
                 updated_at = ?5
          WHERE id = ?1",

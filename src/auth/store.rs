@@ -1,5 +1,6 @@
 //! SQL for credentials and access checks.
 
+use crate::db::PrepareKept;
 use crate::db::WriteTx;
 use rusqlite::{Connection, OptionalExtension, params};
 
@@ -37,7 +38,7 @@ pub struct AppTokenRow {
 
 pub fn app_token_row(conn: &Connection, selector: &str) -> Result<Option<AppTokenRow>> {
     Ok(conn
-        .prepare_cached(
+        .prepare_kept(
             "SELECT t.id, t.membership_id, t.secret_sha256, t.expires_at, t.revoked_at IS NOT NULL,
                     t.last_used_at, m.account_id, m.status = 'active'
              FROM app_tokens t JOIN memberships m ON m.id = t.membership_id
@@ -103,7 +104,7 @@ pub struct AccessTokenRow {
 
 pub fn access_token_row(conn: &Connection, selector: &str) -> Result<Option<AccessTokenRow>> {
     Ok(conn
-        .prepare_cached(
+        .prepare_kept(
             "SELECT t.secret_sha256, t.expires_at, s.id, s.account_id, s.revoked_at IS NOT NULL,
                     s.last_used_at
              FROM oauth_tokens t JOIN oauth_sessions s ON s.id = t.session_id
@@ -189,7 +190,7 @@ pub fn membership_row(
     account_id: i64,
 ) -> Result<Option<MembershipRow>> {
     Ok(conn
-        .prepare_cached(
+        .prepare_kept(
             "SELECT id, role, person_id, inventory_management, location_management, adult_review
              FROM memberships
              WHERE household_id = ?1 AND account_id = ?2 AND status = 'active'",
@@ -241,14 +242,14 @@ pub fn actor_from(
 /// The household of a membership (an app token's), active or not.
 pub fn membership_household(conn: &Connection, membership_id: i64) -> Result<Option<i64>> {
     Ok(conn
-        .prepare_cached("SELECT household_id FROM memberships WHERE id = ?1")?
+        .prepare_kept("SELECT household_id FROM memberships WHERE id = ?1")?
         .query_row(params![membership_id], |r| r.get(0))
         .optional()?)
 }
 
 pub fn person_in_household(conn: &Connection, household_id: i64, person_id: i64) -> Result<bool> {
     Ok(conn
-        .prepare_cached("SELECT 1 FROM people WHERE id = ?1 AND household_id = ?2")?
+        .prepare_kept("SELECT 1 FROM people WHERE id = ?1 AND household_id = ?2")?
         .query_row(params![person_id, household_id], |_| Ok(()))
         .optional()?
         .is_some())
@@ -261,7 +262,7 @@ pub fn granted_level(
     person_id: i64,
     now: &str,
 ) -> Result<Option<AccessLevel>> {
-    let mut stmt = conn.prepare_cached(
+    let mut stmt = conn.prepare_kept(
         "SELECT g.access_level FROM person_access_grants g
          JOIN memberships m ON m.id = g.membership_id AND m.status = 'active'
          WHERE g.membership_id = ?1 AND g.person_id = ?2 AND g.revoked_at IS NULL
@@ -370,7 +371,7 @@ pub fn households(
 /// The role of a membership of the household, if it is one.
 pub fn membership_role(conn: &Connection, household_id: i64, id: i64) -> Result<Option<Role>> {
     let role: Option<String> = conn
-        .prepare_cached("SELECT role FROM memberships WHERE id = ?1 AND household_id = ?2")?
+        .prepare_kept("SELECT role FROM memberships WHERE id = ?1 AND household_id = ?2")?
         .query_row(params![id, household_id], |r| r.get(0))
         .optional()?;
     Ok(role.as_deref().and_then(Role::parse))

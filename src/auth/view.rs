@@ -19,6 +19,7 @@
 //! transaction on the shared memory index, no disk read); a row the view
 //! does not hold is read there too, by primary key or unique index.
 
+use crate::db::PrepareKept;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
@@ -62,7 +63,7 @@ impl Inner {
         // As cheap as `PRAGMA data_version` (either is one read
         // transaction), and it moves only when access may have changed.
         let stamp: i64 = conn
-            .prepare_cached("SELECT stamp FROM access_stamp")?
+            .prepare_kept("SELECT stamp FROM access_stamp")?
             .query_row([], |r| r.get(0))?;
         if self.access_stamp != Some(stamp) {
             self.access_stamp = Some(stamp);

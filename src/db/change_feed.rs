@@ -2,6 +2,7 @@
 //! describes, so a rolled-back write leaves no entry.
 
 use super::WriteTx;
+use crate::db::PrepareKept;
 use rusqlite::params;
 
 use crate::error::Result;
@@ -36,7 +37,7 @@ pub struct Change<'a> {
 
 pub fn append(conn: &WriteTx, change: Change<'_>) -> Result<()> {
     conn.mark_changed();
-    conn.prepare_cached(
+    conn.prepare_kept(
         "INSERT INTO change_feed
            (household_id, record_type, record_id, record_portable_id, action, person_id, occurred_at)
          VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",

@@ -21,6 +21,7 @@
 //! kept as JSON text and the status as an integer so any operation (pause
 //! periods, sync batches, stock removals, location memberships) can use it.
 
+use crate::db::PrepareKept;
 use axum::http::StatusCode;
 use rusqlite::{Connection, OptionalExtension, params};
 
@@ -201,7 +202,7 @@ where
 
 /// Deletes up to [`PURGE_BATCH`] rows older than the window.
 fn purge_expired(conn: &WriteTx, cutoff: &str) -> Result<()> {
-    conn.prepare_cached(
+    conn.prepare_kept(
         "DELETE FROM idempotency_keys WHERE id IN (
              SELECT id FROM idempotency_keys WHERE created_at <= ?1 ORDER BY created_at LIMIT ?2)",
     )?
@@ -218,13 +219,13 @@ fn find(
     key: &str,
     cutoff: &str,
 ) -> Result<Option<(String, SavedResponse)>> {
-    conn.prepare_cached(
+    conn.prepare_kept(
         "DELETE FROM idempotency_keys
          WHERE household_id = ?1 AND credential = ?2 AND key = ?3 AND created_at <= ?4",
     )?
     .execute(params![household_id, credential, key, cutoff])?;
     Ok(conn
-        .prepare_cached(
+        .prepare_kept(
             "SELECT fingerprint, status, body, etag FROM idempotency_keys
              WHERE household_id = ?1 AND credential = ?2 AND key = ?3",
         )?
@@ -250,7 +251,7 @@ fn insert(
     saved: &SavedResponse,
     now: &str,
 ) -> Result<()> {
-    conn.prepare_cached(
+    conn.prepare_kept(
         "INSERT INTO idempotency_keys
            (household_id, credential, key, method, path, fingerprint, status, body, etag,
             created_at)

@@ -2,6 +2,7 @@
 //! database: its id (named in exports and snapshots) and the secrets the
 //! server signs with.
 
+use crate::db::PrepareKept;
 use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use rusqlite::{Connection, OptionalExtension, params};
@@ -34,7 +35,7 @@ pub fn ensure(conn: &Connection) -> rusqlite::Result<()> {
 }
 
 pub fn get(conn: &Connection, key: &str) -> Result<String> {
-    conn.prepare_cached("SELECT value FROM instance_settings WHERE key = ?1")?
+    conn.prepare_kept("SELECT value FROM instance_settings WHERE key = ?1")?
         .query_row([key], |r| r.get(0))
         .optional()?
         .ok_or_else(|| ApiError::internal(format!("instance setting {key} is missing")))

@@ -25,7 +25,9 @@ mod migrate;
 pub use migrate::check_is_ours;
 pub mod page;
 mod readers;
+mod statements;
 pub use readers::{read_generation, read_transaction};
+pub use statements::PrepareKept;
 mod writer;
 
 pub use writer::WriteTx;
@@ -194,8 +196,8 @@ fn configure_sqlite_once() {
 const SUBJOURNAL_IN_MEMORY: u32 = 512 * 1024;
 
 /// Runs one statement without results, planned once per connection.
-fn step(conn: &Connection, sql: &str) -> rusqlite::Result<()> {
-    conn.prepare_cached(sql)?.execute([]).map(|_| ())
+fn step(conn: &Connection, sql: &'static str) -> rusqlite::Result<()> {
+    conn.prepare_kept(sql)?.execute([]).map(|_| ())
 }
 
 /// A read-only connection to `path` with the settings every reader gets.

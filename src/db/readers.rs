@@ -4,6 +4,7 @@
 //! and per-thread allocator arenas) does not grow with load: a burst of
 //! clients waits in the queue instead of each taking a thread.
 
+use crate::db::PrepareKept;
 use std::collections::VecDeque;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::{Arc, Condvar, Mutex};
@@ -61,7 +62,7 @@ pub fn read_transaction(conn: &Connection) -> rusqlite::Result<Option<rusqlite::
 }
 
 fn data_version(conn: &Connection) -> Option<i64> {
-    conn.prepare_cached("PRAGMA data_version")
+    conn.prepare_kept("PRAGMA data_version")
         .and_then(|mut s| s.query_row([], |r| r.get(0)))
         .ok()
 }
@@ -94,7 +95,7 @@ impl Readers {
             let queue = queue.clone();
             std::thread::Builder::new()
                 .name(format!("pillbox-read-{n}"))
-                .spawn(move || run(&conn, &queue))?;
+                .spawn(move || super::statements::keep(&conn, || run(&conn, &queue)))?;
         }
         Ok(Readers { queue })
     }

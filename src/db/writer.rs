@@ -118,7 +118,15 @@ impl Writer {
     }
 }
 
-fn run(mut conn: Connection, mut receiver: mpsc::Receiver<Message>, changes: &watch::Sender<u64>) {
+fn run(conn: Connection, mut receiver: mpsc::Receiver<Message>, changes: &watch::Sender<u64>) {
+    super::statements::keep(&conn, || serve(&conn, &mut receiver, changes));
+    receiver.close();
+    // Fold the WAL back into the main file on a clean stop.
+    let _ = conn.execute_batch("PRAGMA wal_checkpoint(TRUNCATE);");
+}
+
+/// Runs groups of jobs until told to stop or every sender is gone.
+fn serve(conn: &Connection, receiver: &mut mpsc::Receiver<Message>, changes: &watch::Sender<u64>) {
     let mut group: Vec<Job> = Vec::with_capacity(MAX_GROUP);
     let mut stopping = false;
     while !stopping {
@@ -136,24 +144,26 @@ fn run(mut conn: Connection, mut receiver: mpsc::Receiver<Message>, changes: &wa
                 Err(_) => break,
             }
         }
-        if run_group(&mut conn, std::mem::take(&mut group)) {
+        if run_group(conn, std::mem::take(&mut group)) {
             changes.send_modify(|n| *n = n.wrapping_add(1));
         }
     }
-    receiver.close();
-    // Fold the WAL back into the main file on a clean stop.
-    let _ = conn.execute_batch("PRAGMA wal_checkpoint(TRUNCATE);");
 }
 
 /// Runs the jobs in one transaction; whether a committed job changed
 /// household data. A job alone in its group needs no savepoint: if it
 /// fails, the whole transaction is rolled back instead.
-fn run_group(conn: &mut Connection, jobs: Vec<Job>) -> bool {
+fn run_group(conn: &Connection, jobs: Vec<Job>) -> bool {
     let mut changed = false;
     let mut any_ok = false;
     let savepoints = jobs.len() > 1;
     let mut completions: Vec<Completion> = Vec::with_capacity(jobs.len());
-    let tx = match conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate) {
+    // Unchecked only in that the connection is shared with its kept
+    // statements: nothing else on this thread opens a transaction on it.
+    let tx = match rusqlite::Transaction::new_unchecked(
+        conn,
+        rusqlite::TransactionBehavior::Immediate,
+    ) {
         Ok(tx) => tx,
         Err(e) => {
             let message = format!("cannot begin write transaction: {e}");

@@ -1,5 +1,6 @@
 //! SQL for households themselves.
 
+use crate::db::PrepareKept;
 use crate::db::WriteTx;
 use jiff::civil::Date;
 use jiff::tz::TimeZone;
@@ -19,7 +20,7 @@ pub fn insert(conn: &WriteTx, name: &str, time_zone: &str, now: &Timestamp) -> R
 
 pub fn exists(conn: &Connection, household_id: i64) -> Result<bool> {
     Ok(conn
-        .prepare_cached("SELECT 1 FROM households WHERE id = ?1")?
+        .prepare_kept("SELECT 1 FROM households WHERE id = ?1")?
         .query_row([household_id], |_| Ok(()))
         .optional()?
         .is_some())
@@ -30,7 +31,7 @@ pub fn exists(conn: &Connection, household_id: i64) -> Result<bool> {
 pub fn time_zone(conn: &Connection, household_id: i64) -> Result<TimeZone> {
     let kept = crate::db::kept(conn, household_id, || {
         let name: String = conn
-            .prepare_cached("SELECT time_zone FROM households WHERE id = ?1")?
+            .prepare_kept("SELECT time_zone FROM households WHERE id = ?1")?
             .query_row([household_id], |r| r.get(0))
             .optional()?
             .ok_or_else(|| ApiError::not_found("household"))?;

@@ -4,6 +4,7 @@
 //! household the account is an active member of, so its administrators see
 //! it; nothing here ever holds a password, code or token.
 
+use crate::db::PrepareKept;
 use rusqlite::{Connection, OptionalExtension, params};
 use serde_json::{Value, json};
 
@@ -20,7 +21,7 @@ pub fn record(
     metadata: Value,
 ) -> Result<()> {
     let now = crate::domain::Timestamp::now();
-    tx.prepare_cached(
+    tx.prepare_kept(
         "INSERT INTO sign_in_events (account_id, event_type, address, metadata, occurred_at)
          VALUES (?1, ?2, ?3, ?4, ?5)",
     )?
@@ -35,7 +36,7 @@ pub fn record(
         return Ok(());
     };
     let memberships: Vec<(i64, i64)> = tx
-        .prepare_cached(
+        .prepare_kept(
             "SELECT id, household_id FROM memberships WHERE account_id = ?1 AND status = 'active'",
         )?
         .query_map([account_id], |r| Ok((r.get(0)?, r.get(1)?)))?
@@ -69,7 +70,7 @@ pub fn account_key(email: &str) -> String {
 /// Seconds until `key` may try again, if it must wait.
 pub fn wait_secs(conn: &Connection, key: &str) -> Result<Option<u64>> {
     let locked: Option<Option<String>> = conn
-        .prepare_cached("SELECT locked_until FROM sign_in_failures WHERE key = ?1")?
+        .prepare_kept("SELECT locked_until FROM sign_in_failures WHERE key = ?1")?
         .query_row([key], |r| r.get(0))
         .optional()?;
     let Some(Some(until)) = locked else {
@@ -88,7 +89,7 @@ pub fn wait_secs(conn: &Connection, key: &str) -> Result<Option<u64>> {
 pub fn fail(tx: &WriteTx, key: &str, free: i64) -> Result<()> {
     let now = jiff::Timestamp::now();
     let previous: Option<(i64, String)> = tx
-        .prepare_cached("SELECT failures, last_failure_at FROM sign_in_failures WHERE key = ?1")?
+        .prepare_kept("SELECT failures, last_failure_at FROM sign_in_failures WHERE key = ?1")?
         .query_row([key], |r| Ok((r.get(0)?, r.get(1)?)))
         .optional()?;
     let failures = match previous {
@@ -106,7 +107,7 @@ pub fn fail(tx: &WriteTx, key: &str, free: i64) -> Result<()> {
     let forget_before = crate::domain::Timestamp::from_jiff(
         now - jiff::SignedDuration::from_secs(FORGET_AFTER_SECS),
     );
-    tx.prepare_cached(
+    tx.prepare_kept(
         "DELETE FROM sign_in_failures WHERE last_failure_at < ?1
              AND (locked_until IS NULL OR locked_until < ?2)",
     )?
@@ -119,7 +120,7 @@ pub fn fail(tx: &WriteTx, key: &str, free: i64) -> Result<()> {
         let delay = 2i64.saturating_pow(exponent).min(MAX_DELAY_SECS);
         crate::domain::Timestamp::from_jiff(now + jiff::SignedDuration::from_secs(delay))
     });
-    tx.prepare_cached(
+    tx.prepare_kept(
         "INSERT INTO sign_in_failures (key, failures, last_failure_at, locked_until)
          VALUES (?1, ?2, ?3, ?4)
          ON CONFLICT (key) DO UPDATE SET failures = excluded.failures,
@@ -136,7 +137,7 @@ pub fn fail(tx: &WriteTx, key: &str, free: i64) -> Result<()> {
 
 /// Forgets the failures of `key` (an account after it signed in).
 pub fn clear(tx: &WriteTx, key: &str) -> Result<()> {
-    tx.prepare_cached("DELETE FROM sign_in_failures WHERE key = ?1")?
+    tx.prepare_kept("DELETE FROM sign_in_failures WHERE key = ?1")?
         .execute([key])?;
     Ok(())
 }

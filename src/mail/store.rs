@@ -1,5 +1,6 @@
 //! SQL for the mail outbox.
 
+use crate::db::PrepareKept;
 use crate::db::WriteTx;
 use rusqlite::{Connection, params};
 
@@ -34,7 +35,7 @@ pub fn insert(
 /// Unsent messages whose next attempt is due, oldest first.
 pub fn due(conn: &Connection, limit: i64) -> Result<Vec<Queued>> {
     Ok(conn
-        .prepare_cached(
+        .prepare_kept(
             "SELECT id, recipient, subject, text_body, html_body, attempts FROM mail_outbox
              WHERE sent_at IS NULL AND next_attempt_at <= ?1 ORDER BY id LIMIT ?2",
         )?

@@ -1,6 +1,7 @@
 //! SQL of the run-out forecast: every live routine source drawing on a set
 //! of medications, with what the forecast needs to step through its days.
 
+use crate::db::PrepareKept;
 use jiff::civil::Date;
 use rusqlite::{Connection, Row, named_params};
 
@@ -153,7 +154,7 @@ pub fn drawing_sources(
     }
     let ids = serde_json::Value::from(medication_ids.to_vec()).to_string();
     let rows = conn
-        .prepare_cached(drawing_sources_sql!(
+        .prepare_kept(drawing_sources_sql!(
             "s.medication_id IN (SELECT value FROM json_each(:ids))",
             "a.medication_id IN (SELECT value FROM json_each(:ids))"
         ))?
@@ -172,7 +173,7 @@ pub fn household_drawing_sources(
     today: Date,
 ) -> Result<Vec<DrawingSource>> {
     let rows = conn
-        .prepare_cached(drawing_sources_sql!(
+        .prepare_kept(drawing_sources_sql!(
             "s.household_id = :household",
             "a.household_id = :household"
         ))?

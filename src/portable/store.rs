@@ -1,6 +1,7 @@
 //! SQL of the portable import and data exports (reads only: every record
 //! is written by its own resource's rule and store).
 
+use crate::db::PrepareKept;
 use rusqlite::{Connection, OptionalExtension, params};
 
 use crate::auth::Actor;
@@ -55,7 +56,7 @@ pub fn sole_membership_of(
     person_portable_id: &str,
 ) -> Result<Option<i64>> {
     let ids: Vec<i64> = conn
-        .prepare_cached(
+        .prepare_kept(
             "SELECT m.id FROM memberships m JOIN people p ON p.id = m.person_id
              WHERE m.household_id = ?1 AND p.portable_id = ?2 LIMIT 2",
         )?
@@ -103,7 +104,7 @@ pub fn takes_for_csv(
 ) -> Result<()> {
     let vis = Visibility::of(actor);
     let household_id = actor.household_id;
-    let mut stmt = conn.prepare_cached(crate::db::sql!(
+    let mut stmt = conn.prepare_kept(crate::db::sql!(
         "SELECT t.portable_id, t.taken_at, p.name, COALESCE(m.friendly_name, m.name),
                 t.dose_amount, t.dose_unit, t.source_type, l.name
          FROM medication_takes t
@@ -153,7 +154,7 @@ impl Avatar {
 pub fn avatars(conn: &Connection, actor: &Actor) -> Result<Vec<Avatar>> {
     let vis = Visibility::of(actor);
     let household_id = actor.household_id;
-    let mut stmt = conn.prepare_cached(crate::db::sql!(
+    let mut stmt = conn.prepare_kept(crate::db::sql!(
         "SELECT p.portable_id, a.content_type, a.data
          FROM avatars a JOIN people p ON p.id = a.person_id
          WHERE p.household_id = :household_id AND {VISIBLE_PERSON}

@@ -1,6 +1,7 @@
 //! SQL for the outbox: notifications owed to one channel of a member, and
 //! what became of them. The only writer of `reminder_outbox`.
 
+use crate::db::PrepareKept;
 use rusqlite::{Connection, params};
 
 use super::store::{CHANNELS, Target};
@@ -29,7 +30,7 @@ pub fn enqueue(conn: &WriteTx, n: &NewNotification<'_>) -> Result<bool> {
     let status = if n.dropped { "dropped" } else { "pending" };
     let finished = n.dropped.then(|| n.now.as_str());
     Ok(conn
-        .prepare_cached(
+        .prepare_kept(
             "INSERT INTO reminder_outbox
                (household_id, membership_id, channel, target_id, kind, subject, due_at, title,
                 body, status, next_attempt_at, created_at, finished_at)
@@ -70,7 +71,7 @@ pub struct OutboxRow {
 
 /// Pending notifications whose next attempt is due, oldest first.
 pub fn due(conn: &Connection, now: &Timestamp, limit: i64) -> Result<Vec<OutboxRow>> {
-    let mut stmt = conn.prepare_cached(
+    let mut stmt = conn.prepare_kept(
         "SELECT id, household_id, membership_id, channel, target_id, kind, subject, due_at,
                 title, body, attempts
            FROM reminder_outbox
@@ -101,9 +102,7 @@ pub fn due(conn: &Connection, now: &Timestamp, limit: i64) -> Result<Vec<OutboxR
 /// When the next pending notification is due for an attempt.
 pub fn next_attempt(conn: &Connection) -> Result<Option<Timestamp>> {
     Ok(conn
-        .prepare_cached(
-            "SELECT min(next_attempt_at) FROM reminder_outbox WHERE status = 'pending'",
-        )?
+        .prepare_kept("SELECT min(next_attempt_at) FROM reminder_outbox WHERE status = 'pending'")?
         .query_row([], |r| r.get::<_, Option<String>>(0))?
         .map(Timestamp::from_stored))
 }
@@ -116,7 +115,7 @@ pub fn finish(
     error: Option<&str>,
     now: &Timestamp,
 ) -> Result<()> {
-    conn.prepare_cached(
+    conn.prepare_kept(
         "UPDATE reminder_outbox
             SET status = ?2, attempts = attempts + 1, last_error = ?3, finished_at = ?4
           WHERE id = ?1 AND status = 'pending'",
@@ -127,7 +126,7 @@ pub fn finish(
 
 /// Leaves a notification pending for another attempt at `next`.
 pub fn retry_at(conn: &WriteTx, id: i64, error: &str, next: &Timestamp) -> Result<()> {
-    conn.prepare_cached(
+    conn.prepare_kept(
         "UPDATE reminder_outbox
             SET attempts = attempts + 1, last_error = ?2, next_attempt_at = ?3
           WHERE id = ?1 AND status = 'pending'",
@@ -148,7 +147,7 @@ pub struct ChannelHealth {
 }
 
 pub fn health(conn: &Connection, household_id: i64) -> Result<Vec<ChannelHealth>> {
-    let mut stmt = conn.prepare_cached(
+    let mut stmt = conn.prepare_kept(
         "SELECT max(CASE WHEN status = 'delivered' THEN finished_at END),
                 count(CASE WHEN status = 'delivered' THEN 1 END),
                 count(CASE WHEN status = 'pending' THEN 1 END),

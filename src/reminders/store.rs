@@ -1,6 +1,7 @@
 //! SQL for reminders: the member's channels, the outbox and the engine's
 //! progress. The only writer of these tables.
 
+use crate::db::PrepareKept;
 use rusqlite::{Connection, OptionalExtension, Row, params};
 
 use crate::auth::{Actor, Credential, Permissions, Role};
@@ -45,7 +46,7 @@ pub fn subscription_of(
     device: Device,
 ) -> Result<Option<SubscriptionRow>> {
     Ok(conn
-        .prepare_cached(crate::db::sql!(
+        .prepare_kept(crate::db::sql!(
             "{SUBSCRIPTION} WHERE membership_id = ?1 AND app_token_id IS ?2 AND session_id IS ?3"
         ))?
         .query_row(
@@ -57,7 +58,7 @@ pub fn subscription_of(
 
 pub fn subscription_by_id(conn: &Connection, id: i64) -> Result<Option<SubscriptionRow>> {
     Ok(conn
-        .prepare_cached(crate::db::sql!("{SUBSCRIPTION} WHERE id = ?1"))?
+        .prepare_kept(crate::db::sql!("{SUBSCRIPTION} WHERE id = ?1"))?
         .query_row([id], subscription)
         .optional()?)
 }
@@ -93,7 +94,7 @@ pub fn put_subscription(conn: &WriteTx, s: &NewSubscription<'_>) -> Result<i64> 
         auth,
         now,
     } = *s;
-    conn.prepare_cached(
+    conn.prepare_kept(
         "DELETE FROM push_subscriptions
           WHERE membership_id = ?1 AND app_token_id IS ?2 AND session_id IS ?3",
     )?
@@ -102,7 +103,7 @@ pub fn put_subscription(conn: &WriteTx, s: &NewSubscription<'_>) -> Result<i64> 
         device.app_token_id,
         device.session_id
     ])?;
-    conn.prepare_cached(
+    conn.prepare_kept(
         "INSERT INTO push_subscriptions
            (household_id, membership_id, app_token_id, session_id, endpoint, p256dh, auth,
             created_at)
@@ -123,7 +124,7 @@ pub fn put_subscription(conn: &WriteTx, s: &NewSubscription<'_>) -> Result<i64> 
 
 pub fn delete_subscription(conn: &WriteTx, id: i64) -> Result<bool> {
     Ok(conn
-        .prepare_cached("DELETE FROM push_subscriptions WHERE id = ?1")?
+        .prepare_kept("DELETE FROM push_subscriptions WHERE id = ?1")?
         .execute([id])?
         > 0)
 }
@@ -162,7 +163,7 @@ pub fn put_device_token(
     device_name: Option<&str>,
     now: &Timestamp,
 ) -> Result<DeviceTokenRow> {
-    conn.prepare_cached(
+    conn.prepare_kept(
         "INSERT INTO native_device_tokens
            (household_id, membership_id, platform, token, device_name, created_at)
          VALUES (?1, ?2, ?3, ?4, ?5, ?6)
@@ -177,7 +178,7 @@ pub fn put_device_token(
         device_name,
         now.as_str()
     ])?;
-    conn.prepare_cached(crate::db::sql!(
+    conn.prepare_kept(crate::db::sql!(
         "{DEVICE_TOKEN} WHERE membership_id = ?1 AND token = ?2"
     ))?
     .query_row(params![membership_id, token], device_token)
@@ -191,7 +192,7 @@ pub fn find_device_token(
     id: &str,
 ) -> Result<Option<DeviceTokenRow>> {
     let by_value = conn
-        .prepare_cached(crate::db::sql!(
+        .prepare_kept(crate::db::sql!(
             "{DEVICE_TOKEN} WHERE membership_id = ?1 AND token = ?2"
         ))?
         .query_row(params![membership_id, id], device_token)
@@ -203,7 +204,7 @@ pub fn find_device_token(
         return Ok(None);
     };
     Ok(conn
-        .prepare_cached(crate::db::sql!(
+        .prepare_kept(crate::db::sql!(
             "{DEVICE_TOKEN} WHERE membership_id = ?1 AND id = ?2"
         ))?
         .query_row(params![membership_id, numeric], device_token)
@@ -212,13 +213,13 @@ pub fn find_device_token(
 
 pub fn device_token_by_id(conn: &Connection, id: i64) -> Result<Option<DeviceTokenRow>> {
     Ok(conn
-        .prepare_cached(crate::db::sql!("{DEVICE_TOKEN} WHERE id = ?1"))?
+        .prepare_kept(crate::db::sql!("{DEVICE_TOKEN} WHERE id = ?1"))?
         .query_row([id], device_token)
         .optional()?)
 }
 
 pub fn delete_device_token(conn: &WriteTx, id: i64) -> Result<()> {
-    conn.prepare_cached("DELETE FROM native_device_tokens WHERE id = ?1")?
+    conn.prepare_kept("DELETE FROM native_device_tokens WHERE id = ?1")?
         .execute([id])?;
     Ok(())
 }
@@ -246,14 +247,14 @@ fn ntfy(r: &Row<'_>) -> rusqlite::Result<NtfyRow> {
 
 pub fn ntfy_of(conn: &Connection, membership_id: i64) -> Result<Option<NtfyRow>> {
     Ok(conn
-        .prepare_cached(crate::db::sql!("{NTFY_ROW} WHERE membership_id = ?1"))?
+        .prepare_kept(crate::db::sql!("{NTFY_ROW} WHERE membership_id = ?1"))?
         .query_row([membership_id], ntfy)
         .optional()?)
 }
 
 pub fn ntfy_by_id(conn: &Connection, id: i64) -> Result<Option<NtfyRow>> {
     Ok(conn
-        .prepare_cached(crate::db::sql!("{NTFY_ROW} WHERE id = ?1"))?
+        .prepare_kept(crate::db::sql!("{NTFY_ROW} WHERE id = ?1"))?
         .query_row([id], ntfy)
         .optional()?)
 }
@@ -265,7 +266,7 @@ pub fn put_ntfy(
     topic_url: &str,
     now: &Timestamp,
 ) -> Result<NtfyRow> {
-    conn.prepare_cached(
+    conn.prepare_kept(
         "INSERT INTO ntfy_channels (household_id, membership_id, topic_url, created_at, updated_at)
          VALUES (?1, ?2, ?3, ?4, ?4)
          ON CONFLICT (membership_id)
@@ -282,7 +283,7 @@ pub fn put_ntfy(
 
 pub fn delete_ntfy(conn: &WriteTx, membership_id: i64) -> Result<bool> {
     Ok(conn
-        .prepare_cached("DELETE FROM ntfy_channels WHERE membership_id = ?1")?
+        .prepare_kept("DELETE FROM ntfy_channels WHERE membership_id = ?1")?
         .execute([membership_id])?
         > 0)
 }
@@ -299,7 +300,7 @@ pub struct Target {
 /// android, APNs for ios) and the ntfy topic.
 pub fn targets_of(conn: &Connection, membership_id: i64) -> Result<Vec<Target>> {
     let mut out = Vec::new();
-    let mut stmt = conn.prepare_cached(
+    let mut stmt = conn.prepare_kept(
         "SELECT 'web_push', s.id FROM push_subscriptions s
            LEFT JOIN app_tokens t ON t.id = s.app_token_id
            LEFT JOIN oauth_sessions o ON o.id = s.session_id
@@ -329,7 +330,7 @@ pub fn targets_of(conn: &Connection, membership_id: i64) -> Result<Vec<Target>> 
 /// The active members of a household that have at least one channel, as
 /// the actors whose access decides what they are told about.
 pub fn reachable_members(conn: &Connection, household_id: i64) -> Result<Vec<Actor>> {
-    let mut stmt = conn.prepare_cached(
+    let mut stmt = conn.prepare_kept(
         "SELECT m.id, m.account_id, m.role, m.person_id, m.inventory_management,
                 m.location_management, m.adult_review
            FROM memberships m
@@ -377,7 +378,7 @@ pub fn reachable_members(conn: &Connection, household_id: i64) -> Result<Vec<Act
 }
 
 pub fn household_ids(conn: &Connection) -> Result<Vec<i64>> {
-    let mut stmt = conn.prepare_cached("SELECT id FROM households ORDER BY id")?;
+    let mut stmt = conn.prepare_kept("SELECT id FROM households ORDER BY id")?;
     let ids = stmt
         .query_map([], |r| r.get(0))?
         .collect::<rusqlite::Result<Vec<i64>>>()?;
@@ -386,7 +387,7 @@ pub fn household_ids(conn: &Connection) -> Result<Vec<i64>> {
 
 pub fn person_name(conn: &Connection, person_id: i64) -> Result<String> {
     Ok(conn
-        .prepare_cached("SELECT name FROM people WHERE id = ?1")?
+        .prepare_kept("SELECT name FROM people WHERE id = ?1")?
         .query_row([person_id], |r| r.get(0))
         .optional()?
         .unwrap_or_default())
@@ -395,7 +396,7 @@ pub fn person_name(conn: &Connection, person_id: i64) -> Result<String> {
 /// (scanned_until, missed-dose grace minutes) of a household.
 pub fn progress(conn: &Connection, household_id: i64) -> Result<(Option<Timestamp>, i64)> {
     Ok(conn
-        .prepare_cached(
+        .prepare_kept(
             "SELECT scanned_until, missed_dose_grace_minutes FROM reminder_households
              WHERE household_id = ?1",
         )?
@@ -410,7 +411,7 @@ pub fn progress(conn: &Connection, household_id: i64) -> Result<(Option<Timestam
 }
 
 pub fn set_scanned_until(conn: &WriteTx, household_id: i64, at: &Timestamp) -> Result<()> {
-    conn.prepare_cached(
+    conn.prepare_kept(
         "INSERT INTO reminder_households (household_id, scanned_until) VALUES (?1, ?2)
          ON CONFLICT (household_id) DO UPDATE SET scanned_until = excluded.scanned_until",
     )?
@@ -419,7 +420,7 @@ pub fn set_scanned_until(conn: &WriteTx, household_id: i64, at: &Timestamp) -> R
 }
 
 pub fn set_grace_minutes(conn: &WriteTx, household_id: i64, minutes: i64) -> Result<()> {
-    conn.prepare_cached(
+    conn.prepare_kept(
         "INSERT INTO reminder_households (household_id, missed_dose_grace_minutes) VALUES (?1, ?2)
          ON CONFLICT (household_id) DO UPDATE SET missed_dose_grace_minutes = excluded.missed_dose_grace_minutes",
     )?
@@ -436,7 +437,7 @@ pub struct Stocked {
 }
 
 pub fn stocked_medications(conn: &Connection, household_id: i64) -> Result<Vec<Stocked>> {
-    let mut stmt = conn.prepare_cached(
+    let mut stmt = conn.prepare_kept(
         "SELECT id, coalesce(friendly_name, name), current_supply, reorder_threshold
            FROM medications
           WHERE household_id = ?1 AND deleted_at IS NULL AND reorder_threshold IS NOT NULL
@@ -457,7 +458,7 @@ pub fn stocked_medications(conn: &Connection, household_id: i64) -> Result<Vec<S
 
 /// The people with a live (not retired) schedule or assignment of a medication.
 pub fn people_using(conn: &Connection, medication_id: i64) -> Result<Vec<i64>> {
-    let mut stmt = conn.prepare_cached(
+    let mut stmt = conn.prepare_kept(
         "SELECT person_id FROM schedules WHERE medication_id = ?1 AND retired_at IS NULL
          UNION
          SELECT person_id FROM person_medications WHERE medication_id = ?1 AND retired_at IS NULL
@@ -472,7 +473,7 @@ pub fn people_using(conn: &Connection, medication_id: i64) -> Result<Vec<i64>> {
 /// (episode, low) of a medication's low-stock state.
 pub fn low_stock_state(conn: &Connection, medication_id: i64) -> Result<Option<(i64, bool)>> {
     Ok(conn
-        .prepare_cached("SELECT episode, low FROM reminder_low_stock WHERE medication_id = ?1")?
+        .prepare_kept("SELECT episode, low FROM reminder_low_stock WHERE medication_id = ?1")?
         .query_row([medication_id], |r| Ok((r.get(0)?, r.get(1)?)))
         .optional()?)
 }
@@ -483,7 +484,7 @@ pub fn set_low_stock_state(
     episode: i64,
     low: bool,
 ) -> Result<()> {
-    conn.prepare_cached(
+    conn.prepare_kept(
         "INSERT INTO reminder_low_stock (medication_id, episode, low) VALUES (?1, ?2, ?3)
          ON CONFLICT (medication_id) DO UPDATE SET episode = excluded.episode, low = excluded.low",
     )?

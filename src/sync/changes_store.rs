@@ -1,6 +1,7 @@
 //! SQL of the change feed: one streaming query per page, joined to people
 //! for portable ids and current visibility.
 
+use crate::db::PrepareKept;
 use rusqlite::{Connection, named_params};
 
 use crate::auth::Actor;
@@ -31,7 +32,7 @@ pub struct Scan {
 /// The household's highest seq (0 before its first entry).
 pub fn max_seq(conn: &Connection, household_id: i64) -> Result<i64> {
     Ok(conn
-        .prepare_cached("SELECT coalesce(max(seq), 0) FROM change_feed WHERE household_id = ?1")?
+        .prepare_kept("SELECT coalesce(max(seq), 0) FROM change_feed WHERE household_id = ?1")?
         .query_row([household_id], |r| r.get(0))?)
 }
 
@@ -45,7 +46,7 @@ pub fn scan(
     limit: usize,
     budget: usize,
 ) -> Result<Scan> {
-    let mut stmt = conn.prepare_cached(crate::db::sql!(
+    let mut stmt = conn.prepare_kept(crate::db::sql!(
         "SELECT c.seq, c.record_type, c.record_id, c.record_portable_id, c.action,
                 c.occurred_at, p.portable_id,
                 CASE WHEN c.person_id IS NULL THEN 1 ELSE {VISIBLE_PERSON} END

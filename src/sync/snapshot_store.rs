@@ -9,6 +9,7 @@
 //! actor may view right now, and only their sources, takes, events,
 //! preferences, pause periods and outcomes.
 
+use crate::db::PrepareKept;
 use std::collections::HashMap;
 
 use rusqlite::{Connection, Row, ToSql};
@@ -85,7 +86,7 @@ impl<'a> Reader<'a> {
     pub fn household_portable_id(&self) -> Result<String> {
         Ok(self
             .conn
-            .prepare_cached("SELECT portable_id FROM households WHERE id = ?1")?
+            .prepare_kept("SELECT portable_id FROM households WHERE id = ?1")?
             .query_row([self.household_id], |r| r.get(0))?)
     }
 

@@ -15,6 +15,7 @@
 //! The projection reads these as [`Timeline`]s and splits time where any
 //! of a source's inputs changes (see `super::list`).
 
+use crate::db::PrepareKept;
 use crate::db::WriteTx;
 use std::collections::HashMap;
 
@@ -78,11 +79,11 @@ pub fn record(
         return Ok(());
     }
     let known: bool = conn
-        .prepare_cached(
+        .prepare_kept(
             "SELECT EXISTS (SELECT 1 FROM plan_revisions WHERE subject_type = ?1 AND subject_id = ?2)",
         )?
         .query_row(params![subject, subject_id], |r| r.get(0))?;
-    let mut insert = conn.prepare_cached(
+    let mut insert = conn.prepare_kept(
         "INSERT INTO plan_revisions (household_id, subject_type, subject_id, effective_at, state)
          VALUES (?1, ?2, ?3, ?4, ?5)",
     )?;
@@ -175,7 +176,7 @@ pub struct Revisions {
 impl Revisions {
     /// Every revision of the household's subjects (one query).
     pub fn load(conn: &Connection, household_id: i64) -> Result<Revisions> {
-        let mut statement = conn.prepare_cached(
+        let mut statement = conn.prepare_kept(
             "SELECT subject_type, subject_id, effective_at, state FROM plan_revisions
              WHERE household_id = ?1
              ORDER BY subject_type, subject_id, effective_at IS NOT NULL, effective_at, id",
@@ -192,7 +193,7 @@ impl Revisions {
         schedule_id: i64,
         person_id: i64,
     ) -> Result<Revisions> {
-        let mut statement = conn.prepare_cached(
+        let mut statement = conn.prepare_kept(
             "SELECT subject_type, subject_id, effective_at, state FROM plan_revisions
              WHERE household_id = ?1
                AND ((subject_type = ?2 AND subject_id = ?3)
@@ -218,7 +219,7 @@ impl Revisions {
         schedule_id: i64,
     ) -> Result<bool> {
         Ok(conn
-            .prepare_cached(
+            .prepare_kept(
                 "SELECT EXISTS (SELECT 1 FROM plan_revisions
                  WHERE subject_type = ?1 AND subject_id = ?2 AND household_id = ?3)",
             )?

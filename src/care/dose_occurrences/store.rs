@@ -3,6 +3,7 @@
 //! per person, source or dose): people are passed as a JSON array bound once
 //! and unpacked with `json_each`.
 
+use crate::db::PrepareKept;
 use crate::db::WriteTx;
 use std::collections::HashMap;
 
@@ -94,7 +95,7 @@ fn ids_json(people: &[PersonRef]) -> String {
 pub fn visible_people(conn: &Connection, actor: &Actor) -> Result<Vec<PersonRef>> {
     let now = crate::domain::Timestamp::now();
     Ok(conn
-        .prepare_cached(crate::db::sql!(
+        .prepare_kept(crate::db::sql!(
             "SELECT p.id, p.portable_id FROM people p
              WHERE p.household_id = :household_id AND {VISIBLE_PERSON}
              ORDER BY p.id"
@@ -204,7 +205,7 @@ fn schedules_where(
 /// ones too), in id order.
 pub fn assignments(conn: &Connection, household_id: i64) -> Result<Vec<AssignmentSource>> {
     Ok(conn
-        .prepare_cached(crate::db::sql!(
+        .prepare_kept(crate::db::sql!(
             "SELECT {COMMON}, x.administration_kind
              FROM person_medications x
              JOIN people p ON p.id = x.person_id
@@ -268,7 +269,7 @@ fn pauses_where(
     source: Option<(&str, i64)>,
 ) -> Result<Vec<Pause>> {
     let rows = conn
-        .prepare_cached(
+        .prepare_kept(
             "SELECT source_type, source_id, COALESCE(started_at, created_at), ended_at
              FROM medication_pause_periods
              WHERE household_id = ?1
@@ -341,7 +342,7 @@ pub fn takes(
         return Ok(Vec::new());
     }
     Ok(conn
-        .prepare_cached(
+        .prepare_kept(
             "SELECT t.id, t.portable_id, t.source_type, t.source_id,
                     t.occurrence_window_starts_on, t.occurrence_position, t.taken_at,
                     t.person_id, coalesce(s.medication_id, a.medication_id)
@@ -409,7 +410,7 @@ pub fn saved_outcomes(
     on: Date,
 ) -> Result<HashMap<OccurrenceIdentity, SavedOutcome>> {
     let rows = conn
-        .prepare_cached(
+        .prepare_kept(
             "SELECT o.source_type, o.source_id, o.window_starts_on, o.position, o.outcome,
                     o.reason, o.note, o.medication_take_id, t.portable_id
              FROM dose_occurrences o
@@ -472,7 +473,7 @@ fn outcome_row(r: &Row<'_>) -> rusqlite::Result<DoseOutcome> {
 
 pub fn outcome_by_id(conn: &Connection, id: i64) -> Result<DoseOutcome> {
     Ok(conn
-        .prepare_cached(crate::db::sql!(
+        .prepare_kept(crate::db::sql!(
             "SELECT {OUTCOME_COLUMNS} FROM dose_occurrences WHERE id = ?1"
         ))?
         .query_row([id], outcome_row)?)
@@ -486,7 +487,7 @@ pub fn outcome_by_occurrence(
     position: i64,
 ) -> Result<Option<DoseOutcome>> {
     Ok(conn
-        .prepare_cached(crate::db::sql!(
+        .prepare_kept(crate::db::sql!(
             "SELECT {OUTCOME_COLUMNS} FROM dose_occurrences
              WHERE source_type = ?1 AND source_id = ?2 AND window_starts_on = ?3 AND position = ?4"
         ))?
@@ -505,7 +506,7 @@ pub fn find_outcome(
 ) -> Result<Option<DoseOutcome>> {
     let (numeric, portable) = id.sql_parts();
     Ok(conn
-        .prepare_cached(crate::db::sql!(
+        .prepare_kept(crate::db::sql!(
             "SELECT {OUTCOME_COLUMNS} FROM dose_occurrences
              WHERE household_id = ?1 AND id = coalesce(?2, (SELECT id FROM dose_occurrences WHERE portable_id = ?3))"
         ))?
@@ -529,7 +530,7 @@ pub struct NewNotTaken<'a> {
 }
 
 pub fn insert_not_taken(conn: &WriteTx, new: &NewNotTaken<'_>) -> Result<i64> {
-    conn.prepare_cached(
+    conn.prepare_kept(
         "INSERT INTO dose_occurrences
            (portable_id, household_id, person_id, source_type, source_id, window_starts_on,
             window_ends_on, position, scheduled_at, outcome, reason, note, resolved_at,
@@ -587,7 +588,7 @@ pub struct RestoredOutcome<'a> {
 
 pub fn insert_restored(conn: &WriteTx, new: &RestoredOutcome<'_>) -> Result<i64> {
     let r = new.restored;
-    conn.prepare_cached(
+    conn.prepare_kept(
         "INSERT INTO dose_occurrences
            (portable_id, household_id, person_id, source_type, source_id, window_starts_on,
             window_ends_on, position, scheduled_at, outcome, reason, note, resolved_at,
@@ -623,7 +624,7 @@ pub fn decide_not_taken(
     note: Option<&str>,
     membership_id: i64,
 ) -> Result<()> {
-    conn.prepare_cached(
+    conn.prepare_kept(
         "UPDATE dose_occurrences
          SET outcome = 'not_taken', reason = ?2, note = ?3, resolved_at = ?4,
              actor_membership_id = ?5, lock_version = lock_version + 1, updated_at = ?4
@@ -641,7 +642,7 @@ pub fn decide_not_taken(
 
 /// Reopens a decided row: no resolution, reason or note (a new version).
 pub fn reopen(conn: &WriteTx, id: i64, membership_id: i64) -> Result<()> {
-    conn.prepare_cached(
+    conn.prepare_kept(
         "UPDATE dose_occurrences
          SET outcome = 'open', resolved_at = NULL, reason = NULL, note = NULL,
              actor_membership_id = ?2, lock_version = lock_version + 1, updated_at = ?3
@@ -654,7 +655,7 @@ pub fn reopen(conn: &WriteTx, id: i64, membership_id: i64) -> Result<()> {
 /// Resolves a row `taken` by take `take_id` (a new version): a not_taken
 /// decision's reason and note no longer describe the dose.
 pub fn mark_taken(conn: &WriteTx, id: i64, take_id: i64, membership_id: i64) -> Result<()> {
-    conn.prepare_cached(
+    conn.prepare_kept(
         "UPDATE dose_occurrences
          SET outcome = 'taken', medication_take_id = ?2, reason = NULL, note = NULL,
              resolved_at = ?4, actor_membership_id = ?3, lock_version = lock_version + 1,

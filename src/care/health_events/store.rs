@@ -1,6 +1,7 @@
 //! SQL for health events. A deleted event keeps its row (the change feed's
 //! tombstone points at it) and is invisible to every read here.
 
+use crate::db::PrepareKept;
 use crate::db::WriteTx;
 use std::collections::HashMap;
 
@@ -46,7 +47,7 @@ pub fn find(
 ) -> Result<Option<HealthEventRow>> {
     let (numeric, portable) = id.sql_parts();
     Ok(conn
-        .prepare_cached(crate::db::sql!(
+        .prepare_kept(crate::db::sql!(
             "SELECT {COLUMNS} FROM {FROM}
              WHERE e.household_id = ?1 AND e.id = coalesce(?2, (SELECT id FROM health_events WHERE portable_id = ?3))
                AND e.deleted_at IS NULL"
@@ -92,7 +93,7 @@ pub fn list_visible(
 }
 
 pub fn insert(conn: &WriteTx, household_id: i64, row: &HealthEventRow) -> Result<i64> {
-    conn.prepare_cached(
+    conn.prepare_kept(
         "INSERT INTO health_events (portable_id, household_id, person_id, event_kind, severity,
              title, notes, started_on, ended_on, lock_version, created_at, updated_at)
          VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
@@ -117,7 +118,7 @@ pub fn insert(conn: &WriteTx, household_id: i64, row: &HealthEventRow) -> Result
 /// Saves the row's fields and its new `lock_version`/`updated_at` (the
 /// person never changes).
 pub fn update(conn: &WriteTx, row: &HealthEventRow) -> Result<()> {
-    conn.prepare_cached(
+    conn.prepare_kept(
         "UPDATE health_events SET event_kind = ?2, severity = ?3, title = ?4, notes = ?5,
              started_on = ?6, ended_on = ?7, lock_version = ?8, updated_at = ?9
          WHERE id = ?1",
@@ -139,7 +140,7 @@ pub fn update(conn: &WriteTx, row: &HealthEventRow) -> Result<()> {
 /// Marks the event deleted with its new `lock_version`/`updated_at`; its
 /// medication links stay with the tombstone.
 pub fn soft_delete(conn: &WriteTx, row: &HealthEventRow) -> Result<()> {
-    conn.prepare_cached(
+    conn.prepare_kept(
         "UPDATE health_events SET deleted_at = ?2, lock_version = ?3, updated_at = ?2
          WHERE id = ?1",
     )?
@@ -180,7 +181,7 @@ pub fn resolve_medications(
     let numeric = serde_json::to_string(&numeric).map_err(ApiError::internal)?;
     let portable = serde_json::to_string(&portable).map_err(ApiError::internal)?;
     let rows = conn
-        .prepare_cached(
+        .prepare_kept(
             "SELECT m.id, m.portable_id, m.deleted_at IS NOT NULL FROM medications m
              WHERE m.household_id = ?1
                AND (m.id IN (SELECT value FROM json_each(?2))
@@ -205,7 +206,7 @@ pub fn medications_of(
 ) -> Result<HashMap<i64, Vec<(i64, String)>>> {
     let ids = serde_json::to_string(event_ids).map_err(ApiError::internal)?;
     let mut out: HashMap<i64, Vec<(i64, String)>> = HashMap::new();
-    let mut stmt = conn.prepare_cached(
+    let mut stmt = conn.prepare_kept(
         "SELECT hm.health_event_id, m.id, m.portable_id
          FROM health_event_medications hm JOIN medications m ON m.id = hm.medication_id
          WHERE hm.health_event_id IN (SELECT value FROM json_each(?1))
@@ -223,9 +224,9 @@ pub fn medications_of(
 
 /// Makes the event's links exactly `medication_ids`.
 pub fn replace_medications(conn: &WriteTx, event_id: i64, medication_ids: &[i64]) -> Result<()> {
-    conn.prepare_cached("DELETE FROM health_event_medications WHERE health_event_id = ?1")?
+    conn.prepare_kept("DELETE FROM health_event_medications WHERE health_event_id = ?1")?
         .execute([event_id])?;
-    let mut insert = conn.prepare_cached(
+    let mut insert = conn.prepare_kept(
         "INSERT INTO health_event_medications (health_event_id, medication_id) VALUES (?1, ?2)",
     )?;
     for medication_id in medication_ids {

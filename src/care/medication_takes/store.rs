@@ -1,5 +1,6 @@
 //! SQL for medication takes and the sources they were given under.
 
+use crate::db::PrepareKept;
 use crate::db::WriteTx;
 use rusqlite::{Connection, OptionalExtension, Row, named_params, params};
 
@@ -52,7 +53,7 @@ fn from_row(r: &Row<'_>) -> rusqlite::Result<MedicationTake> {
 
 pub fn find(conn: &Connection, id: i64) -> Result<Option<MedicationTake>> {
     Ok(conn
-        .prepare_cached(crate::db::sql!(
+        .prepare_kept(crate::db::sql!(
             "SELECT {COLUMNS} FROM {FROM} WHERE t.id = ?1"
         ))?
         .query_row([id], from_row)
@@ -68,7 +69,7 @@ pub fn find_by_client_uuid(
     // Nearly every take brings a new client_uuid: its index alone answers
     // that, without opening the six tables a saved take is read through.
     let id: Option<i64> = conn
-        .prepare_cached(
+        .prepare_kept(
             "SELECT id FROM medication_takes WHERE household_id = ?1 AND client_uuid = ?2",
         )?
         .query_row(params![household_id, client_uuid], |r| r.get(0))
@@ -88,7 +89,7 @@ pub fn find_by_occurrence(
     position: i64,
 ) -> Result<Option<i64>> {
     Ok(conn
-        .prepare_cached(
+        .prepare_kept(
             "SELECT id FROM medication_takes
              WHERE source_type = ?1 AND source_id = ?2 AND occurrence_window_starts_on = ?3
                AND occurrence_position = ?4",
@@ -130,6 +131,30 @@ pub struct Source {
     pub end_date: Option<String>,
 }
 
+/// `find_source`'s query for one kind of source, written out when the
+/// program is built.
+macro_rules! find_source_sql {
+    ($table:literal, $as_needed:literal, $plan:literal) => {
+        concat!(
+            "SELECT x.id, x.portable_id, x.person_id, x.medication_id, x.dose_amount, x.dose_unit,
+                    x.dose_cycle, x.max_daily_doses, x.min_hours_between_doses, ",
+            $as_needed,
+            ",
+                    x.retired_at IS NOT NULL, x.source_dosage_option_id, ",
+            $plan,
+            ",
+                    p.portable_id, p.date_of_birth
+             FROM ",
+            $table,
+            " x
+             JOIN people p ON p.id = x.person_id
+             WHERE x.household_id = ?1 AND x.id = coalesce(?2, (SELECT id FROM ",
+            $table,
+            " WHERE portable_id = ?3))"
+        )
+    };
+}
+
 /// The schedule or assignment `id` of the household, retired ones included.
 pub fn find_source(
     conn: &Connection,
@@ -137,29 +162,21 @@ pub fn find_source(
     source_type: SourceType,
     id: &ResourceId,
 ) -> Result<Option<Source>> {
-    let (table, as_needed, plan) = match source_type {
-        SourceType::Schedule => (
+    let sql = match source_type {
+        SourceType::Schedule => find_source_sql!(
             "schedules",
             "x.schedule_type = 'prn'",
-            "x.schedule_type, x.schedule_config, x.start_date, x.end_date",
+            "x.schedule_type, x.schedule_config, x.start_date, x.end_date"
         ),
-        SourceType::PersonMedication => (
+        SourceType::PersonMedication => find_source_sql!(
             "person_medications",
             "x.administration_kind = 'as_needed'",
-            "NULL, NULL, NULL, NULL",
+            "NULL, NULL, NULL, NULL"
         ),
     };
     let (numeric, portable) = id.sql_parts();
     Ok(conn
-        .prepare_cached(&format!(
-            "SELECT x.id, x.portable_id, x.person_id, x.medication_id, x.dose_amount, x.dose_unit,
-                    x.dose_cycle, x.max_daily_doses, x.min_hours_between_doses, {as_needed},
-                    x.retired_at IS NOT NULL, x.source_dosage_option_id, {plan},
-                    p.portable_id, p.date_of_birth
-             FROM {table} x
-             JOIN people p ON p.id = x.person_id
-             WHERE x.household_id = ?1 AND x.id = coalesce(?2, (SELECT id FROM {table} WHERE portable_id = ?3))"
-        ))?
+        .prepare_kept(sql)?
         .query_row(params![household_id, numeric, portable], |r| {
             Ok(Source {
                 source_type,
@@ -206,7 +223,7 @@ pub struct NewRow<'a> {
 }
 
 pub fn insert(conn: &WriteTx, row: &NewRow<'_>) -> Result<i64> {
-    conn.prepare_cached(
+    conn.prepare_kept(
         "INSERT INTO medication_takes (portable_id, household_id, person_id, source_type,
              source_id, client_uuid, taken_at, dose_amount, dose_unit, taken_from_medication_id,
              taken_from_location_id, occurrence_key, occurrence_window_starts_on,
@@ -245,7 +262,7 @@ pub fn count_in_window(
     up_to_id: i64,
 ) -> Result<i64> {
     Ok(conn
-        .prepare_cached(
+        .prepare_kept(
             "SELECT count(*) FROM medication_takes
              WHERE source_type = ?1 AND source_id = ?2 AND taken_at >= ?3 AND taken_at < ?4
                AND id <= ?5",
@@ -265,7 +282,7 @@ pub fn neighbours(
     take_id: i64,
 ) -> Result<(Option<String>, Option<String>)> {
     let before = conn
-        .prepare_cached(
+        .prepare_kept(
             "SELECT taken_at FROM medication_takes
              WHERE source_type = ?1 AND source_id = ?2 AND id < ?4 AND taken_at <= ?3
              ORDER BY taken_at DESC LIMIT 1",
@@ -275,7 +292,7 @@ pub fn neighbours(
         })
         .optional()?;
     let after = conn
-        .prepare_cached(
+        .prepare_kept(
             "SELECT taken_at FROM medication_takes
              WHERE source_type = ?1 AND source_id = ?2 AND id < ?4 AND taken_at > ?3
              ORDER BY taken_at ASC LIMIT 1",
@@ -296,7 +313,7 @@ pub fn latest_taken_at(
     up_to_id: i64,
 ) -> Result<Option<String>> {
     Ok(conn
-        .prepare_cached(
+        .prepare_kept(
             "SELECT max(taken_at) FROM medication_takes
              WHERE source_type = ?1 AND source_id = ?2 AND id <= ?3",
         )?
@@ -313,7 +330,7 @@ pub fn paused_at(
     at: &str,
 ) -> Result<bool> {
     Ok(conn
-        .prepare_cached(
+        .prepare_kept(
             "SELECT EXISTS (SELECT 1 FROM medication_pause_periods
              WHERE source_type = ?1 AND source_id = ?2
                AND coalesce(started_at, created_at) <= ?3
@@ -350,7 +367,7 @@ pub fn count_other_sources_in_window(
     end: &str,
 ) -> Result<i64> {
     Ok(conn
-        .prepare_cached(crate::db::sql!(
+        .prepare_kept(crate::db::sql!(
             "SELECT count(*) FROM {OTHER_SOURCES} AND t.taken_at >= :start AND t.taken_at < :end"
         ))?
         .query_row(
@@ -376,7 +393,7 @@ pub fn other_sources_between(
     until: &str,
 ) -> Result<Vec<(String, Option<Dec>)>> {
     let rows = conn
-        .prepare_cached(crate::db::sql!(
+        .prepare_kept(crate::db::sql!(
             "SELECT t.taken_at, coalesce(s.min_hours_between_doses, a.min_hours_between_doses)
              FROM {OTHER_SOURCES} AND t.taken_at >= :from AND t.taken_at <= :until
              ORDER BY t.taken_at"
@@ -404,7 +421,7 @@ pub fn other_sources_max_min_hours(
     of: &OtherSources<'_>,
 ) -> Result<Option<Dec>> {
     let rows = conn
-        .prepare_cached(
+        .prepare_kept(
             "SELECT min_hours_between_doses FROM schedules
              WHERE person_id = :person_id AND medication_id = :medication_id
                AND NOT (:source_type = 'schedule' AND id = :source_id)

@@ -1,5 +1,6 @@
 //! SQL for notification preferences: at most one row per person.
 
+use crate::db::PrepareKept;
 use crate::db::WriteTx;
 use rusqlite::{Connection, OptionalExtension, Row, params};
 
@@ -53,7 +54,7 @@ fn from_row(r: &Row<'_>) -> rusqlite::Result<PreferenceRow> {
 /// The person's saved preferences, if they were ever written.
 pub fn find_by_person(conn: &Connection, person_id: i64) -> Result<Option<PreferenceRow>> {
     Ok(conn
-        .prepare_cached(crate::db::sql!(
+        .prepare_kept(crate::db::sql!(
             "SELECT {COLUMNS} FROM notification_preferences n WHERE n.person_id = ?1"
         ))?
         .query_row([person_id], from_row)
@@ -61,7 +62,7 @@ pub fn find_by_person(conn: &Connection, person_id: i64) -> Result<Option<Prefer
 }
 
 pub fn insert(conn: &WriteTx, household_id: i64, row: &PreferenceRow) -> Result<i64> {
-    conn.prepare_cached(
+    conn.prepare_kept(
         "INSERT INTO notification_preferences (portable_id, household_id, person_id, enabled,
              dose_due_enabled, missed_dose_enabled, low_stock_enabled, private_text_enabled,
              morning_time, afternoon_time, evening_time, night_time, lock_version, created_at,
@@ -90,7 +91,7 @@ pub fn insert(conn: &WriteTx, household_id: i64, row: &PreferenceRow) -> Result<
 
 /// Saves the row's settings and its new `lock_version`/`updated_at`.
 pub fn update(conn: &WriteTx, row: &PreferenceRow) -> Result<()> {
-    conn.prepare_cached(
+    conn.prepare_kept(
         "UPDATE notification_preferences SET enabled = ?2, dose_due_enabled = ?3,
              missed_dose_enabled = ?4, low_stock_enabled = ?5, private_text_enabled = ?6,
              morning_time = ?7, afternoon_time = ?8, evening_time = ?9, night_time = ?10,

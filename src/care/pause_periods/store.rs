@@ -2,6 +2,7 @@
 //! history is kept). This is also the one place that flips a source's
 //! `active` flag.
 
+use crate::db::PrepareKept;
 use crate::db::WriteTx;
 use std::collections::HashMap;
 
@@ -82,7 +83,7 @@ pub fn find(
     portable_id: &str,
 ) -> Result<Option<PausePeriod>> {
     Ok(conn
-        .prepare_cached(crate::db::sql!(
+        .prepare_kept(crate::db::sql!(
             "SELECT {COLUMNS} FROM {FROM} WHERE pp.household_id = ?1 AND pp.portable_id = ?2"
         ))?
         .query_row(params![household_id, portable_id], from_row)
@@ -91,7 +92,7 @@ pub fn find(
 
 pub fn find_by_id(conn: &Connection, id: i64) -> Result<Option<PausePeriod>> {
     Ok(conn
-        .prepare_cached(crate::db::sql!(
+        .prepare_kept(crate::db::sql!(
             "SELECT {COLUMNS} FROM {FROM} WHERE pp.id = ?1"
         ))?
         .query_row([id], from_row)
@@ -110,7 +111,7 @@ pub fn open_for(
     }
     let ids = serde_json::Value::from(source_ids.to_vec()).to_string();
     let rows = conn
-        .prepare_cached(crate::db::sql!(
+        .prepare_kept(crate::db::sql!(
             "SELECT {COLUMNS} FROM {FROM}
              WHERE pp.source_type = ?1 AND pp.ended_at IS NULL
                AND pp.source_id IN (SELECT value FROM json_each(?2))"
@@ -180,7 +181,7 @@ pub struct NewPeriod<'a> {
 }
 
 pub fn insert(conn: &WriteTx, p: &NewPeriod<'_>) -> Result<i64> {
-    conn.prepare_cached(
+    conn.prepare_kept(
         "INSERT INTO medication_pause_periods
            (portable_id, household_id, source_type, source_id, person_id, reason, note,
             started_at, recorded_by_membership_id, lock_version, created_at, updated_at)
@@ -212,7 +213,7 @@ pub struct RestoredRow<'a> {
 }
 
 pub fn insert_restored(conn: &WriteTx, r: &RestoredRow<'_>) -> Result<i64> {
-    conn.prepare_cached(
+    conn.prepare_kept(
         "INSERT INTO medication_pause_periods
            (portable_id, household_id, source_type, source_id, person_id, reason, note,
             started_at, ended_at, legacy_context, imported_context, recorded_by_membership_id,
@@ -237,7 +238,7 @@ pub fn insert_restored(conn: &WriteTx, r: &RestoredRow<'_>) -> Result<i64> {
     ])?;
     let id = conn.last_insert_rowid();
     if r.period.recorded_by_person_ref.is_some() || r.period.resumed_by_person_ref.is_some() {
-        conn.prepare_cached(
+        conn.prepare_kept(
             "INSERT INTO medication_pause_period_actor_refs
                (pause_period_id, recorded_by_person_ref, resumed_by_person_ref)
              VALUES (?1, ?2, ?3)",
@@ -261,7 +262,7 @@ pub fn overlaps(
     end: Option<&str>,
 ) -> Result<bool> {
     Ok(conn
-        .prepare_cached(
+        .prepare_kept(
             "SELECT EXISTS (SELECT 1 FROM medication_pause_periods
              WHERE source_type = ?1 AND source_id = ?2
                AND (?4 IS NULL OR started_at IS NULL OR started_at < ?4)
@@ -285,7 +286,7 @@ pub fn close(conn: &WriteTx, id: i64, resumed_by: Resumer<'_>, now: &Timestamp) 
         Resumer::Original(_) => None,
     };
     let changed = conn
-        .prepare_cached(
+        .prepare_kept(
             "UPDATE medication_pause_periods
              SET ended_at = ?3, resumed_by_membership_id = ?2, updated_at = ?3,
                  lock_version = lock_version + 1
@@ -293,7 +294,7 @@ pub fn close(conn: &WriteTx, id: i64, resumed_by: Resumer<'_>, now: &Timestamp) 
         )?
         .execute(params![id, membership, now])?;
     if let (1, Resumer::Original(person_ref)) = (changed, resumed_by) {
-        conn.prepare_cached(
+        conn.prepare_kept(
             "INSERT INTO medication_pause_period_actor_refs (pause_period_id, resumed_by_person_ref)
              VALUES (?1, ?2)
              ON CONFLICT (pause_period_id) DO UPDATE SET resumed_by_person_ref = excluded.resumed_by_person_ref",

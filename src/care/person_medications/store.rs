@@ -2,6 +2,7 @@
 //! position, so positions stay unique per person) and is invisible to every
 //! read here.
 
+use crate::db::PrepareKept;
 use crate::db::WriteTx;
 use rusqlite::{Connection, OptionalExtension, Row, params};
 
@@ -60,7 +61,7 @@ pub fn find(
 ) -> Result<Option<PersonMedicationRow>> {
     let (numeric, portable) = id.sql_parts();
     Ok(conn
-        .prepare_cached(crate::db::sql!(
+        .prepare_kept(crate::db::sql!(
             "SELECT {COLUMNS} FROM {FROM}
              WHERE a.household_id = ?1 AND a.id = coalesce(?2, (SELECT id FROM person_medications WHERE portable_id = ?3))
                AND a.retired_at IS NULL"
@@ -90,14 +91,14 @@ pub fn list_visible(
 /// included, so a position is never reused).
 pub fn next_position(conn: &Connection, person_id: i64) -> Result<i64> {
     Ok(conn
-        .prepare_cached(
+        .prepare_kept(
             "SELECT coalesce(max(position), 0) + 1 FROM person_medications WHERE person_id = ?1",
         )?
         .query_row([person_id], |r| r.get(0))?)
 }
 
 pub fn insert(conn: &WriteTx, household_id: i64, a: &PersonMedicationRow) -> Result<i64> {
-    conn.prepare_cached(
+    conn.prepare_kept(
         "INSERT INTO person_medications (portable_id, household_id, person_id, medication_id,
              source_dosage_option_id, dose_amount, dose_unit, dose_cycle, max_daily_doses,
              min_hours_between_doses, administration_kind, active, notes, position,
@@ -130,7 +131,7 @@ pub fn insert(conn: &WriteTx, household_id: i64, a: &PersonMedicationRow) -> Res
 /// `active` changes only through pausing and resuming, and the position
 /// only through reordering.
 pub fn update(conn: &WriteTx, a: &PersonMedicationRow) -> Result<()> {
-    conn.prepare_cached(
+    conn.prepare_kept(
         "UPDATE person_medications SET medication_id = ?2, source_dosage_option_id = ?3,
              dose_amount = ?4, dose_unit = ?5, dose_cycle = ?6, max_daily_doses = ?7,
              min_hours_between_doses = ?8, administration_kind = ?9, notes = ?10,
@@ -157,7 +158,7 @@ pub fn update(conn: &WriteTx, a: &PersonMedicationRow) -> Result<()> {
 /// Retires an assignment: it leaves every list and read, and stops (active
 /// false); the row stays for the history that points at it.
 pub fn retire(conn: &WriteTx, id: i64, now: &Timestamp) -> Result<()> {
-    conn.prepare_cached(
+    conn.prepare_kept(
         "UPDATE person_medications SET retired_at = ?2, active = 0, updated_at = ?2,
              lock_version = lock_version + 1
          WHERE id = ?1",
@@ -195,7 +196,7 @@ pub fn save_swapped(
     first: &PersonMedicationRow,
     second: &PersonMedicationRow,
 ) -> Result<()> {
-    let mut stmt = conn.prepare_cached(
+    let mut stmt = conn.prepare_kept(
         "UPDATE person_medications SET position = ?2, lock_version = ?3, updated_at = ?4
          WHERE id = ?1",
     )?;
@@ -223,7 +224,7 @@ pub fn save_swapped(
 /// How many live (unretired) assignments use a medication.
 pub fn count_live_for_medication(conn: &Connection, medication_id: i64) -> Result<i64> {
     Ok(conn
-        .prepare_cached(
+        .prepare_kept(
             "SELECT count(*) FROM person_medications
              WHERE medication_id = ?1 AND retired_at IS NULL",
         )?
@@ -233,7 +234,7 @@ pub fn count_live_for_medication(conn: &Connection, medication_id: i64) -> Resul
 /// Sets the person medication's `active` flag (false while paused), as a change to
 /// it: its version moves on.
 pub fn set_active(conn: &WriteTx, id: i64, active: bool, now: &Timestamp) -> Result<()> {
-    conn.prepare_cached(
+    conn.prepare_kept(
         "UPDATE person_medications SET active = ?2, updated_at = ?3, lock_version = lock_version + 1
          WHERE id = ?1",
     )?

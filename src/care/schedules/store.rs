@@ -1,6 +1,7 @@
 //! SQL for schedules. A retired schedule keeps its row (past doses and
 //! pause history point at it) and is invisible to every read here.
 
+use crate::db::PrepareKept;
 use crate::db::WriteTx;
 use jiff::civil::Date;
 use rusqlite::types::Type;
@@ -79,7 +80,7 @@ fn from_row(r: &Row<'_>) -> rusqlite::Result<ScheduleRow> {
 pub fn find(conn: &Connection, household_id: i64, id: &ResourceId) -> Result<Option<ScheduleRow>> {
     let (numeric, portable) = id.sql_parts();
     Ok(conn
-        .prepare_cached(crate::db::sql!(
+        .prepare_kept(crate::db::sql!(
             "SELECT {COLUMNS} FROM {FROM}
              WHERE s.household_id = ?1 AND s.id = coalesce(?2, (SELECT id FROM schedules WHERE portable_id = ?3))
                AND s.retired_at IS NULL"
@@ -106,7 +107,7 @@ pub fn list_visible(
 }
 
 pub fn insert(conn: &WriteTx, household_id: i64, s: &ScheduleRow) -> Result<i64> {
-    conn.prepare_cached(
+    conn.prepare_kept(
         "INSERT INTO schedules (portable_id, household_id, person_id, medication_id,
              source_dosage_option_id, dose_amount, dose_unit, frequency, dose_cycle,
              max_daily_doses, min_hours_between_doses, schedule_type, schedule_config,
@@ -142,7 +143,7 @@ pub fn insert(conn: &WriteTx, household_id: i64, s: &ScheduleRow) -> Result<i64>
 /// Saves every changeable field of the row; the person never changes and
 /// `active` changes only through pausing and resuming.
 pub fn update(conn: &WriteTx, s: &ScheduleRow) -> Result<()> {
-    conn.prepare_cached(
+    conn.prepare_kept(
         "UPDATE schedules SET medication_id = ?2, source_dosage_option_id = ?3,
              dose_amount = ?4, dose_unit = ?5, frequency = ?6, dose_cycle = ?7,
              max_daily_doses = ?8, min_hours_between_doses = ?9, schedule_type = ?10,
@@ -174,7 +175,7 @@ pub fn update(conn: &WriteTx, s: &ScheduleRow) -> Result<()> {
 /// Retires a schedule: it leaves every list and read, and stops (active
 /// false); the row stays for the history that points at it.
 pub fn retire(conn: &WriteTx, id: i64, now: &Timestamp) -> Result<()> {
-    conn.prepare_cached(
+    conn.prepare_kept(
         "UPDATE schedules SET retired_at = ?2, active = 0, updated_at = ?2,
              lock_version = lock_version + 1
          WHERE id = ?1",
@@ -186,7 +187,7 @@ pub fn retire(conn: &WriteTx, id: i64, now: &Timestamp) -> Result<()> {
 /// How many live (unretired) schedules use a medication.
 pub fn count_live_for_medication(conn: &Connection, medication_id: i64) -> Result<i64> {
     Ok(conn
-        .prepare_cached(
+        .prepare_kept(
             "SELECT count(*) FROM schedules WHERE medication_id = ?1 AND retired_at IS NULL",
         )?
         .query_row([medication_id], |r| r.get(0))?)
@@ -207,7 +208,7 @@ pub fn running_for_person(
     )>,
 > {
     Ok(conn
-        .prepare_cached(
+        .prepare_kept(
             "SELECT portable_id, schedule_type, schedule_config FROM schedules
              WHERE person_id = ?1 AND retired_at IS NULL AND schedule_type <> 'prn'
                AND (end_date IS NULL OR end_date >= ?2)
@@ -227,7 +228,7 @@ pub fn running_for_person(
 /// Sets the schedule's `active` flag (false while paused), as a change to
 /// it: its version moves on.
 pub fn set_active(conn: &WriteTx, id: i64, active: bool, now: &Timestamp) -> Result<()> {
-    conn.prepare_cached(
+    conn.prepare_kept(
         "UPDATE schedules SET active = ?2, updated_at = ?3, lock_version = lock_version + 1
          WHERE id = ?1",
     )?

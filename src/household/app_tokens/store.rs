@@ -1,5 +1,6 @@
 //! SQL for household app tokens.
 
+use crate::db::PrepareKept;
 use crate::db::WriteTx;
 use rusqlite::{Connection, OptionalExtension, Row, params};
 
@@ -94,7 +95,7 @@ pub fn revoke(conn: &WriteTx, id: i64) -> Result<()> {
 /// Revokes every live app token bound to the membership; returns how many.
 pub fn revoke_all_of_membership(conn: &WriteTx, membership_id: i64) -> Result<usize> {
     Ok(conn
-        .prepare_cached(
+        .prepare_kept(
             "UPDATE app_tokens SET revoked_at = ?2 WHERE membership_id = ?1 AND revoked_at IS NULL",
         )?
         .execute(params![membership_id, Timestamp::now()])?)

@@ -1,5 +1,6 @@
 //! SQL for audit events.
 
+use crate::db::PrepareKept;
 use crate::db::WriteTx;
 use rusqlite::types::Type;
 use rusqlite::{Connection, params};
@@ -17,7 +18,7 @@ pub fn insert(
     (subject_type, subject_id): (&str, i64),
     metadata: &Value,
 ) -> Result<()> {
-    conn.prepare_cached(
+    conn.prepare_kept(
         "INSERT INTO audit_events
            (household_id, event_type, actor_membership_id, subject_type, subject_id, metadata, occurred_at)
          VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
@@ -37,10 +38,10 @@ pub fn insert(
 /// One page of the household's audit events, newest first, and the total.
 pub fn list(conn: &Connection, household_id: i64, page: Page) -> Result<(Vec<AuditEvent>, i64)> {
     let total = conn
-        .prepare_cached("SELECT count(*) FROM audit_events WHERE household_id = ?1")?
+        .prepare_kept("SELECT count(*) FROM audit_events WHERE household_id = ?1")?
         .query_row([household_id], |r| r.get(0))?;
     let rows = conn
-        .prepare_cached(
+        .prepare_kept(
             "SELECT id, event_type, actor_membership_id, subject_type, subject_id, metadata,
                     occurred_at
              FROM audit_events WHERE household_id = ?1

@@ -1,5 +1,6 @@
 //! SQL for person access grants.
 
+use crate::db::PrepareKept;
 use crate::db::WriteTx;
 use rusqlite::types::Type;
 use rusqlite::{Connection, OptionalExtension, Row, named_params, params};
@@ -22,7 +23,7 @@ pub struct NewGrant<'a> {
 }
 
 pub fn insert(conn: &WriteTx, grant: &NewGrant<'_>) -> Result<i64> {
-    conn.prepare_cached(
+    conn.prepare_kept(
         "INSERT INTO person_access_grants
            (household_id, membership_id, person_id, access_level, relationship_type, expires_at,
             created_by_membership_id, created_at)
@@ -76,7 +77,7 @@ pub fn find_live(
     id: i64,
 ) -> Result<Option<PersonAccessGrant>> {
     Ok(conn
-        .prepare_cached(crate::db::sql!(
+        .prepare_kept(crate::db::sql!(
             "SELECT {COLUMNS} FROM person_access_grants g JOIN people p ON p.id = g.person_id
              WHERE g.id = ?1 AND g.household_id = ?2 AND g.revoked_at IS NULL"
         ))?
@@ -87,7 +88,7 @@ pub fn find_live(
 /// Whether the member already holds a live grant on the person.
 pub fn live_exists(conn: &Connection, membership_id: i64, person_id: i64) -> Result<bool> {
     Ok(conn
-        .prepare_cached(
+        .prepare_kept(
             "SELECT 1 FROM person_access_grants
              WHERE membership_id = ?1 AND person_id = ?2 AND revoked_at IS NULL",
         )?
@@ -142,7 +143,7 @@ pub fn revoke_expired(
     now: &Timestamp,
 ) -> Result<usize> {
     Ok(conn
-        .prepare_cached(
+        .prepare_kept(
             "UPDATE person_access_grants SET revoked_at = ?3
              WHERE membership_id = ?1 AND person_id = ?2 AND revoked_at IS NULL
                AND expires_at IS NOT NULL AND expires_at <= ?3",
@@ -183,7 +184,7 @@ pub fn list_live(
 }
 
 pub fn revoke(conn: &WriteTx, id: i64) -> Result<()> {
-    conn.prepare_cached(
+    conn.prepare_kept(
         "UPDATE person_access_grants SET revoked_at = ?2 WHERE id = ?1 AND revoked_at IS NULL",
     )?
     .execute(params![id, Timestamp::now()])?;
@@ -193,7 +194,7 @@ pub fn revoke(conn: &WriteTx, id: i64) -> Result<()> {
 /// Revokes every live grant held by a membership; returns how many.
 pub fn revoke_all_of_membership(conn: &WriteTx, membership_id: i64) -> Result<usize> {
     Ok(conn
-        .prepare_cached(
+        .prepare_kept(
             "UPDATE person_access_grants SET revoked_at = ?2
              WHERE membership_id = ?1 AND revoked_at IS NULL",
         )?

@@ -1,6 +1,7 @@
 //! SQL for locations. Deleted locations keep their row (past administrations
 //! and dose decisions still point at it) and are invisible to every read here.
 
+use crate::db::PrepareKept;
 use crate::db::WriteTx;
 use rusqlite::{Connection, OptionalExtension, Row, named_params, params};
 
@@ -38,7 +39,7 @@ fn from_row(r: &Row<'_>) -> rusqlite::Result<LocationRow> {
 pub fn find(conn: &Connection, household_id: i64, id: &ResourceId) -> Result<Option<LocationRow>> {
     let (numeric, portable) = id.sql_parts();
     Ok(conn
-        .prepare_cached(crate::db::sql!(
+        .prepare_kept(crate::db::sql!(
             "SELECT {COLUMNS} FROM locations l
              WHERE l.household_id = ?1 AND l.id = coalesce(?2, (SELECT id FROM locations WHERE portable_id = ?3))
                AND l.deleted_at IS NULL"
@@ -48,7 +49,7 @@ pub fn find(conn: &Connection, household_id: i64, id: &ResourceId) -> Result<Opt
 }
 
 pub fn insert(conn: &WriteTx, household_id: i64, row: &LocationRow) -> Result<i64> {
-    conn.prepare_cached(
+    conn.prepare_kept(
         "INSERT INTO locations (portable_id, household_id, name, description, lock_version,
                                 created_at, updated_at)
          VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
@@ -67,7 +68,7 @@ pub fn insert(conn: &WriteTx, household_id: i64, row: &LocationRow) -> Result<i6
 
 /// Saves the row's fields and its new `lock_version`/`updated_at`.
 pub fn update(conn: &WriteTx, row: &LocationRow) -> Result<()> {
-    conn.prepare_cached(
+    conn.prepare_kept(
         "UPDATE locations SET name = ?2, description = ?3, lock_version = ?4, updated_at = ?5
          WHERE id = ?1",
     )?
@@ -83,7 +84,7 @@ pub fn update(conn: &WriteTx, row: &LocationRow) -> Result<()> {
 
 /// Marks the location deleted with its new `lock_version`/`updated_at`.
 pub fn soft_delete(conn: &WriteTx, row: &LocationRow) -> Result<()> {
-    conn.prepare_cached(
+    conn.prepare_kept(
         "UPDATE locations SET deleted_at = ?2, lock_version = ?3, updated_at = ?2
          WHERE id = ?1",
     )?
@@ -139,7 +140,7 @@ pub fn find_membership(
     id: i64,
 ) -> Result<Option<MembershipRow>> {
     Ok(conn
-        .prepare_cached(crate::db::sql!(
+        .prepare_kept(crate::db::sql!(
             "SELECT {MEMBERSHIP_COLUMNS} FROM location_memberships lm
              WHERE lm.id = ?1 AND lm.location_id = ?2 AND lm.household_id = ?3"
         ))?
@@ -154,7 +155,7 @@ pub fn find_membership_of(
     person_id: i64,
 ) -> Result<Option<MembershipRow>> {
     Ok(conn
-        .prepare_cached(crate::db::sql!(
+        .prepare_kept(crate::db::sql!(
             "SELECT {MEMBERSHIP_COLUMNS} FROM location_memberships lm
              WHERE lm.location_id = ?1 AND lm.person_id = ?2"
         ))?
@@ -163,7 +164,7 @@ pub fn find_membership_of(
 }
 
 pub fn insert_membership(conn: &WriteTx, household_id: i64, row: &MembershipRow) -> Result<i64> {
-    conn.prepare_cached(
+    conn.prepare_kept(
         "INSERT INTO location_memberships (household_id, location_id, person_id, created_at)
          VALUES (?1, ?2, ?3, ?4)",
     )?
@@ -177,7 +178,7 @@ pub fn insert_membership(conn: &WriteTx, household_id: i64, row: &MembershipRow)
 }
 
 pub fn delete_membership(conn: &WriteTx, id: i64) -> Result<()> {
-    conn.prepare_cached("DELETE FROM location_memberships WHERE id = ?1")?
+    conn.prepare_kept("DELETE FROM location_memberships WHERE id = ?1")?
         .execute([id])?;
     Ok(())
 }
@@ -185,7 +186,7 @@ pub fn delete_membership(conn: &WriteTx, id: i64) -> Result<()> {
 /// The people assigned to a location.
 pub fn people_at(conn: &Connection, location_id: i64) -> Result<Vec<i64>> {
     Ok(conn
-        .prepare_cached(
+        .prepare_kept(
             "SELECT person_id FROM location_memberships WHERE location_id = ?1 ORDER BY person_id",
         )?
         .query_map([location_id], |r| r.get(0))?

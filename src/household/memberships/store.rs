@@ -1,5 +1,6 @@
 //! SQL for memberships.
 
+use crate::db::PrepareKept;
 use crate::db::WriteTx;
 use rusqlite::types::Type;
 use rusqlite::{Connection, OptionalExtension, Row, params};
@@ -45,7 +46,7 @@ pub struct OwnMembership {
 
 pub fn own(conn: &Connection, membership_id: i64) -> Result<OwnMembership> {
     Ok(conn
-        .prepare_cached(
+        .prepare_kept(
             "SELECT a.email, a.display_name, m.status, m.permissions_version
          FROM memberships m JOIN accounts a ON a.id = m.account_id WHERE m.id = ?1",
         )?
@@ -61,7 +62,7 @@ pub fn own(conn: &Connection, membership_id: i64) -> Result<OwnMembership> {
 
 pub fn active_by_email(conn: &Connection, household_id: i64, email: &str) -> Result<Option<i64>> {
     Ok(conn
-        .prepare_cached(
+        .prepare_kept(
             "SELECT m.id FROM memberships m JOIN accounts a ON a.id = m.account_id
              WHERE m.household_id = ?1 AND a.email = ?2 AND m.status = 'active'",
         )?
@@ -113,7 +114,7 @@ fn from_row(r: &Row<'_>) -> rusqlite::Result<Membership> {
 /// A membership of the household that has not been revoked.
 pub fn find(conn: &Connection, household_id: i64, id: i64) -> Result<Option<Membership>> {
     Ok(conn
-        .prepare_cached(crate::db::sql!(
+        .prepare_kept(crate::db::sql!(
             "SELECT {COLUMNS} FROM {FROM}
              WHERE m.id = ?1 AND m.household_id = ?2 AND m.status <> 'revoked'"
         ))?
@@ -124,12 +125,12 @@ pub fn find(conn: &Connection, household_id: i64, id: i64) -> Result<Option<Memb
 /// One page of the household's memberships that have not been revoked, oldest first.
 pub fn list(conn: &Connection, household_id: i64, page: Page) -> Result<(Vec<Membership>, i64)> {
     let total = conn
-        .prepare_cached(
+        .prepare_kept(
             "SELECT count(*) FROM memberships WHERE household_id = ?1 AND status <> 'revoked'",
         )?
         .query_row([household_id], |r| r.get(0))?;
     let rows = conn
-        .prepare_cached(crate::db::sql!(
+        .prepare_kept(crate::db::sql!(
             "SELECT {COLUMNS} FROM {FROM}
              WHERE m.household_id = ?1 AND m.status <> 'revoked'
              ORDER BY m.id LIMIT ?2 OFFSET ?3"
@@ -141,7 +142,7 @@ pub fn list(conn: &Connection, household_id: i64, page: Page) -> Result<(Vec<Mem
 
 /// Saves role, status, person and flags with the new versions and `updated_at`.
 pub fn update(conn: &WriteTx, m: &Membership) -> Result<()> {
-    conn.prepare_cached(
+    conn.prepare_kept(
         "UPDATE memberships SET role = ?2, status = ?3, person_id = ?4, inventory_management = ?5,
                 location_management = ?6, adult_review = ?7, permissions_version = ?8,
                 lock_version = ?9, updated_at = ?10
@@ -164,7 +165,7 @@ pub fn update(conn: &WriteTx, m: &Membership) -> Result<()> {
 
 /// The role of a membership of the household, whatever its status.
 pub fn revoke(conn: &WriteTx, id: i64) -> Result<()> {
-    conn.prepare_cached(
+    conn.prepare_kept(
         "UPDATE memberships SET status = 'revoked', permissions_version = permissions_version + 1,
                 lock_version = lock_version + 1, updated_at = ?2
          WHERE id = ?1",
@@ -176,7 +177,7 @@ pub fn revoke(conn: &WriteTx, id: i64) -> Result<()> {
 /// Active owners of the household other than `except_id`.
 pub fn other_active_owners(conn: &Connection, household_id: i64, except_id: i64) -> Result<i64> {
     Ok(conn
-        .prepare_cached(
+        .prepare_kept(
             "SELECT count(*) FROM memberships
              WHERE household_id = ?1 AND id <> ?2 AND role = 'owner' AND status = 'active'",
         )?
@@ -186,7 +187,7 @@ pub fn other_active_owners(conn: &Connection, household_id: i64, except_id: i64)
 /// Whether another membership that has not been revoked is linked to the person.
 pub fn person_linked_elsewhere(conn: &Connection, person_id: i64, except_id: i64) -> Result<bool> {
     Ok(conn
-        .prepare_cached(
+        .prepare_kept(
             "SELECT 1 FROM memberships
              WHERE person_id = ?1 AND id <> ?2 AND status <> 'revoked' LIMIT 1",
         )?
@@ -197,7 +198,7 @@ pub fn person_linked_elsewhere(conn: &Connection, person_id: i64, except_id: i64
 
 /// Every access change moves the membership's permissions version on.
 pub fn bump_permissions_version(conn: &WriteTx, membership_id: i64) -> Result<()> {
-    conn.prepare_cached(
+    conn.prepare_kept(
         "UPDATE memberships SET permissions_version = permissions_version + 1 WHERE id = ?1",
     )?
     .execute([membership_id])?;

@@ -1,5 +1,6 @@
 //! SQL for people.
 
+use crate::db::PrepareKept;
 use crate::db::WriteTx;
 use std::collections::HashMap;
 
@@ -45,7 +46,7 @@ fn from_row(r: &Row<'_>) -> rusqlite::Result<PersonRow> {
 pub fn find(conn: &Connection, household_id: i64, id: &ResourceId) -> Result<Option<PersonRow>> {
     let (numeric, portable) = id.sql_parts();
     Ok(conn
-        .prepare_cached(crate::db::sql!(
+        .prepare_kept(crate::db::sql!(
             "SELECT {COLUMNS} FROM people p
              WHERE p.household_id = ?1 AND p.id = coalesce(?2, (SELECT id FROM people WHERE portable_id = ?3))"
         ))?
@@ -54,7 +55,7 @@ pub fn find(conn: &Connection, household_id: i64, id: &ResourceId) -> Result<Opt
 }
 
 pub fn insert(conn: &WriteTx, household_id: i64, row: &PersonRow) -> Result<i64> {
-    conn.prepare_cached(
+    conn.prepare_kept(
         "INSERT INTO people (portable_id, household_id, name, email, date_of_birth, person_type,
                              has_capacity, lock_version, created_at, updated_at)
          VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, 1, ?8, ?8)",
@@ -74,7 +75,7 @@ pub fn insert(conn: &WriteTx, household_id: i64, row: &PersonRow) -> Result<i64>
 
 /// Saves the row's fields and its new `lock_version`/`updated_at`.
 pub fn update(conn: &WriteTx, row: &PersonRow) -> Result<()> {
-    conn.prepare_cached(
+    conn.prepare_kept(
         "UPDATE people SET name = ?2, email = ?3, date_of_birth = ?4, person_type = ?5,
                 has_capacity = ?6, lock_version = ?7, updated_at = ?8
          WHERE id = ?1",
@@ -122,7 +123,7 @@ pub fn locations_of(
 ) -> Result<HashMap<i64, Vec<(i64, String)>>> {
     let ids = serde_json::to_string(person_ids).map_err(crate::error::ApiError::internal)?;
     let mut out: HashMap<i64, Vec<(i64, String)>> = HashMap::new();
-    let mut stmt = conn.prepare_cached(
+    let mut stmt = conn.prepare_kept(
         "SELECT lm.person_id, l.id, l.portable_id
          FROM location_memberships lm JOIN locations l ON l.id = lm.location_id
          WHERE lm.person_id IN (SELECT value FROM json_each(?1)) AND l.deleted_at IS NULL
@@ -145,7 +146,7 @@ pub fn notification_preferences_of(
     person_ids: &[i64],
 ) -> Result<HashMap<i64, (i64, String)>> {
     let ids = serde_json::to_string(person_ids).map_err(crate::error::ApiError::internal)?;
-    let mut stmt = conn.prepare_cached(
+    let mut stmt = conn.prepare_kept(
         "SELECT n.person_id, n.id, n.portable_id FROM notification_preferences n
          WHERE n.person_id IN (SELECT value FROM json_each(?1))",
     )?;
@@ -158,7 +159,7 @@ pub fn notification_preferences_of(
 /// The names of every person of a household (AI suggestions redact them
 /// from text before it leaves the server).
 pub fn names(conn: &Connection, household_id: i64) -> Result<Vec<String>> {
-    let mut statement = conn.prepare_cached("SELECT name FROM people WHERE household_id = ?1")?;
+    let mut statement = conn.prepare_kept("SELECT name FROM people WHERE household_id = ?1")?;
     let names = statement
         .query_map([household_id], |row| row.get(0))?
         .collect::<rusqlite::Result<Vec<String>>>()?;

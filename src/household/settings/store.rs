@@ -1,5 +1,6 @@
 //! SQL for household settings (the administrable columns of `households`).
 
+use crate::db::PrepareKept;
 use crate::db::WriteTx;
 use rusqlite::{Connection, OptionalExtension, params};
 
@@ -8,7 +9,7 @@ use crate::error::Result;
 
 pub fn find(conn: &Connection, household_id: i64) -> Result<Option<HouseholdSettings>> {
     Ok(conn
-        .prepare_cached(
+        .prepare_kept(
             "SELECT id, portable_id, name, time_zone, app_token_max_age_days, created_at,
                     updated_at, lock_version
              FROM households WHERE id = ?1",
@@ -33,7 +34,7 @@ pub fn find(conn: &Connection, household_id: i64) -> Result<Option<HouseholdSett
 
 /// Saves the settings with their new `lock_version`/`updated_at`.
 pub fn update(conn: &WriteTx, s: &HouseholdSettings) -> Result<()> {
-    conn.prepare_cached(
+    conn.prepare_kept(
         "UPDATE households SET name = ?2, time_zone = ?3, app_token_max_age_days = ?4,
                 lock_version = ?5, updated_at = ?6
          WHERE id = ?1",

@@ -1,5 +1,6 @@
 //! SQL for TOTP secrets (encrypted) and recovery codes (hashed).
 
+use crate::db::PrepareKept;
 use rusqlite::{Connection, OptionalExtension, params};
 
 use crate::db::WriteTx;
@@ -13,7 +14,7 @@ pub struct StoredTotp {
 
 pub fn find(conn: &Connection, account_id: i64) -> Result<Option<StoredTotp>> {
     Ok(conn
-        .prepare_cached(
+        .prepare_kept(
             "SELECT secret_encrypted, confirmed_at IS NOT NULL, last_step
              FROM account_totp WHERE account_id = ?1",
         )?
@@ -29,7 +30,7 @@ pub fn find(conn: &Connection, account_id: i64) -> Result<Option<StoredTotp>> {
 
 /// Starts (or restarts) an unconfirmed enrolment.
 pub fn put_unconfirmed(tx: &WriteTx, account_id: i64, sealed: &[u8], now: &str) -> Result<()> {
-    tx.prepare_cached(
+    tx.prepare_kept(
         "INSERT INTO account_totp (account_id, secret_encrypted, created_at) VALUES (?1, ?2, ?3)
          ON CONFLICT (account_id) DO UPDATE SET secret_encrypted = excluded.secret_encrypted,
              confirmed_at = NULL, last_step = NULL, created_at = excluded.created_at",
@@ -39,7 +40,7 @@ pub fn put_unconfirmed(tx: &WriteTx, account_id: i64, sealed: &[u8], now: &str) 
 }
 
 pub fn confirm(tx: &WriteTx, account_id: i64, step: u64, now: &str) -> Result<()> {
-    tx.prepare_cached(
+    tx.prepare_kept(
         "UPDATE account_totp SET confirmed_at = ?2, last_step = ?3 WHERE account_id = ?1",
     )?
     .execute(params![account_id, now, step as i64])?;
@@ -47,7 +48,7 @@ pub fn confirm(tx: &WriteTx, account_id: i64, step: u64, now: &str) -> Result<()
 }
 
 pub fn set_last_step(tx: &WriteTx, account_id: i64, step: u64) -> Result<()> {
-    tx.prepare_cached("UPDATE account_totp SET last_step = ?2 WHERE account_id = ?1")?
+    tx.prepare_kept("UPDATE account_totp SET last_step = ?2 WHERE account_id = ?1")?
         .execute(params![account_id, step as i64])?;
     Ok(())
 }
@@ -55,18 +56,18 @@ pub fn set_last_step(tx: &WriteTx, account_id: i64, step: u64) -> Result<()> {
 /// Removes the second factor and every recovery code; true when there was one.
 pub fn remove(tx: &WriteTx, account_id: i64) -> Result<bool> {
     let removed = tx
-        .prepare_cached("DELETE FROM account_totp WHERE account_id = ?1")?
+        .prepare_kept("DELETE FROM account_totp WHERE account_id = ?1")?
         .execute([account_id])?;
-    tx.prepare_cached("DELETE FROM recovery_codes WHERE account_id = ?1")?
+    tx.prepare_kept("DELETE FROM recovery_codes WHERE account_id = ?1")?
         .execute([account_id])?;
     Ok(removed == 1)
 }
 
 pub fn replace_recovery_codes(tx: &WriteTx, account_id: i64, digests: &[Vec<u8>]) -> Result<()> {
-    tx.prepare_cached("DELETE FROM recovery_codes WHERE account_id = ?1")?
+    tx.prepare_kept("DELETE FROM recovery_codes WHERE account_id = ?1")?
         .execute([account_id])?;
     let mut insert =
-        tx.prepare_cached("INSERT INTO recovery_codes (account_id, code_sha256) VALUES (?1, ?2)")?;
+        tx.prepare_kept("INSERT INTO recovery_codes (account_id, code_sha256) VALUES (?1, ?2)")?;
     for digest in digests {
         insert.execute(params![account_id, digest])?;
     }
@@ -76,7 +77,7 @@ pub fn replace_recovery_codes(tx: &WriteTx, account_id: i64, digests: &[Vec<u8>]
 /// (id, digest) of each unused recovery code.
 pub fn unused_recovery_codes(conn: &Connection, account_id: i64) -> Result<Vec<(i64, Vec<u8>)>> {
     Ok(conn
-        .prepare_cached(
+        .prepare_kept(
             "SELECT id, code_sha256 FROM recovery_codes WHERE account_id = ?1 AND used_at IS NULL",
         )?
         .query_map([account_id], |r| Ok((r.get(0)?, r.get(1)?)))?
@@ -84,7 +85,7 @@ pub fn unused_recovery_codes(conn: &Connection, account_id: i64) -> Result<Vec<(
 }
 
 pub fn use_recovery_code(tx: &WriteTx, id: i64, now: &str) -> Result<()> {
-    tx.prepare_cached("UPDATE recovery_codes SET used_at = ?2 WHERE id = ?1")?
+    tx.prepare_kept("UPDATE recovery_codes SET used_at = ?2 WHERE id = ?1")?
         .execute(params![id, now])?;
     Ok(())
 }

@@ -1,5 +1,6 @@
 //! SQL for authorization codes.
 
+use crate::db::PrepareKept;
 use rusqlite::{Connection, OptionalExtension, params};
 
 use crate::auth::token::NewToken;
@@ -20,7 +21,7 @@ pub struct Grant {
 /// Forgets codes that expired before `before`: a code kept a while after
 /// its expiry still catches a late replay of a used one.
 pub fn delete_expired(tx: &WriteTx, before: &str) -> Result<()> {
-    tx.prepare_cached("DELETE FROM oauth_codes WHERE expires_at <= ?1")?
+    tx.prepare_kept("DELETE FROM oauth_codes WHERE expires_at <= ?1")?
         .execute([before])?;
     Ok(())
 }
@@ -32,7 +33,7 @@ pub fn insert_code(
     now: &str,
     expires_at: &str,
 ) -> Result<()> {
-    tx.prepare_cached(
+    tx.prepare_kept(
         "INSERT INTO oauth_codes (selector, secret_sha256, account_id, client_id, redirect_uri,
              code_challenge, scope, device_label, created_at, expires_at)
          VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
@@ -63,7 +64,7 @@ pub struct StoredCode {
 
 pub fn find_code(conn: &Connection, selector: &str) -> Result<Option<StoredCode>> {
     Ok(conn
-        .prepare_cached(
+        .prepare_kept(
             "SELECT id, secret_sha256, account_id, client_id, redirect_uri, code_challenge, scope,
                     device_label, expires_at, used_at, session_id
              FROM oauth_codes WHERE selector = ?1",
@@ -90,7 +91,7 @@ pub fn find_code(conn: &Connection, selector: &str) -> Result<Option<StoredCode>
 
 /// Marks the code used, naming the session its redemption started (if any).
 pub fn mark_used(tx: &WriteTx, id: i64, now: &str, session_id: Option<i64>) -> Result<()> {
-    tx.prepare_cached("UPDATE oauth_codes SET used_at = ?2, session_id = ?3 WHERE id = ?1")?
+    tx.prepare_kept("UPDATE oauth_codes SET used_at = ?2, session_id = ?3 WHERE id = ?1")?
         .execute(params![id, now, session_id])?;
     Ok(())
 }

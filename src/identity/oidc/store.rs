@@ -1,6 +1,7 @@
 //! SQL for delegated sign-in: linked provider identities and the sign-ins
 //! waiting for the provider's answer.
 
+use crate::db::PrepareKept;
 use rusqlite::{Connection, OptionalExtension, params};
 
 use crate::db::WriteTx;
@@ -24,9 +25,9 @@ pub fn insert_pending(
 ) -> Result<()> {
     let now = Timestamp::now();
     // Sign-ins nobody came back from are forgotten when new ones start.
-    tx.prepare_cached("DELETE FROM oidc_pending WHERE expires_at < ?1")?
+    tx.prepare_kept("DELETE FROM oidc_pending WHERE expires_at < ?1")?
         .execute([&now])?;
-    tx.prepare_cached(
+    tx.prepare_kept(
         "INSERT INTO oidc_pending (state_sha256, nonce, code_verifier, purpose, created_at, expires_at)
          VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
     )?
@@ -37,7 +38,7 @@ pub fn insert_pending(
 /// The pending sign-in of a state, removed: a state is good once.
 pub fn take_pending(tx: &WriteTx, state_sha256: &[u8]) -> Result<Option<Pending>> {
     let found = tx
-        .prepare_cached(
+        .prepare_kept(
             "DELETE FROM oidc_pending WHERE state_sha256 = ?1
              RETURNING nonce, code_verifier, purpose, expires_at",
         )?
@@ -56,9 +57,7 @@ pub fn take_pending(tx: &WriteTx, state_sha256: &[u8]) -> Result<Option<Pending>
 /// The account a provider identity is linked to.
 pub fn linked_account(conn: &Connection, issuer: &str, subject: &str) -> Result<Option<i64>> {
     Ok(conn
-        .prepare_cached(
-            "SELECT account_id FROM oidc_identities WHERE issuer = ?1 AND subject = ?2",
-        )?
+        .prepare_kept("SELECT account_id FROM oidc_identities WHERE issuer = ?1 AND subject = ?2")?
         .query_row([issuer, subject], |r| r.get(0))
         .optional()?)
 }
@@ -66,7 +65,7 @@ pub fn linked_account(conn: &Connection, issuer: &str, subject: &str) -> Result<
 /// Links an identity to an account, or notes that a linked one was used.
 pub fn link(tx: &WriteTx, issuer: &str, subject: &str, account_id: i64) -> Result<()> {
     let now = Timestamp::now();
-    tx.prepare_cached(
+    tx.prepare_kept(
         "INSERT INTO oidc_identities (issuer, subject, account_id, created_at, last_used_at)
          VALUES (?1, ?2, ?3, ?4, ?4)
          ON CONFLICT (issuer, subject) DO UPDATE SET last_used_at = excluded.last_used_at",
@@ -82,9 +81,9 @@ pub fn insert_pending_link(
     subject: &str,
     expires_at: &Timestamp,
 ) -> Result<()> {
-    tx.prepare_cached("DELETE FROM oidc_pending_links WHERE expires_at < ?1")?
+    tx.prepare_kept("DELETE FROM oidc_pending_links WHERE expires_at < ?1")?
         .execute([Timestamp::now()])?;
-    tx.prepare_cached(
+    tx.prepare_kept(
         "INSERT INTO oidc_pending_links (selector, secret_sha256, issuer, subject, expires_at)
          VALUES (?1, ?2, ?3, ?4, ?5)",
     )?
@@ -105,7 +104,7 @@ pub fn take_pending_link(
     presented: &crate::auth::token::Presented<'_>,
 ) -> Result<Option<(String, String)>> {
     let found: Option<(i64, Vec<u8>, String, String, Timestamp)> = tx
-        .prepare_cached(
+        .prepare_kept(
             "SELECT id, secret_sha256, issuer, subject, expires_at FROM oidc_pending_links
              WHERE selector = ?1",
         )?
@@ -119,7 +118,7 @@ pub fn take_pending_link(
     if !presented.matches(&secret) || expires_at <= Timestamp::now() {
         return Ok(None);
     }
-    tx.prepare_cached("DELETE FROM oidc_pending_links WHERE id = ?1")?
+    tx.prepare_kept("DELETE FROM oidc_pending_links WHERE id = ?1")?
         .execute([id])?;
     Ok(Some((issuer, subject)))
 }

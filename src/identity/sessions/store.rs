@@ -1,5 +1,6 @@
 //! SQL for sign-in sessions and their access and refresh tokens.
 
+use crate::db::PrepareKept;
 use rusqlite::{Connection, OptionalExtension, params};
 
 use super::model::Session;
@@ -16,7 +17,7 @@ pub fn insert_session(
     now: &str,
     expires_at: &str,
 ) -> Result<i64> {
-    tx.prepare_cached(
+    tx.prepare_kept(
         "INSERT INTO oauth_sessions (account_id, client_id, device_label, created_at, last_used_at, expires_at)
          VALUES (?1, ?2, ?3, ?4, ?4, ?5)",
     )?
@@ -32,7 +33,7 @@ pub fn insert_token(
     now: &str,
     expires_at: &str,
 ) -> Result<()> {
-    tx.prepare_cached(
+    tx.prepare_kept(
         "INSERT INTO oauth_tokens (session_id, kind, selector, secret_sha256, created_at, expires_at)
          VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
     )?
@@ -63,7 +64,7 @@ pub struct StoredToken {
 
 pub fn find_token(conn: &Connection, selector: &str) -> Result<Option<StoredToken>> {
     Ok(conn
-        .prepare_cached(
+        .prepare_kept(
             "SELECT t.id, t.kind, t.secret_sha256, t.expires_at, t.rotated_at, s.id,
                     s.account_id, s.client_id, s.revoked_at IS NOT NULL, s.expires_at
              FROM oauth_tokens t JOIN oauth_sessions s ON s.id = t.session_id
@@ -89,30 +90,28 @@ pub fn find_token(conn: &Connection, selector: &str) -> Result<Option<StoredToke
 /// Forgets the session's expired tokens: nothing accepts them any more, and
 /// a refreshing device would otherwise leave two rows behind every hour.
 pub fn delete_expired(tx: &WriteTx, session_id: i64, now: &str) -> Result<()> {
-    tx.prepare_cached("DELETE FROM oauth_tokens WHERE session_id = ?1 AND expires_at <= ?2")?
+    tx.prepare_kept("DELETE FROM oauth_tokens WHERE session_id = ?1 AND expires_at <= ?2")?
         .execute(params![session_id, now])?;
     Ok(())
 }
 
 pub fn mark_rotated(tx: &WriteTx, token_id: i64, now: &str) -> Result<()> {
-    tx.prepare_cached("UPDATE oauth_tokens SET rotated_at = ?2 WHERE id = ?1")?
+    tx.prepare_kept("UPDATE oauth_tokens SET rotated_at = ?2 WHERE id = ?1")?
         .execute(params![token_id, now])?;
     Ok(())
 }
 
 /// Moves the session's end (a refresh starts the idle period again).
 pub fn slide(tx: &WriteTx, session_id: i64, now: &str, expires_at: &str) -> Result<()> {
-    tx.prepare_cached(
-        "UPDATE oauth_sessions SET last_used_at = ?2, expires_at = ?3 WHERE id = ?1",
-    )?
-    .execute(params![session_id, now, expires_at])?;
+    tx.prepare_kept("UPDATE oauth_sessions SET last_used_at = ?2, expires_at = ?3 WHERE id = ?1")?
+        .execute(params![session_id, now, expires_at])?;
     Ok(())
 }
 
 /// Revokes a live session; false when it was not live.
 pub fn revoke(tx: &WriteTx, session_id: i64, reason: &str, now: &str) -> Result<bool> {
     let changed = tx
-        .prepare_cached(
+        .prepare_kept(
             "UPDATE oauth_sessions SET revoked_at = ?2, revoked_reason = ?3
              WHERE id = ?1 AND revoked_at IS NULL",
         )?
@@ -127,7 +126,7 @@ pub fn revoke_all_of_account(
     now: &str,
 ) -> Result<usize> {
     Ok(tx
-        .prepare_cached(
+        .prepare_kept(
             "UPDATE oauth_sessions SET revoked_at = ?2, revoked_reason = ?3
              WHERE account_id = ?1 AND revoked_at IS NULL",
         )?
@@ -137,7 +136,7 @@ pub fn revoke_all_of_account(
 /// The account of a live (not revoked, not expired) session.
 pub fn live_owner(conn: &Connection, session_id: i64, now: &str) -> Result<Option<i64>> {
     Ok(conn
-        .prepare_cached(
+        .prepare_kept(
             "SELECT account_id FROM oauth_sessions
              WHERE id = ?1 AND revoked_at IS NULL AND expires_at > ?2",
         )?

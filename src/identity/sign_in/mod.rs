@@ -10,6 +10,7 @@ pub mod password;
 pub mod routes;
 pub mod store;
 
+use crate::db::PrepareKept;
 use rusqlite::{Connection, OptionalExtension};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -212,7 +213,7 @@ pub const PENDING_PREFIX: &str = "pbx_si_";
 /// The account of an email and its password hash.
 pub fn find_account(conn: &Connection, email: &str) -> Result<Option<(i64, String)>> {
     Ok(conn
-        .prepare_cached("SELECT id, password_hash FROM accounts WHERE email = ?1")?
+        .prepare_kept("SELECT id, password_hash FROM accounts WHERE email = ?1")?
         .query_row([email.trim()], |r| Ok((r.get(0)?, r.get(1)?)))
         .optional()?)
 }
@@ -452,7 +453,7 @@ pub fn pending_email(conn: &Connection, pending: &str) -> Result<Option<String>>
         return Ok(None);
     };
     Ok(conn
-        .prepare_cached(
+        .prepare_kept(
             "SELECT a.email FROM sign_in_pending p JOIN accounts a ON a.id = p.account_id
              WHERE p.selector = ?1",
         )?

@@ -1,5 +1,6 @@
 //! SQL for sign-ins waiting for their second factor.
 
+use crate::db::PrepareKept;
 use rusqlite::{OptionalExtension, params};
 
 use crate::auth::token::NewToken;
@@ -12,9 +13,9 @@ pub fn insert_pending(
     account_id: i64,
     expires_at: &str,
 ) -> Result<()> {
-    tx.prepare_cached("DELETE FROM sign_in_pending WHERE expires_at <= ?1")?
+    tx.prepare_kept("DELETE FROM sign_in_pending WHERE expires_at <= ?1")?
         .execute([crate::domain::Timestamp::now()])?;
-    tx.prepare_cached(
+    tx.prepare_kept(
         "INSERT INTO sign_in_pending (selector, secret_sha256, account_id, expires_at)
          VALUES (?1, ?2, ?3, ?4)",
     )?
@@ -37,7 +38,7 @@ pub struct Pending {
 
 pub fn find_pending(tx: &WriteTx, selector: &str) -> Result<Option<Pending>> {
     Ok(tx
-        .prepare_cached(
+        .prepare_kept(
             "SELECT id, secret_sha256, account_id, expires_at FROM sign_in_pending WHERE selector = ?1",
         )?
         .query_row([selector], |r| {
@@ -52,7 +53,7 @@ pub fn find_pending(tx: &WriteTx, selector: &str) -> Result<Option<Pending>> {
 }
 
 pub fn delete_pending(tx: &WriteTx, id: i64) -> Result<()> {
-    tx.prepare_cached("DELETE FROM sign_in_pending WHERE id = ?1")?
+    tx.prepare_kept("DELETE FROM sign_in_pending WHERE id = ?1")?
         .execute([id])?;
     Ok(())
 }

@@ -1,6 +1,7 @@
 //! SQL for dosage options. Options are reachable only while their
 //! medication is live (not deleted).
 
+use crate::db::PrepareKept;
 use crate::db::WriteTx;
 use rusqlite::{Connection, OptionalExtension, Row, named_params, params};
 
@@ -45,7 +46,7 @@ fn from_row(r: &Row<'_>) -> rusqlite::Result<DosageOption> {
 pub fn find(conn: &Connection, household_id: i64, id: &ResourceId) -> Result<Option<DosageOption>> {
     let (numeric, portable) = id.sql_parts();
     Ok(conn
-        .prepare_cached(crate::db::sql!(
+        .prepare_kept(crate::db::sql!(
             "SELECT {COLUMNS} FROM {FROM}
              WHERE d.household_id = ?1 AND d.id = coalesce(?2, (SELECT id FROM dosage_options WHERE portable_id = ?3))
                AND m.deleted_at IS NULL"
@@ -82,7 +83,7 @@ pub fn list(
 }
 
 pub fn insert(conn: &WriteTx, household_id: i64, d: &DosageOption) -> Result<i64> {
-    conn.prepare_cached(
+    conn.prepare_kept(
         "INSERT INTO dosage_options (portable_id, household_id, medication_id, amount, unit,
              frequency, description, default_for_adults, default_for_children,
              default_max_daily_doses, default_min_hours_between_doses, default_dose_cycle,
@@ -113,7 +114,7 @@ pub fn insert(conn: &WriteTx, household_id: i64, d: &DosageOption) -> Result<i64
 
 /// Saves every stored field of the row; the medication never changes.
 pub fn update(conn: &WriteTx, d: &DosageOption) -> Result<()> {
-    conn.prepare_cached(
+    conn.prepare_kept(
         "UPDATE dosage_options SET amount = ?2, unit = ?3, frequency = ?4, description = ?5,
              default_for_adults = ?6, default_for_children = ?7, default_max_daily_doses = ?8,
              default_min_hours_between_doses = ?9, default_dose_cycle = ?10,
@@ -142,7 +143,7 @@ pub fn update(conn: &WriteTx, d: &DosageOption) -> Result<()> {
 /// The (id, portable id) of every dosage option of a medication.
 pub fn ids_of_medication(conn: &Connection, medication_id: i64) -> Result<Vec<(i64, String)>> {
     Ok(conn
-        .prepare_cached(
+        .prepare_kept(
             "SELECT id, portable_id FROM dosage_options WHERE medication_id = ?1 ORDER BY id",
         )?
         .query_map([medication_id], |r| Ok((r.get(0)?, r.get(1)?)))?
@@ -151,7 +152,7 @@ pub fn ids_of_medication(conn: &Connection, medication_id: i64) -> Result<Vec<(i
 
 /// Sets a dosage option's own stock, moving its version on.
 pub fn set_supply(conn: &WriteTx, id: i64, supply: Dec, now: &Timestamp) -> Result<()> {
-    conn.prepare_cached(
+    conn.prepare_kept(
         "UPDATE dosage_options SET current_supply = ?2, lock_version = lock_version + 1, updated_at = ?3
          WHERE id = ?1",
     )?

@@ -1,5 +1,6 @@
 //! SQL for medications.
 
+use crate::db::PrepareKept;
 use crate::db::WriteTx;
 use rusqlite::{Connection, OptionalExtension, Row, named_params, params};
 
@@ -62,7 +63,7 @@ pub fn find(
 ) -> Result<Option<MedicationRow>> {
     let (numeric, portable) = id.sql_parts();
     Ok(conn
-        .prepare_cached(crate::db::sql!(
+        .prepare_kept(crate::db::sql!(
             "SELECT {COLUMNS} FROM {FROM}
              WHERE m.household_id = ?1 AND m.id = coalesce(?2, (SELECT id FROM medications WHERE portable_id = ?3)) AND m.deleted_at IS NULL"
         ))?
@@ -90,7 +91,7 @@ pub fn list(
 }
 
 pub fn insert(conn: &WriteTx, household_id: i64, m: &MedicationRow) -> Result<i64> {
-    conn.prepare_cached(
+    conn.prepare_kept(
         "INSERT INTO medications (portable_id, household_id, location_id, name, friendly_name,
              category, description, dose_amount, dose_unit, default_schedule_type, current_supply,
              reorder_threshold, barcode, dmd_code, dmd_system, dmd_concept_class,
@@ -121,7 +122,7 @@ pub fn insert(conn: &WriteTx, household_id: i64, m: &MedicationRow) -> Result<i6
 
 /// Saves every stored field of the row, including stock and reorder state.
 pub fn update(conn: &WriteTx, m: &MedicationRow) -> Result<()> {
-    conn.prepare_cached(
+    conn.prepare_kept(
         "UPDATE medications SET location_id = ?2, name = ?3, friendly_name = ?4, category = ?5,
              description = ?6, dose_amount = ?7, dose_unit = ?8, default_schedule_type = ?9,
              current_supply = ?10, reorder_threshold = ?11, barcode = ?12, dmd_code = ?13,
@@ -160,7 +161,7 @@ pub fn update(conn: &WriteTx, m: &MedicationRow) -> Result<()> {
 }
 
 pub fn soft_delete(conn: &WriteTx, id: i64, now: &Timestamp) -> Result<()> {
-    conn.prepare_cached(
+    conn.prepare_kept(
         "UPDATE medications SET deleted_at = ?2, updated_at = ?2, lock_version = lock_version + 1
          WHERE id = ?1",
     )?
@@ -171,7 +172,7 @@ pub fn soft_delete(conn: &WriteTx, id: i64, now: &Timestamp) -> Result<()> {
 /// The live medications kept at a location: (id, portable id).
 pub fn ids_at_location(conn: &Connection, location_id: i64) -> Result<Vec<(i64, String)>> {
     Ok(conn
-        .prepare_cached(
+        .prepare_kept(
             "SELECT id, portable_id FROM medications
              WHERE location_id = ?1 AND deleted_at IS NULL ORDER BY id",
         )?
@@ -181,7 +182,7 @@ pub fn ids_at_location(conn: &Connection, location_id: i64) -> Result<Vec<(i64, 
 
 /// Moves a medication to a new version without changing its stored fields.
 pub fn touch(conn: &WriteTx, id: i64, now: &Timestamp) -> Result<()> {
-    conn.prepare_cached(
+    conn.prepare_kept(
         "UPDATE medications SET lock_version = lock_version + 1, updated_at = ?2 WHERE id = ?1",
     )?
     .execute(params![id, now])?;
@@ -190,7 +191,7 @@ pub fn touch(conn: &WriteTx, id: i64, now: &Timestamp) -> Result<()> {
 
 /// Sets a medication's stock, moving its version on.
 pub fn set_supply(conn: &WriteTx, id: i64, supply: Dec, now: &Timestamp) -> Result<()> {
-    conn.prepare_cached(
+    conn.prepare_kept(
         "UPDATE medications SET current_supply = ?2, lock_version = lock_version + 1, updated_at = ?3
          WHERE id = ?1",
     )?

@@ -1,5 +1,6 @@
 //! SQL for stock removals and the stock they decrement.
 
+use crate::db::PrepareKept;
 use crate::db::WriteTx;
 use rusqlite::{Connection, OptionalExtension, Row, params};
 
@@ -34,7 +35,7 @@ fn from_row(r: &Row<'_>) -> rusqlite::Result<StockRemoval> {
 
 pub fn find(conn: &Connection, id: i64) -> Result<Option<StockRemoval>> {
     Ok(conn
-        .prepare_cached(crate::db::sql!(
+        .prepare_kept(crate::db::sql!(
             "SELECT {COLUMNS} FROM {FROM} WHERE s.id = ?1"
         ))?
         .query_row([id], from_row)
@@ -48,7 +49,7 @@ pub fn find_by_submission(
     submission_id: &str,
 ) -> Result<Option<StockRemoval>> {
     Ok(conn
-        .prepare_cached(crate::db::sql!(
+        .prepare_kept(crate::db::sql!(
             "SELECT {COLUMNS} FROM {FROM} WHERE s.medication_id = ?1 AND s.submission_id = ?2"
         ))?
         .query_row(params![medication_id, submission_id], from_row)
@@ -58,10 +59,10 @@ pub fn find_by_submission(
 /// One page of a medication's removals, newest first, and the total.
 pub fn list(conn: &Connection, medication_id: i64, page: Page) -> Result<(Vec<StockRemoval>, i64)> {
     let total = conn
-        .prepare_cached("SELECT count(*) FROM stock_removals WHERE medication_id = ?1")?
+        .prepare_kept("SELECT count(*) FROM stock_removals WHERE medication_id = ?1")?
         .query_row([medication_id], |r| r.get(0))?;
     let rows = conn
-        .prepare_cached(crate::db::sql!(
+        .prepare_kept(crate::db::sql!(
             "SELECT {COLUMNS} FROM {FROM} WHERE s.medication_id = ?1
              ORDER BY s.id DESC LIMIT ?2 OFFSET ?3"
         ))?
@@ -89,7 +90,7 @@ pub struct NewRow<'a> {
 }
 
 pub fn insert(conn: &WriteTx, row: &NewRow<'_>) -> Result<i64> {
-    conn.prepare_cached(
+    conn.prepare_kept(
         "INSERT INTO stock_removals (portable_id, household_id, medication_id, dosage_option_id,
              quantity, reason, note, submission_id, supply_before, supply_after,
              actor_membership_id, created_at)

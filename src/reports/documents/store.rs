@@ -1,5 +1,6 @@
 //! SQL of the reports: reads only.
 
+use crate::db::PrepareKept;
 use rusqlite::{Connection, OptionalExtension, params};
 
 use super::model::{ReportHealthEvent, ReportHousehold, ReportMedicine, ReportPause, ReportTake};
@@ -8,7 +9,7 @@ use crate::error::Result;
 
 pub fn household(conn: &Connection, household_id: i64) -> Result<Option<ReportHousehold>> {
     Ok(conn
-        .prepare_cached("SELECT id, name, time_zone FROM households WHERE id = ?1")?
+        .prepare_kept("SELECT id, name, time_zone FROM households WHERE id = ?1")?
         .query_row([household_id], |r| {
             Ok(ReportHousehold {
                 id: r.get(0)?,
@@ -26,7 +27,7 @@ pub type Timing = (Option<String>, String, Option<String>);
 /// each with what its timing is described from.
 pub fn medicines(conn: &Connection, person_id: i64) -> Result<Vec<(ReportMedicine, Timing)>> {
     let mut out = Vec::new();
-    let mut stmt = conn.prepare_cached(
+    let mut stmt = conn.prepare_kept(
         "SELECT s.portable_id, m.id, m.portable_id, m.name,
              s.dose_amount, s.dose_unit, s.schedule_type, s.start_date, s.end_date, s.active,
              s.schedule_config, s.frequency
@@ -58,7 +59,7 @@ pub fn medicines(conn: &Connection, person_id: i64) -> Result<Vec<(ReportMedicin
     for row in rows {
         out.push(row?);
     }
-    let mut stmt = conn.prepare_cached(
+    let mut stmt = conn.prepare_kept(
         "SELECT a.portable_id, m.id, m.portable_id, m.name,
              a.dose_amount, a.dose_unit, a.administration_kind, a.active
          FROM person_medications a JOIN medications m ON m.id = a.medication_id
@@ -105,7 +106,7 @@ pub fn pauses(
     to: &Timestamp,
 ) -> Result<Vec<ReportPause>> {
     Ok(conn
-        .prepare_cached(crate::db::sql!(
+        .prepare_kept(crate::db::sql!(
             "SELECT x.portable_id, x.source_type, coalesce({SOURCE_NAME}, ''), x.reason, x.note,
                  x.started_at, x.ended_at
              FROM medication_pause_periods x
@@ -136,7 +137,7 @@ pub fn takes(
     to: &Timestamp,
 ) -> Result<Vec<ReportTake>> {
     Ok(conn
-        .prepare_cached(crate::db::sql!(
+        .prepare_kept(crate::db::sql!(
             "SELECT x.portable_id, coalesce({SOURCE_NAME}, ''), x.taken_at, x.dose_amount,
                  x.dose_unit, x.source_type
              FROM medication_takes x
@@ -165,7 +166,7 @@ pub fn health_events(
     end: &str,
 ) -> Result<Vec<ReportHealthEvent>> {
     Ok(conn
-        .prepare_cached(
+        .prepare_kept(
             "SELECT portable_id, event_kind, severity, title, notes, started_on, ended_on
              FROM health_events
              WHERE person_id = ?1 AND deleted_at IS NULL AND started_on <= ?3

@@ -1,5 +1,6 @@
 //! SQL for interaction evidence.
 
+use crate::db::PrepareKept;
 use rusqlite::{Connection, OptionalExtension, params};
 
 use super::model::Evidence;
@@ -35,7 +36,7 @@ pub fn upsert(conn: &WriteTx, evidence: &Evidence, now: &Timestamp) -> Result<(i
             Ok((row.id, Stored::Unchanged))
         }
         Some(EvidenceRow { id, .. }) => {
-            conn.prepare_cached(
+            conn.prepare_kept(
                 "UPDATE review_evidence SET url = ?2, version = ?3, effective_date = ?4,
                      product_names = ?5, ingredient_names = ?6, evidence_text = ?7, updated_at = ?8
                  WHERE id = ?1",
@@ -53,7 +54,7 @@ pub fn upsert(conn: &WriteTx, evidence: &Evidence, now: &Timestamp) -> Result<(i
             Ok((id, Stored::Updated))
         }
         None => {
-            conn.prepare_cached(
+            conn.prepare_kept(
                 "INSERT INTO review_evidence (source_name, record_id, url, version, effective_date,
                      product_names, ingredient_names, evidence_text, imported_at, updated_at)
                  VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?9)",
@@ -76,9 +77,9 @@ pub fn upsert(conn: &WriteTx, evidence: &Evidence, now: &Timestamp) -> Result<(i
 
 /// Makes the record's name index exactly these normalised names.
 pub fn replace_names(conn: &WriteTx, evidence_id: i64, names: &[(String, &str)]) -> Result<()> {
-    conn.prepare_cached("DELETE FROM review_evidence_names WHERE evidence_id = ?1")?
+    conn.prepare_kept("DELETE FROM review_evidence_names WHERE evidence_id = ?1")?
         .execute([evidence_id])?;
-    let mut insert = conn.prepare_cached(
+    let mut insert = conn.prepare_kept(
         "INSERT OR IGNORE INTO review_evidence_names (name, evidence_id, kind) VALUES (?1, ?2, ?3)",
     )?;
     for (name, kind) in names {
@@ -98,7 +99,7 @@ pub struct EvidenceRow {
 pub fn named(conn: &Connection, names: &[String]) -> Result<Vec<i64>> {
     let names = serde_json::to_string(names).map_err(ApiError::internal)?;
     let ids = conn
-        .prepare_cached(
+        .prepare_kept(
             "SELECT DISTINCT evidence_id FROM review_evidence_names
              WHERE name IN (SELECT value FROM json_each(?1)) ORDER BY evidence_id",
         )?
@@ -110,7 +111,7 @@ pub fn named(conn: &Connection, names: &[String]) -> Result<Vec<i64>> {
 /// The normalised names of a record.
 pub fn names_of(conn: &Connection, evidence_id: i64) -> Result<Vec<(String, String)>> {
     Ok(conn
-        .prepare_cached("SELECT name, kind FROM review_evidence_names WHERE evidence_id = ?1")?
+        .prepare_kept("SELECT name, kind FROM review_evidence_names WHERE evidence_id = ?1")?
         .query_map([evidence_id], |r| Ok((r.get(0)?, r.get(1)?)))?
         .collect::<rusqlite::Result<Vec<_>>>()?)
 }
@@ -137,7 +138,7 @@ fn from_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<EvidenceRow> {
 
 pub fn get(conn: &Connection, id: i64) -> Result<Option<EvidenceRow>> {
     Ok(conn
-        .prepare_cached(crate::db::sql!(
+        .prepare_kept(crate::db::sql!(
             "SELECT {COLUMNS} FROM review_evidence WHERE id = ?1"
         ))?
         .query_row([id], from_row)
@@ -147,7 +148,7 @@ pub fn get(conn: &Connection, id: i64) -> Result<Option<EvidenceRow>> {
 /// The record of a source by the source's own id.
 pub fn find(conn: &Connection, source_name: &str, record_id: &str) -> Result<Option<EvidenceRow>> {
     Ok(conn
-        .prepare_cached(crate::db::sql!(
+        .prepare_kept(crate::db::sql!(
             "SELECT {COLUMNS} FROM review_evidence WHERE source_name = ?1 AND record_id = ?2"
         ))?
         .query_row(params![source_name, record_id], from_row)

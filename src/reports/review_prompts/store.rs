@@ -1,5 +1,6 @@
 //! SQL for medication review prompts.
 
+use crate::db::PrepareKept;
 use rusqlite::{Connection, OptionalExtension, Row, named_params, params};
 
 use super::model::{EvidenceSnapshot, Priority, PromptRow, ReviewStatus};
@@ -52,7 +53,7 @@ fn from_row(r: &Row<'_>) -> rusqlite::Result<PromptRow> {
 pub fn find(conn: &Connection, household_id: i64, id: &ResourceId) -> Result<Option<PromptRow>> {
     let (numeric, portable) = id.sql_parts();
     Ok(conn
-        .prepare_cached(crate::db::sql!(
+        .prepare_kept(crate::db::sql!(
             "SELECT {COLUMNS} FROM {FROM}
              WHERE r.household_id = ?1 AND r.id = coalesce(?2, (SELECT id FROM medication_review_prompts WHERE portable_id = ?3))"
         ))?
@@ -110,7 +111,7 @@ pub fn of_person(
     status: Option<ReviewStatus>,
 ) -> Result<Vec<PromptRow>> {
     Ok(conn
-        .prepare_cached(crate::db::sql!(
+        .prepare_kept(crate::db::sql!(
             "SELECT {COLUMNS} FROM {FROM}
              WHERE r.person_id = ?1 AND (?2 IS NULL OR r.review_status = ?2)
              ORDER BY CASE r.priority WHEN 'high' THEN 0 WHEN 'medium' THEN 1 ELSE 2 END, r.id"
@@ -136,7 +137,7 @@ pub struct NewPrompt<'a> {
 pub fn insert_once(conn: &WriteTx, prompt: &NewPrompt<'_>) -> Result<bool> {
     let evidence = serde_json::to_string(prompt.evidence).map_err(ApiError::internal)?;
     let added = conn
-        .prepare_cached(
+        .prepare_kept(
             "INSERT OR IGNORE INTO medication_review_prompts (portable_id, household_id, person_id,
                  medication_id, other_medication_id, evidence_id, evidence, priority,
                  review_status, lock_version, created_at, updated_at)
@@ -164,7 +165,7 @@ pub fn exists(
     evidence_id: i64,
 ) -> Result<bool> {
     Ok(conn
-        .prepare_cached(
+        .prepare_kept(
             "SELECT 1 FROM medication_review_prompts
              WHERE person_id = ?1 AND min(medication_id, other_medication_id) = min(?2, ?3)
                AND max(medication_id, other_medication_id) = max(?2, ?3) AND evidence_id = ?4",
@@ -177,7 +178,7 @@ pub fn exists(
 /// Saves the review fields with the new `lock_version`/`updated_at`; the
 /// evidence is never written here.
 pub fn save_review(conn: &WriteTx, row: &PromptRow, membership_id: i64) -> Result<()> {
-    conn.prepare_cached(
+    conn.prepare_kept(
         "UPDATE medication_review_prompts SET review_status = ?2, practitioner_name = ?3,
              practitioner_role = ?4, reviewed_on = ?5, notes = ?6, reviewed_by_membership_id = ?7,
              lock_version = ?8, updated_at = ?9
@@ -212,7 +213,7 @@ pub fn active_medicines(
     today: &str,
 ) -> Result<Vec<ActiveMedicine>> {
     Ok(conn
-        .prepare_cached(
+        .prepare_kept(
             "SELECT m.id, m.name, m.friendly_name FROM medications m
              WHERE m.deleted_at IS NULL AND m.id IN (
                  SELECT medication_id FROM schedules
@@ -237,7 +238,7 @@ pub fn active_medicines(
 /// two live sources: only they can have a pair.
 pub fn people_with_pairs(conn: &Connection) -> Result<Vec<(i64, i64, String)>> {
     Ok(conn
-        .prepare_cached(
+        .prepare_kept(
             "SELECT p.household_id, p.id, h.time_zone FROM people p
              JOIN households h ON h.id = p.household_id
              WHERE (SELECT count(*) FROM schedules s WHERE s.person_id = p.id AND s.retired_at IS NULL)
@@ -252,7 +253,7 @@ pub fn people_with_pairs(conn: &Connection) -> Result<Vec<(i64, i64, String)>> {
 /// The household and time zone of a person.
 pub fn person_household(conn: &Connection, person_id: i64) -> Result<Option<(i64, String)>> {
     Ok(conn
-        .prepare_cached(
+        .prepare_kept(
             "SELECT p.household_id, h.time_zone FROM people p
              JOIN households h ON h.id = p.household_id WHERE p.id = ?1",
         )?
@@ -268,7 +269,7 @@ pub fn people_changed_since(conn: &Connection, seq: i64) -> Result<(Vec<i64>, i6
         r.get(0)
     })?;
     let people = conn
-        .prepare_cached(
+        .prepare_kept(
             "SELECT person_id FROM change_feed
              WHERE seq > ?1 AND seq <= ?2 AND record_type IN (?3, ?4, ?6) AND person_id IS NOT NULL
              UNION
