@@ -47,8 +47,9 @@ pub const DATABASE_FILE: &str = "pillbox.sqlite3";
 
 /// Reader threads (each with its connection) unless the server is told otherwise.
 pub const DEFAULT_READERS: u32 = 4;
-/// Statements each connection keeps prepared: every query the hot paths
-/// run, so none is parsed again.
+/// Statements each connection keeps prepared (in rusqlite's cache, or
+/// kept by address on the writer and the readers: `statements`): every
+/// query the hot paths run, so none is parsed again.
 const STATEMENT_CACHE: usize = 128;
 const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
 /// Page cache of each read-only connection, in KiB (SQLite's default is

@@ -14,9 +14,9 @@ use std::ops::{Deref, DerefMut};
 
 use rusqlite::{CachedStatement, Connection, PrepFlags, Statement};
 
-/// Statements one connection keeps at most; past it, one is let go to make
-/// room (a thread runs far fewer kinds than this in practice).
-const CAPACITY: usize = 128;
+/// Statements one connection keeps at most, as many as rusqlite's cache
+/// holds; past it, one is let go to make room.
+const CAPACITY: usize = super::STATEMENT_CACHE;
 
 /// The text's address and length: two `static`s never share both.
 type Key = (usize, usize);
