@@ -1,8 +1,74 @@
 //! Memory handed back to the system once it is no longer used: free heap
-//! after a burst, and the pages of the binary that only start-up ran.
+//! after a burst, and the pages of the binary that start-up or the last
+//! requests ran.
 //! (Fewer arenas, with `M_ARENA_MAX` 2, kept a little less heap but made
 //! reads about twice as expensive in CPU, from contention on the arena
 //! locks: not used.)
+
+/// What to hand back to the system after a spell of the server's time.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Return {
+    Nothing,
+    /// The database connections' page caches (what they free reaches the
+    /// allocator, and the system when the heap is next handed back).
+    Caches,
+    /// Caches and the allocator's free memory, while requests keep coming.
+    CachesAndHeap,
+    /// The allocator's free memory and the binary's mapped code, while
+    /// nothing is asked of the server.
+    HeapAndCode,
+}
+
+/// Decides, spell after spell, when memory goes back: once quiet after
+/// any request, everything (caches first, then heap and code a spell
+/// later, once the caches are freed); while quiet, heap and code again
+/// every [`Returns::EVERY`] spells (start-up and the background tasks run
+/// code too); while requests keep coming, caches and heap every
+/// [`Returns::EVERY`] spells, as after a burst the allocator keeps what
+/// it freed for the next one.
+#[derive(Debug)]
+pub struct Returns {
+    /// The request count at the end of the last spell.
+    seen: u64,
+    quiet_spells: u32,
+    busy_spells: u32,
+}
+
+impl Returns {
+    /// Spells between two returns of the same kind.
+    pub const EVERY: u32 = 20;
+
+    /// Start-up is over: its heap and code go after the first spell.
+    pub fn after_start_up(requests: u64) -> Returns {
+        Returns {
+            seen: requests,
+            quiet_spells: 1,
+            busy_spells: 0,
+        }
+    }
+
+    /// What to hand back now that a spell has ended with `requests`
+    /// started since the process began.
+    pub fn after_spell(&mut self, requests: u64) -> Return {
+        if requests != self.seen {
+            self.seen = requests;
+            self.quiet_spells = 0;
+            self.busy_spells += 1;
+            if self.busy_spells.is_multiple_of(Self::EVERY) {
+                return Return::CachesAndHeap;
+            }
+            return Return::Nothing;
+        }
+        self.busy_spells = 0;
+        // Quiet for years: the count starts again from "heap and code".
+        self.quiet_spells = self.quiet_spells.checked_add(1).unwrap_or(2);
+        match self.quiet_spells {
+            1 => Return::Caches,
+            n if n % Self::EVERY == 2 => Return::HeapAndCode,
+            _ => Return::Nothing,
+        }
+    }
+}
 
 /// Hands the free memory of every arena back to the system.
 pub fn return_free_memory() {
@@ -20,13 +86,13 @@ pub fn return_free_memory() {
 /// Start-up runs code that serving never runs again (the command line, the
 /// migrations, the OpenAPI document built from every type), and the kernel
 /// maps the binary's pages 64 KiB around each one touched, so after
-/// start-up most of the binary stays mapped in, counted in the process's
-/// resident memory. These pages are clean copies of the file: unmapped,
+/// start-up, or a few requests, most of the binary stays mapped in,
+/// counted in the process's resident memory. These pages are clean copies of the file: unmapped,
 /// they stay in the kernel's file cache, and whatever runs next maps its
 /// page back in with a minor fault (no disk read while the file is cached).
 /// Writable segments (and the relocated read-only-after-relocation part)
 /// are never touched.
-pub fn release_start_up_code() -> usize {
+pub fn release_mapped_code() -> usize {
     #[cfg(target_os = "linux")]
     {
         let mut released = 0;
@@ -115,6 +181,68 @@ fn read_only_segments() -> Vec<(usize, usize)> {
         .collect()
 }
 
+#[cfg(test)]
+mod returns_tests {
+    use super::{Return, Returns};
+
+    /// The returns of `spells` spells, each ending with the request count given.
+    fn run(returns: &mut Returns, counts: impl IntoIterator<Item = u64>) -> Vec<Return> {
+        counts.into_iter().map(|n| returns.after_spell(n)).collect()
+    }
+
+    #[test]
+    fn start_up_is_handed_back_at_once_and_again_every_ten_seconds_while_quiet() {
+        let mut returns = Returns::after_start_up(0);
+        let seen = run(&mut returns, [0; 41]);
+        let at: Vec<usize> = (0..seen.len())
+            .filter(|&i| seen[i] != Return::Nothing)
+            .collect();
+        assert_eq!(at, vec![0, 20, 40]);
+        assert!(
+            at.iter().all(|&i| seen[i] == Return::HeapAndCode),
+            "{seen:?}"
+        );
+    }
+
+    #[test]
+    fn a_quiet_spell_after_requests_frees_caches_then_heap_and_code() {
+        let mut returns = Returns::after_start_up(0);
+        returns.after_spell(0);
+        let seen = run(&mut returns, [3, 3, 3, 3]);
+        assert_eq!(
+            seen,
+            vec![
+                Return::Nothing,
+                Return::Caches,
+                Return::HeapAndCode,
+                Return::Nothing
+            ]
+        );
+        // Another request, another full return once quiet.
+        let seen = run(&mut returns, [4, 4, 4]);
+        assert_eq!(
+            seen,
+            vec![Return::Nothing, Return::Caches, Return::HeapAndCode]
+        );
+    }
+
+    #[test]
+    fn while_busy_only_caches_and_heap_go_every_ten_seconds() {
+        let mut returns = Returns::after_start_up(0);
+        let seen = run(&mut returns, 1..=45);
+        let at: Vec<(usize, Return)> = seen
+            .iter()
+            .copied()
+            .enumerate()
+            .filter(|(_, r)| *r != Return::Nothing)
+            .collect();
+        assert_eq!(
+            at,
+            vec![(19, Return::CachesAndHeap), (39, Return::CachesAndHeap)]
+        );
+    }
+}
+
 #[cfg(all(test, target_os = "linux"))]
 mod tests {
     /// `(start, end, permissions, path)` of each mapping of this process.
@@ -200,7 +328,7 @@ mod tests {
         assert_eq!(sum(&conn), 42);
         let before = resident_read_only_kb();
 
-        let released = super::release_start_up_code();
+        let released = super::release_mapped_code();
 
         let after = resident_read_only_kb();
         assert!(released > 0, "something was released");

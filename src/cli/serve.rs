@@ -73,7 +73,6 @@ pub async fn run(args: ServeArgs) -> CliResult {
             "no household yet: open {link} to set this server up (the link works once, until the server restarts)"
         );
     }
-    // Building the router and the OpenAPI document left free memory behind.
     let returns = tokio::spawn(return_free_memory(db.clone()));
     crate::http::server::serve(listener, app, args.connection_limits(), shutdown_signal()).await;
     tracing::info!("shutting down: finishing queued writes");
@@ -84,25 +83,41 @@ pub async fn run(args: ServeArgs) -> CliResult {
     Ok(())
 }
 
-/// How often free memory is handed back to the system.
-const RETURN_FREE_MEMORY_EVERY: std::time::Duration = std::time::Duration::from_secs(10);
+/// A spell of the server's time: quiet when no request started in it.
+const SPELL: std::time::Duration = std::time::Duration::from_millis(500);
 
-/// Hands free memory back now and then: after a burst, the allocator keeps
-/// what it freed for the next one (and the database readers what they
-/// cached), and a small box needs it for other work.
+/// Hands memory back to the system (what and when: `memory::Returns`), so
+/// that a server a household leaves alone most of the day holds little of
+/// a small box's memory. The binary's code pages are the most of it: the
+/// kernel maps them 64 KiB around each page touched, so start-up or a few
+/// requests map in most of the binary. The next request maps back the
+/// code it runs with minor faults from the file cache (no disk read while
+/// the file is cached).
 async fn return_free_memory(db: crate::db::Db) {
-    // Start-up is over: the code only it ran need not stay mapped.
-    let _ = tokio::task::spawn_blocking(|| {
-        let bytes = crate::memory::release_start_up_code();
-        tracing::debug!("start-up code unmapped: {} KiB", bytes / 1024);
-    })
-    .await;
-    let mut every = tokio::time::interval(RETURN_FREE_MEMORY_EVERY);
+    use crate::memory::Return;
+    let mut every = tokio::time::interval(SPELL);
+    every.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let mut returns =
+        crate::memory::Returns::after_start_up(crate::http::server::requests_started());
     loop {
         every.tick().await;
-        db.release_memory();
-        // Walks every arena: a blocking thread's work.
-        let _ = tokio::task::spawn_blocking(crate::memory::return_free_memory).await;
+        match returns.after_spell(crate::http::server::requests_started()) {
+            Return::Nothing => {}
+            // The readers and the writer let go at once, unless busy.
+            Return::Caches => db.release_memory(),
+            Return::CachesAndHeap => {
+                db.release_memory();
+                // Walks every arena: a blocking thread's work.
+                let _ = tokio::task::spawn_blocking(crate::memory::return_free_memory).await;
+            }
+            Return::HeapAndCode => {
+                let _ = tokio::task::spawn_blocking(|| {
+                    crate::memory::return_free_memory();
+                    crate::memory::release_mapped_code();
+                })
+                .await;
+            }
+        }
     }
 }
 

@@ -318,14 +318,15 @@ impl Db {
     }
 
     /// Has each reader let go of its SQLite page cache before its next
-    /// read (a sleeping reader at once), so that what the readers cached
-    /// during a burst of reads goes back to the allocator, which can then
-    /// hand it back to the system. (Any commit makes a reader drop its
-    /// cache at its next read anyway, and the writer keeps none between
-    /// groups; after reads alone, the caches stayed full.) The next reads
+    /// read (a sleeping reader at once), and the writer after the writes
+    /// queued so far, so that what they cached during a burst goes back to
+    /// the allocator, which can then hand it back to the system. (Any
+    /// commit makes a reader drop its cache at its next read anyway; after
+    /// reads alone, the caches stayed full.) The next reads and writes
     /// fetch their pages again from the operating system's file cache.
     pub fn release_memory(&self) {
         self.inner.readers.release_memory();
+        self.inner.writer.release_memory();
     }
 
     /// The value of type `T` kept with this database, made on first use:

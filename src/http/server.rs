@@ -43,6 +43,15 @@ pub struct ConnectionLimits {
     pub max_connections: u32,
 }
 
+/// Requests started since the process began: work that waits for a quiet
+/// moment (handing memory back) reads it.
+static REQUESTS_STARTED: AtomicU64 = AtomicU64::new(0);
+
+/// How many requests this process has started serving so far.
+pub fn requests_started() -> u64 {
+    REQUESTS_STARTED.load(Ordering::Relaxed)
+}
+
 /// Serves `app` on `listener` until `shutdown` resolves, then lets every
 /// open connection finish the request it is serving and returns.
 pub async fn serve(
@@ -114,6 +123,7 @@ async fn connection(
     let service = {
         let last_active = last_active.clone();
         hyper::service::service_fn(move |request: hyper::Request<Incoming>| {
+            REQUESTS_STARTED.fetch_add(1, Ordering::Relaxed);
             mark_active(&last_active, opened);
             let mut request = request.map(|body| Body::new(TimedBody::new(body, body_timeout)));
             request.extensions_mut().insert(ConnectInfo(remote));

@@ -30,6 +30,7 @@ mod mcp;
 mod medication_takes;
 mod medications;
 mod medicine_stock;
+mod memory_return;
 mod notification_preferences;
 mod oidc;
 mod packaging;
