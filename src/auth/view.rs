@@ -83,6 +83,15 @@ fn remember<K: std::hash::Hash + Eq, V>(map: &mut HashMap<K, V>, key: K, value: 
 }
 
 impl AccessView {
+    /// Closes the view's connection and forgets its rows until the next
+    /// request, which opens it again: a server nobody asks anything need
+    /// not hold a connection's parsed schema and statements for it.
+    pub fn let_go(&self) {
+        let closed = std::mem::take(&mut *self.inner.lock().unwrap_or_else(|e| e.into_inner()));
+        // Closed outside the lock: a request waits for nothing.
+        drop(closed);
+    }
+
     /// The view, current as of the last commit.
     fn current(&self, db: &Db) -> Result<std::sync::MutexGuard<'_, Inner>> {
         let mut inner = self.inner.lock().unwrap_or_else(|e| e.into_inner());

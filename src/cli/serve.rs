@@ -83,7 +83,8 @@ pub async fn run(args: ServeArgs) -> CliResult {
     Ok(())
 }
 
-/// A spell of the server's time: quiet when no request started in it.
+/// A spell of the server's time: quiet when no request started in it and
+/// nothing asked the database anything.
 const SPELL: std::time::Duration = std::time::Duration::from_millis(500);
 
 /// Hands memory back to the system (what and when: `memory::Returns`), so
@@ -95,27 +96,38 @@ const SPELL: std::time::Duration = std::time::Duration::from_millis(500);
 /// the file is cached).
 async fn return_free_memory(db: crate::db::Db) {
     use crate::memory::Return;
-    let mut every = tokio::time::interval(SPELL);
+    // Work of any kind: requests, and the background tasks' reads and
+    // writes (reminders, review prompts, mail, backups), which run code
+    // and fill caches too.
+    let work = || crate::http::server::requests_started().wrapping_add(db.jobs_asked());
+    let heap_and_code = || {
+        tokio::task::spawn_blocking(|| {
+            crate::memory::return_free_memory();
+            crate::memory::release_mapped_code();
+        })
+    };
+    // Start-up is over: what only it ran goes at once.
+    let _ = heap_and_code().await;
+    let mut returns = crate::memory::Returns::after_start_up(work());
+    let mut every = tokio::time::interval_at(tokio::time::Instant::now() + SPELL, SPELL);
     every.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-    let mut returns =
-        crate::memory::Returns::after_start_up(crate::http::server::requests_started());
     loop {
         every.tick().await;
-        match returns.after_spell(crate::http::server::requests_started()) {
+        match returns.after_spell(work()) {
             Return::Nothing => {}
             // The readers and the writer let go at once, unless busy.
-            Return::Caches => db.release_memory(),
+            Return::Caches => {
+                db.release_idle_memory();
+                let view = db.attached::<crate::auth::view::AccessView>();
+                let _ = tokio::task::spawn_blocking(move || view.let_go()).await;
+            }
             Return::CachesAndHeap => {
                 db.release_memory();
                 // Walks every arena: a blocking thread's work.
                 let _ = tokio::task::spawn_blocking(crate::memory::return_free_memory).await;
             }
             Return::HeapAndCode => {
-                let _ = tokio::task::spawn_blocking(|| {
-                    crate::memory::return_free_memory();
-                    crate::memory::release_mapped_code();
-                })
-                .await;
+                let _ = heap_and_code().await;
             }
         }
     }

@@ -11,7 +11,7 @@ use std::rc::Rc;
 
 use rusqlite::Connection;
 
-use super::readers::read_generation;
+use crate::db::PrepareKept;
 
 /// Values of one type kept per thread: a few households (or days) at once.
 const KEPT_PER_TYPE: usize = 4;
@@ -26,6 +26,57 @@ struct Kept {
 
 thread_local! {
     static KEPT: RefCell<Kept> = RefCell::new(Kept::default());
+}
+
+/// Where this thread stands for [`read_generation`].
+#[derive(Clone, Copy)]
+enum Generation {
+    /// Not a reader thread.
+    Elsewhere,
+    /// A read is running and has not asked yet.
+    Unread,
+    Read(Option<i64>),
+}
+
+thread_local! {
+    static GENERATION: std::cell::Cell<Generation> =
+        const { std::cell::Cell::new(Generation::Elsewhere) };
+}
+
+/// On a reader thread, a number that stays the same between two reads
+/// exactly while nothing was committed between them (SQLite's
+/// `data_version` of the thread's read-only connection, `conn`, which
+/// every commit of another connection, this server's writer or a command
+/// beside it, moves on); `None` anywhere else. What is worked out from the
+/// data can be kept under it, on that thread, and is current while it is
+/// unchanged. Read once per read, when first asked.
+pub fn read_generation(conn: &Connection) -> Option<i64> {
+    match GENERATION.get() {
+        Generation::Elsewhere => None,
+        Generation::Read(generation) => generation,
+        Generation::Unread => {
+            let generation = data_version(conn);
+            GENERATION.set(Generation::Read(generation));
+            generation
+        }
+    }
+}
+
+/// A read on a reader thread (see `readers::run_read`) begins: the next
+/// [`read_generation`] reads the connection's `data_version`.
+pub(super) fn begin_read() {
+    GENERATION.set(Generation::Unread);
+}
+
+/// The read has ended: off a read, nothing is kept.
+pub(super) fn end_read() {
+    GENERATION.set(Generation::Elsewhere);
+}
+
+fn data_version(conn: &Connection) -> Option<i64> {
+    conn.prepare_kept("PRAGMA data_version")
+        .and_then(|mut s| s.query_row([], |r| r.get(0)))
+        .ok()
 }
 
 /// The value `make` works out for `key`, kept on a reader thread while

@@ -26,7 +26,8 @@ pub use migrate::check_is_ours;
 pub mod page;
 mod readers;
 mod statements;
-pub use readers::{read_generation, read_transaction};
+pub use kept::read_generation;
+pub use readers::read_transaction;
 pub use statements::PrepareKept;
 mod writer;
 
@@ -72,6 +73,8 @@ struct Inner {
     writer: Writer,
     /// What other parts of the server keep for this database (one value per type).
     attached: std::sync::RwLock<Vec<Arc<dyn std::any::Any + Send + Sync>>>,
+    /// Reads and writes asked of this database so far (see [`Db::jobs_asked`]).
+    jobs: std::sync::atomic::AtomicU64,
 }
 
 /// Errors while opening the database at start-up; shown to the operator as one line.
@@ -266,7 +269,11 @@ impl Db {
             .map(|_| open_reader(&path))
             .collect::<rusqlite::Result<Vec<_>>>()
             .map_err(sqlite_err)?;
-        let readers = readers::Readers::start(connections).map_err(OpenError::Readers)?;
+        let reopen: readers::Open = {
+            let path = path.clone();
+            Arc::new(move || open_reader(&path))
+        };
+        let readers = readers::Readers::start(connections, reopen).map_err(OpenError::Readers)?;
         let writer = Writer::start(conn).map_err(OpenError::Writer)?;
         Ok(Db {
             inner: Arc::new(Inner {
@@ -279,6 +286,7 @@ impl Db {
                 readers,
                 writer,
                 attached: std::sync::RwLock::default(),
+                jobs: std::sync::atomic::AtomicU64::new(0),
             }),
         })
     }
@@ -294,6 +302,7 @@ impl Db {
         T: Send + 'static,
         F: FnOnce(&Connection) -> Result<T> + Send + 'static,
     {
+        self.count_job();
         let (reply, answer) = tokio::sync::oneshot::channel();
         // Inside the caller's runtime, as on a blocking-pool thread: a
         // streamed read waits on the runtime for its client.
@@ -314,7 +323,21 @@ impl Db {
     /// one resource found by id, whose answer is usually kept. Anything
     /// that can take longer goes through [`Db::read`].
     pub fn read_here<T>(&self, f: impl FnOnce(&Connection) -> Result<T>) -> Result<T> {
+        self.count_job();
         in_place::read(self.inner.serial, &self.inner.path, f)
+    }
+
+    /// How many reads and writes were asked of this database since it was
+    /// opened, by requests and background tasks alike: the server hands
+    /// memory back once this stops moving (`memory::Returns`).
+    pub fn jobs_asked(&self) -> u64 {
+        self.inner.jobs.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    fn count_job(&self) {
+        self.inner
+            .jobs
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     }
 
     /// Has each reader let go of its SQLite page cache before its next
@@ -326,6 +349,14 @@ impl Db {
     /// fetch their pages again from the operating system's file cache.
     pub fn release_memory(&self) {
         self.inner.readers.release_memory();
+        self.inner.writer.release_memory();
+    }
+
+    /// [`Db::release_memory`] for a server nobody is asking anything: the
+    /// readers close their connections until their next read instead of
+    /// only emptying their caches (see `Readers::close_connections`).
+    pub fn release_idle_memory(&self) {
+        self.inner.readers.close_connections();
         self.inner.writer.release_memory();
     }
 
@@ -364,6 +395,7 @@ impl Db {
         T: Send + 'static,
         F: FnOnce(&WriteTx) -> Result<T> + Send + 'static,
     {
+        self.count_job();
         self.inner.writer.submit(f).await
     }
 
@@ -582,7 +614,7 @@ mod tests {
     }
 
     /// Bytes of page cache `conn` holds.
-    fn cache_used(conn: &rusqlite::Connection) -> i64 {
+    pub(super) fn cache_used(conn: &rusqlite::Connection) -> i64 {
         let (mut current, mut highest) = (0, 0);
         // SAFETY: the handle is valid while `conn` is borrowed, and
         // sqlite3_db_status only reads the connection's counters.
@@ -629,5 +661,74 @@ mod tests {
         // The one reader let its cache go before this read.
         let left = db.read(|conn| Ok(cache_used(conn))).await.unwrap();
         assert!(left < filled / 4, "{left} of {filled} bytes still cached");
+    }
+
+    /// This process's open files that are the database at `path` or its
+    /// WAL and shared-memory files.
+    #[cfg(target_os = "linux")]
+    fn open_files_of(path: &std::path::Path) -> usize {
+        std::fs::read_dir("/proc/self/fd")
+            .unwrap()
+            .filter_map(|entry| std::fs::read_link(entry.ok()?.path()).ok())
+            .filter(|target| {
+                target
+                    .to_string_lossy()
+                    .starts_with(&*path.to_string_lossy())
+            })
+            .count()
+    }
+
+    #[cfg(target_os = "linux")]
+    #[tokio::test]
+    async fn an_idle_reader_closes_its_connection_and_forgets_what_it_kept() {
+        use std::sync::atomic::{AtomicUsize, Ordering};
+        let dir = tempfile::tempdir().unwrap();
+        let db = super::Db::open_with_readers(dir.path(), super::OpenMode::Create, 1).unwrap();
+        db.write(|conn| {
+            Ok(conn.execute_batch(
+                "CREATE TABLE scratch (v TEXT); INSERT INTO scratch VALUES ('a');",
+            )?)
+        })
+        .await
+        .unwrap();
+        let made = std::sync::Arc::new(AtomicUsize::new(0));
+        let read = || {
+            let made = made.clone();
+            db.read(move |conn| {
+                let count = super::kept::kept(conn, "rows", || {
+                    made.fetch_add(1, Ordering::Relaxed);
+                    conn.query_row("SELECT count(*) FROM scratch", [], |r| r.get::<_, i64>(0))
+                })?;
+                Ok(*count)
+            })
+        };
+        assert_eq!(read().await.unwrap(), 1);
+        assert_eq!(read().await.unwrap(), 1);
+        assert_eq!(
+            made.load(Ordering::Relaxed),
+            1,
+            "kept while nothing commits"
+        );
+        let open = open_files_of(db.path());
+
+        db.release_idle_memory();
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        while open_files_of(db.path()) >= open && std::time::Instant::now() < deadline {
+            tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+        }
+        assert!(
+            open_files_of(db.path()) < open,
+            "the reader closed its connection ({open} files open before)"
+        );
+
+        // The next read opens a connection again, and works its value out
+        // again: the old connection's data_version says nothing of the new.
+        assert_eq!(read().await.unwrap(), 1);
+        assert_eq!(made.load(Ordering::Relaxed), 2);
+        assert_eq!(open_files_of(db.path()), open);
+        db.write(|conn| Ok(conn.execute_batch("INSERT INTO scratch VALUES ('b');")?))
+            .await
+            .unwrap();
+        assert_eq!(read().await.unwrap(), 2);
     }
 }

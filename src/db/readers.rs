@@ -4,7 +4,6 @@
 //! and per-thread allocator arenas) does not grow with load: a burst of
 //! clients waits in the queue instead of each taking a thread.
 
-use crate::db::PrepareKept;
 use std::collections::VecDeque;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::{Arc, Condvar, Mutex};
@@ -16,40 +15,6 @@ use super::step;
 /// Runs on a reader thread with its connection.
 pub type ReadJob = Box<dyn FnOnce(&Connection) + Send>;
 
-/// Where this thread stands for [`read_generation`].
-#[derive(Clone, Copy)]
-enum Generation {
-    /// Not a reader thread.
-    Elsewhere,
-    /// A read is running and has not asked yet.
-    Unread,
-    Read(Option<i64>),
-}
-
-thread_local! {
-    static GENERATION: std::cell::Cell<Generation> =
-        const { std::cell::Cell::new(Generation::Elsewhere) };
-}
-
-/// On a reader thread, a number that stays the same between two reads
-/// exactly while nothing was committed between them (SQLite's
-/// `data_version` of the thread's read-only connection, `conn`, which
-/// every commit of another connection, this server's writer or a command
-/// beside it, moves on); `None` anywhere else. What is worked out from the
-/// data can be kept under it, on that thread, and is current while it is
-/// unchanged. Read once per read, when first asked.
-pub fn read_generation(conn: &Connection) -> Option<i64> {
-    match GENERATION.get() {
-        Generation::Elsewhere => None,
-        Generation::Read(generation) => generation,
-        Generation::Unread => {
-            let generation = data_version(conn);
-            GENERATION.set(Generation::Read(generation));
-            generation
-        }
-    }
-}
-
 /// A read transaction for what `conn` reads until it is committed or
 /// dropped; `None` when `conn` is already inside one (every read on a
 /// reader thread is, see `Readers`), which then gives the same snapshot.
@@ -59,12 +24,6 @@ pub fn read_transaction(conn: &Connection) -> rusqlite::Result<Option<rusqlite::
     } else {
         Ok(None)
     }
-}
-
-fn data_version(conn: &Connection) -> Option<i64> {
-    conn.prepare_kept("PRAGMA data_version")
-        .and_then(|mut s| s.query_row([], |r| r.get(0)))
-        .ok()
 }
 
 #[derive(Default)]
@@ -81,6 +40,27 @@ struct State {
     /// Moves on when the page caches should be let go (see
     /// [`Readers::release_memory`]); each thread remembers what it last did.
     release: u64,
+    /// Moves on when the connections should be closed until the next read
+    /// (see [`Readers::close_connections`]).
+    close: u64,
+}
+
+/// Opens a reader's connection again after [`Readers::close_connections`].
+pub type Open = Arc<dyn Fn() -> rusqlite::Result<Connection> + Send + Sync>;
+
+/// What a thread last did of the releases asked of it.
+#[derive(Default, Clone, Copy)]
+struct Done {
+    release: u64,
+    close: u64,
+}
+
+/// Why a thread stopped reading through its connection.
+enum Stop {
+    /// The database was dropped: the thread ends.
+    Closed,
+    /// Close the connection until the next read.
+    CloseConnection,
 }
 
 pub struct Readers {
@@ -88,16 +68,31 @@ pub struct Readers {
 }
 
 impl Readers {
-    /// One thread for each connection given.
-    pub fn start(connections: Vec<Connection>) -> std::io::Result<Readers> {
+    /// One thread for each connection given; `open` opens one again after
+    /// [`Readers::close_connections`].
+    pub fn start(connections: Vec<Connection>, open: Open) -> std::io::Result<Readers> {
         let queue = Arc::new(Queue::default());
         for (n, conn) in connections.into_iter().enumerate() {
             let queue = queue.clone();
+            let open = open.clone();
             std::thread::Builder::new()
                 .name(format!("pillbox-read-{n}"))
-                .spawn(move || super::statements::keep(&conn, || run(&conn, &queue)))?;
+                .spawn(move || serve(conn, &queue, &open))?;
         }
         Ok(Readers { queue })
+    }
+
+    /// Has every reader thread close its connection once idle (a sleeping
+    /// thread at once) and open it again at its next read: a connection
+    /// holds its parsed schema (about 430 KB), its prepared statements and
+    /// its page cache, and what the thread kept from its reads, which a
+    /// server nobody asks anything need not hold. The next read pays for
+    /// the opening, about a millisecond.
+    pub fn close_connections(&self) {
+        let mut state = self.queue.state.lock().unwrap_or_else(|e| e.into_inner());
+        state.close = state.close.wrapping_add(1);
+        drop(state);
+        self.queue.ready.notify_all();
     }
 
     /// Has every reader thread let go of its SQLite page cache before its
@@ -132,21 +127,81 @@ impl Drop for Readers {
     }
 }
 
-fn run(conn: &Connection, queue: &Queue) {
-    let mut released = 0;
+/// A reader thread: reads through `conn` until the database is dropped,
+/// closing it when asked and opening another for the next read.
+fn serve(conn: Connection, queue: &Queue, open: &Open) {
+    let mut done = Done::default();
+    let mut conn = conn;
+    let mut first = None;
+    loop {
+        let stop = super::statements::keep(&conn, || run(&conn, queue, &mut done, first.take()));
+        // What this thread kept belongs to this connection's data_version.
+        super::kept::forget();
+        drop(conn);
+        if let Stop::Closed = stop {
+            return;
+        }
+        // Idle with no connection open until the next read.
+        conn = loop {
+            let Some(job) = next_job(queue, &mut done) else {
+                return;
+            };
+            match open() {
+                Ok(conn) => {
+                    first = Some(job);
+                    break conn;
+                }
+                // The read is answered with an internal error (its reply
+                // is dropped); the next one tries again.
+                Err(e) => tracing::error!("cannot open a reader connection: {e}"),
+            }
+        };
+    }
+}
+
+/// The next job, waiting for one; `None` once the database is dropped.
+/// Requests to let go of memory are taken as done: nothing is held.
+fn next_job(queue: &Queue, done: &mut Done) -> Option<ReadJob> {
+    let mut state = queue.state.lock().unwrap_or_else(|e| e.into_inner());
+    loop {
+        *done = Done {
+            release: state.release,
+            close: state.close,
+        };
+        if let Some(job) = state.jobs.pop_front() {
+            return Some(job);
+        }
+        if state.closed {
+            return None;
+        }
+        state = queue.ready.wait(state).unwrap_or_else(|e| e.into_inner());
+    }
+}
+
+/// Runs `first`, then queued jobs, until told to close the connection or
+/// the database is dropped.
+fn run(conn: &Connection, queue: &Queue, done: &mut Done, first: Option<ReadJob>) -> Stop {
+    if let Some(job) = first {
+        run_job(conn, job);
+    }
     loop {
         let job = {
             let mut state = queue.state.lock().unwrap_or_else(|e| e.into_inner());
             loop {
-                if state.release != released {
-                    released = state.release;
+                if state.release != done.release {
+                    done.release = state.release;
                     break None;
                 }
                 if let Some(job) = state.jobs.pop_front() {
                     break Some(job);
                 }
                 if state.closed {
-                    return;
+                    return Stop::Closed;
+                }
+                // Only once nothing is queued.
+                if state.close != done.close {
+                    done.close = state.close;
+                    return Stop::CloseConnection;
                 }
                 state = queue.ready.wait(state).unwrap_or_else(|e| e.into_inner());
             }
@@ -174,9 +229,9 @@ fn run_job(conn: &Connection, job: ReadJob) {
 /// connection is left ready for the next read either way.
 pub(super) fn run_read<R>(conn: &Connection, read: impl FnOnce(&Connection) -> R) -> Option<R> {
     let _ = step(conn, "BEGIN");
-    GENERATION.set(Generation::Unread);
+    super::kept::begin_read();
     let result = catch_unwind(AssertUnwindSafe(|| read(conn))).ok();
-    GENERATION.set(Generation::Elsewhere);
+    super::kept::end_read();
     if !conn.is_autocommit() {
         let _ = step(conn, "ROLLBACK");
     }

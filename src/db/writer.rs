@@ -287,23 +287,7 @@ mod tests {
         assert_eq!(total, 180);
     }
 
-    /// Bytes of page cache the connection holds (SQLITE_DBSTATUS_CACHE_USED).
-    fn cache_used(conn: &Connection) -> i32 {
-        let (mut current, mut highest) = (0, 0);
-        // SAFETY: the handle is the live connection's; the status call
-        // only writes the two integers it is given.
-        let rc = unsafe {
-            rusqlite::ffi::sqlite3_db_status(
-                conn.handle(),
-                rusqlite::ffi::SQLITE_DBSTATUS_CACHE_USED,
-                &mut current,
-                &mut highest,
-                0,
-            )
-        };
-        assert_eq!(rc, rusqlite::ffi::SQLITE_OK);
-        current
-    }
+    use crate::db::tests::cache_used;
 
     #[tokio::test]
     async fn the_writer_lets_go_of_its_page_cache_between_groups() {

@@ -74,6 +74,30 @@ async fn a_change_made_by_another_process_is_seen_on_the_very_next_request() {
 }
 
 #[tokio::test]
+async fn a_view_that_let_go_while_quiet_opens_again_and_stays_current() {
+    let app = TestApp::new().await;
+    let (member_id, token) = warmed_member(&app).await;
+    // What `pillbox serve` does once nobody has asked anything for a moment.
+    app.db
+        .attached::<pillbox::auth::view::AccessView>()
+        .let_go();
+    app.get(&app.hh("/people"), &token).await.assert_status(200);
+    app.db
+        .attached::<pillbox::auth::view::AccessView>()
+        .let_go();
+    let other = rusqlite::Connection::open(app.dir.path().join(DATABASE_FILE)).unwrap();
+    other
+        .execute(
+            "UPDATE app_tokens SET revoked_at = '2020-01-01T00:00:00.000000Z' WHERE membership_id = ?1",
+            [member_id],
+        )
+        .unwrap();
+    app.get(&app.hh("/people"), &token)
+        .await
+        .assert_error(401, "unauthorized");
+}
+
+#[tokio::test]
 async fn a_suspended_member_is_refused_on_the_very_next_request() {
     let app = TestApp::new().await;
     let (member_id, token) = warmed_member(&app).await;
