@@ -84,6 +84,9 @@ pub fn run(cli: Cli) -> ExitCode {
         _ => (LogFormat::Text, "warn"),
     };
     let serving = matches!(cli.command, Command::Serve(_));
+    if serving {
+        crate::memory::start_again_with_allocator_settings();
+    }
     let log = init_tracing(log_format, default_level, serving);
     let mut builder = tokio::runtime::Builder::new_multi_thread();
     builder.enable_all();
