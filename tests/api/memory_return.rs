@@ -1,10 +1,14 @@
 //! Memory handed back by a quiet `pillbox serve`: the binary's code pages
-//! its requests mapped in go back once no request has come for a moment.
+//! its requests mapped in go back once no request has come for a moment;
+//! and the allocator settings it runs with.
 
 use std::path::Path;
+use std::process::Stdio;
 use std::time::{Duration, Instant};
 
-use crate::process::{free_port, http_get, serve, set_up_household, token_create};
+use crate::process::{
+    Guard, free_port, http_get, pillbox, serve, set_up_household, token_create, wait_until_serving,
+};
 
 /// Resident kB of the mappings of `exe` without write permission in the
 /// process `pid` (its code, constant data and unwind tables).
@@ -78,4 +82,66 @@ fn a_quiet_server_hands_back_the_code_its_requests_mapped_in() {
         Some(&token),
     );
     read("/api/v1/openapi.json", None);
+}
+
+/// The environment the process `pid` runs with, one `NAME=value` a line.
+fn environment(pid: u32) -> Vec<String> {
+    let raw = std::fs::read(format!("/proc/{pid}/environ")).expect("environ");
+    raw.split(|b| *b == 0)
+        .map(|entry| String::from_utf8_lossy(entry).into_owned())
+        .collect()
+}
+
+/// `pillbox serve` on `port` over `data` with `GLIBC_TUNABLES` as given
+/// (`None`: unset).
+fn serve_with_tunables(data: &Path, port: u16, tunables: Option<&str>) -> Guard {
+    let listen = format!("127.0.0.1:{port}");
+    let mut cmd = pillbox(&[
+        "serve",
+        "--data-dir",
+        data.to_str().unwrap(),
+        "--listen",
+        &listen,
+    ]);
+    cmd.env_remove("GLIBC_TUNABLES");
+    if let Some(tunables) = tunables {
+        cmd.env("GLIBC_TUNABLES", tunables);
+    }
+    cmd.stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let mut server = Guard(cmd.spawn().expect("spawn pillbox serve"));
+    wait_until_serving(&mut server, port);
+    server
+}
+
+#[test]
+#[cfg(all(target_os = "linux", target_env = "gnu"))]
+fn serve_runs_without_the_allocators_per_thread_cache_unless_told_otherwise() {
+    let (_dir, data, _) = set_up_household();
+    let port = free_port();
+    let server = serve_with_tunables(&data, port, None);
+    let pid = server.0.id();
+    let env = environment(pid);
+    assert!(
+        env.iter()
+            .any(|e| e == "GLIBC_TUNABLES=glibc.malloc.tcache_count=0"),
+        "{env:?}"
+    );
+    // Started again in place: the same process, which answers.
+    assert_eq!(
+        http_get(port, "/api/v1/capabilities", None).unwrap().status,
+        200
+    );
+    drop(server);
+
+    let port = free_port();
+    let server = serve_with_tunables(&data, port, Some("glibc.malloc.arena_max=4"));
+    let env = environment(server.0.id());
+    assert!(
+        env.iter()
+            .any(|e| e == "GLIBC_TUNABLES=glibc.malloc.arena_max=4"),
+        "the administrator's setting stands: {env:?}"
+    );
+    assert!(!env.iter().any(|e| e.contains("tcache_count")), "{env:?}");
 }
