@@ -77,7 +77,7 @@ impl Returns {
 /// freed blocks of each small size, which the allocator counts as in use:
 /// after a burst they pin the pages around them in every thread's arena,
 /// where `malloc_trim` cannot reach (about 2 to 5 MB a minute after the
-/// load benchmark's burst, with the CPU per request unchanged).
+/// load benchmark's burst; CPU per request the same within the noise).
 #[cfg(all(target_os = "linux", target_env = "gnu"))]
 const SERVING_TUNABLES: &str = "glibc.malloc.tcache_count=0";
 
@@ -131,9 +131,10 @@ pub fn return_free_memory() {
 /// migrations, the OpenAPI document built from every type), and the kernel
 /// maps the binary's pages 64 KiB around each one touched, so after
 /// start-up, or a few requests, most of the binary stays mapped in,
-/// counted in the process's resident memory. These pages are clean copies of the file: unmapped,
-/// they stay in the kernel's file cache, and whatever runs next maps its
-/// page back in with a minor fault (no disk read while the file is cached).
+/// counted in the process's resident memory. These pages are clean copies
+/// of the file: unmapped, they stay in the kernel's file cache, and
+/// whatever runs next maps its page back in with a minor fault (no disk
+/// read while the file is cached).
 /// Writable segments (and the relocated read-only-after-relocation part)
 /// are never touched.
 pub fn release_mapped_code() -> usize {
