@@ -230,7 +230,16 @@ fn read_only_segments() -> Vec<(usize, usize)> {
 mod returns_tests {
     use super::{Return, Returns};
 
-    /// The returns of `spells` spells, each ending with the request count given.
+    /// Which spells (by index) returned something, and what.
+    fn returns_at(seen: &[Return]) -> Vec<(usize, Return)> {
+        seen.iter()
+            .copied()
+            .enumerate()
+            .filter(|(_, r)| *r != Return::Nothing)
+            .collect()
+    }
+
+    /// The returns of successive spells, each ending with the count of work given.
     fn run(returns: &mut Returns, counts: impl IntoIterator<Item = u64>) -> Vec<Return> {
         counts.into_iter().map(|n| returns.after_spell(n)).collect()
     }
@@ -239,12 +248,7 @@ mod returns_tests {
     fn after_start_up_heap_and_code_go_again_every_ten_seconds_while_quiet() {
         let mut returns = Returns::after_start_up(0);
         let seen = run(&mut returns, [0; 41]);
-        let at: Vec<(usize, Return)> = seen
-            .iter()
-            .copied()
-            .enumerate()
-            .filter(|(_, r)| *r != Return::Nothing)
-            .collect();
+        let at = returns_at(&seen);
         assert_eq!(
             at,
             vec![(19, Return::HeapAndCode), (39, Return::HeapAndCode)]
@@ -276,12 +280,7 @@ mod returns_tests {
     fn while_busy_only_caches_and_heap_go_every_ten_seconds() {
         let mut returns = Returns::after_start_up(0);
         let seen = run(&mut returns, 1..=45);
-        let at: Vec<(usize, Return)> = seen
-            .iter()
-            .copied()
-            .enumerate()
-            .filter(|(_, r)| *r != Return::Nothing)
-            .collect();
+        let at = returns_at(&seen);
         assert_eq!(
             at,
             vec![(19, Return::CachesAndHeap), (39, Return::CachesAndHeap)]

@@ -23,6 +23,18 @@ async fn warmed_member(app: &TestApp) -> (i64, String) {
     (member_id, token)
 }
 
+/// What `pillbox token revoke` run beside the server does to the member's
+/// tokens: a commit on a connection of its own.
+fn revoke_from_another_connection(app: &TestApp, member_id: i64) {
+    let other = rusqlite::Connection::open(app.dir.path().join(DATABASE_FILE)).unwrap();
+    other
+        .execute(
+            "UPDATE app_tokens SET revoked_at = '2020-01-01T00:00:00.000000Z' WHERE membership_id = ?1",
+            [member_id],
+        )
+        .unwrap();
+}
+
 async fn revoke_after_use(app: &TestApp) {
     let created = app
         .post(
@@ -59,15 +71,7 @@ async fn a_revoked_app_token_fails_on_the_very_next_request() {
 async fn a_change_made_by_another_process_is_seen_on_the_very_next_request() {
     let app = TestApp::new().await;
     let (member_id, token) = warmed_member(&app).await;
-    // What `pillbox token revoke` run beside the server does: a commit on
-    // a connection of its own.
-    let other = rusqlite::Connection::open(app.dir.path().join(DATABASE_FILE)).unwrap();
-    other
-        .execute(
-            "UPDATE app_tokens SET revoked_at = '2020-01-01T00:00:00.000000Z' WHERE membership_id = ?1",
-            [member_id],
-        )
-        .unwrap();
+    revoke_from_another_connection(&app, member_id);
     app.get(&app.hh("/people"), &token)
         .await
         .assert_error(401, "unauthorized");
@@ -85,13 +89,7 @@ async fn a_view_that_let_go_while_quiet_opens_again_and_stays_current() {
     app.db
         .attached::<pillbox::auth::view::AccessView>()
         .let_go();
-    let other = rusqlite::Connection::open(app.dir.path().join(DATABASE_FILE)).unwrap();
-    other
-        .execute(
-            "UPDATE app_tokens SET revoked_at = '2020-01-01T00:00:00.000000Z' WHERE membership_id = ?1",
-            [member_id],
-        )
-        .unwrap();
+    revoke_from_another_connection(&app, member_id);
     app.get(&app.hh("/people"), &token)
         .await
         .assert_error(401, "unauthorized");

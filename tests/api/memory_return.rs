@@ -3,11 +3,10 @@
 //! and the allocator settings it runs with.
 
 use std::path::Path;
-use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use crate::process::{
-    Guard, free_port, http_get, pillbox, serve, set_up_household, token_create, wait_until_serving,
+    Guard, free_port, http_get, serve, serve_with, set_up_household, token_create,
 };
 
 /// Resident kB of the mappings of `exe` without write permission in the
@@ -94,33 +93,21 @@ fn environment(pid: u32) -> Vec<String> {
 
 /// `pillbox serve` on `port` over `data` with `GLIBC_TUNABLES` as given
 /// (`None`: unset).
-fn serve_with_tunables(data: &Path, port: u16, tunables: Option<&str>) -> Guard {
-    let listen = format!("127.0.0.1:{port}");
-    let mut cmd = pillbox(&[
-        "serve",
-        "--data-dir",
-        data.to_str().unwrap(),
-        "--listen",
-        &listen,
-    ]);
-    cmd.env_remove("GLIBC_TUNABLES");
-    if let Some(tunables) = tunables {
-        cmd.env("GLIBC_TUNABLES", tunables);
-    }
-    cmd.stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-    let mut server = Guard(cmd.spawn().expect("spawn pillbox serve"));
-    wait_until_serving(&mut server, port);
-    server
+fn serve_with_tunables(dir: &Path, data: &Path, port: u16, tunables: Option<&str>) -> Guard {
+    serve_with(data, port, &dir.join(format!("serve-{port}.log")), |cmd| {
+        cmd.env_remove("GLIBC_TUNABLES");
+        if let Some(tunables) = tunables {
+            cmd.env("GLIBC_TUNABLES", tunables);
+        }
+    })
 }
 
 #[test]
 #[cfg(all(target_os = "linux", target_env = "gnu"))]
 fn serve_runs_without_the_allocators_per_thread_cache_unless_told_otherwise() {
-    let (_dir, data, _) = set_up_household();
+    let (dir, data, _) = set_up_household();
     let port = free_port();
-    let server = serve_with_tunables(&data, port, None);
+    let server = serve_with_tunables(dir.path(), &data, port, None);
     let pid = server.0.id();
     let env = environment(pid);
     assert!(
@@ -136,7 +123,7 @@ fn serve_runs_without_the_allocators_per_thread_cache_unless_told_otherwise() {
     drop(server);
 
     let port = free_port();
-    let server = serve_with_tunables(&data, port, Some("glibc.malloc.arena_max=4"));
+    let server = serve_with_tunables(dir.path(), &data, port, Some("glibc.malloc.arena_max=4"));
     let env = environment(server.0.id());
     assert!(
         env.iter()

@@ -241,6 +241,17 @@ pub(crate) fn free_port() -> u16 {
 /// returns once it answers. Its log (one line per request) goes to `log`, a
 /// file, so a busy server never blocks on a full pipe nobody reads.
 pub(crate) fn serve(data: &Path, port: u16, log: &Path) -> Guard {
+    serve_with(data, port, log, |_| {})
+}
+
+/// [`serve`], with `configure` applied to the command first (its
+/// environment, say).
+pub(crate) fn serve_with(
+    data: &Path,
+    port: u16,
+    log: &Path,
+    configure: impl FnOnce(&mut Command),
+) -> Guard {
     let listen = format!("127.0.0.1:{port}");
     let mut cmd = pillbox(&[
         "serve",
@@ -251,6 +262,7 @@ pub(crate) fn serve(data: &Path, port: u16, log: &Path) -> Guard {
         "--rate-limit",
         "0",
     ]);
+    configure(&mut cmd);
     let log_file = std::fs::File::create(log).expect("create the serve log");
     cmd.stdin(Stdio::null())
         .stdout(Stdio::null())
