@@ -137,9 +137,10 @@ CREATE TABLE audit_events (
 CREATE INDEX audit_events_by_household ON audit_events (household_id, id);
 
 -- The change feed: appended in the same transaction as the write it
--- describes, so a rolled-back write leaves no entry. seq is the cursor.
+-- describes, so a rolled-back write leaves no entry. seq is the cursor:
+-- entries are never deleted, so each new one takes the largest seq + 1.
 CREATE TABLE change_feed (
-    seq                 INTEGER PRIMARY KEY AUTOINCREMENT,
+    seq                 INTEGER PRIMARY KEY,
     household_id        INTEGER NOT NULL REFERENCES households (id),
     record_type         TEXT NOT NULL,
     record_id           INTEGER NOT NULL,
