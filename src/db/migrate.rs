@@ -105,62 +105,7 @@ pub(super) fn migrate(conn: &mut Connection, path: &Path) -> Result<(), OpenErro
 
 #[cfg(test)]
 mod tests {
-    use super::{MIGRATIONS, SCHEMA_SQL};
-    use rusqlite::Connection;
-
-    /// Migration 13: the change feed's cursor goes on from the largest
-    /// seq without AUTOINCREMENT's table, on a migrated file as on a new one.
-    #[test]
-    fn the_change_feed_goes_on_from_its_largest_seq_without_autoincrement() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("m.sqlite3");
-        let mut conn = Connection::open(&path).unwrap();
-        for sql in &MIGRATIONS[..12] {
-            conn.execute_batch(sql).unwrap();
-        }
-        conn.pragma_update(None, "user_version", 12).unwrap();
-        let append = |conn: &Connection| -> i64 {
-            conn.execute(
-                "INSERT INTO change_feed (household_id, record_type, record_id, record_portable_id, action, occurred_at)
-                 VALUES (1, 'medication', 1, 'x', 'update', 't')",
-                [],
-            )
-            .unwrap();
-            conn.last_insert_rowid()
-        };
-        conn.execute_batch("PRAGMA foreign_keys = OFF").unwrap();
-        let before: Vec<i64> = (0..3).map(|_| append(&conn)).collect();
-        assert_eq!(before, [1, 2, 3]);
-        let counted = |conn: &Connection| -> i64 {
-            conn.query_row(
-                "SELECT count(*) FROM sqlite_sequence WHERE name = 'change_feed'",
-                [],
-                |r| r.get(0),
-            )
-            .unwrap()
-        };
-        assert_eq!(counted(&conn), 1, "AUTOINCREMENT kept its count before");
-
-        super::migrate(&mut conn, &path).unwrap();
-        drop(conn);
-        let conn = Connection::open(&path).unwrap();
-        conn.execute_batch("PRAGMA foreign_keys = OFF").unwrap();
-        assert_eq!(append(&conn), 4, "the cursor goes on from the largest seq");
-        assert_eq!(counted(&conn), 0, "nothing is counted aside any more");
-        let definition: String = conn
-            .query_row(
-                "SELECT sql FROM sqlite_schema WHERE name = 'change_feed'",
-                [],
-                |r| r.get(0),
-            )
-            .unwrap();
-        assert!(!definition.contains("AUTOINCREMENT"), "{definition}");
-        let check: String = conn
-            .query_row("PRAGMA integrity_check", [], |r| r.get(0))
-            .unwrap();
-        assert_eq!(check, "ok");
-        assert!(!SCHEMA_SQL.contains("AUTOINCREMENT"));
-    }
+    use super::SCHEMA_SQL;
 
     /// A list of three or more values after IN makes SQLite build a
     /// temporary b-tree of it on every row it checks (migration 11).

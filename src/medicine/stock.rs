@@ -10,7 +10,10 @@ use crate::decimal::Dec;
 use crate::domain::{ResourceId, Timestamp};
 use crate::error::{ApiError, Result};
 use crate::medicine::dosage_options::{self, model::DosageOption};
-use crate::medicine::medications::{self, model::MedicationRow};
+use crate::medicine::medications::{
+    self,
+    model::{MedicationRow, MedicationStock},
+};
 use crate::medicine::vocab::{DoseUnit, StockWarningCode};
 
 /// A warning about the stock a take drew on: (code, message).
@@ -28,6 +31,13 @@ impl<'a> Holder<'a> {
         Holder::Medication {
             id: row.id,
             portable_id: &row.portable_id,
+        }
+    }
+
+    pub fn medication_stock(stock: &'a MedicationStock) -> Self {
+        Holder::Medication {
+            id: stock.id,
+            portable_id: &stock.portable_id,
         }
     }
 
@@ -101,7 +111,7 @@ fn own_stock_option(
 pub fn deduct_take(
     conn: &WriteTx,
     household_id: i64,
-    medication: &MedicationRow,
+    medication: &MedicationStock,
     built_from: Option<i64>,
     amount: Dec,
     unit: DoseUnit,
@@ -113,7 +123,7 @@ pub fn deduct_take(
         None => (
             medication.current_supply,
             medication.dose_unit.is_none_or(|u| u == unit),
-            Holder::medication(medication),
+            Holder::medication_stock(medication),
         ),
     };
     if !counts {

@@ -114,3 +114,46 @@ async fn read_connections_cannot_write() {
         .await;
     assert!(attempt.is_err());
 }
+
+/// Migration 13: a file whose change feed counted its cursor with
+/// AUTOINCREMENT goes on from its largest seq without it.
+#[tokio::test]
+async fn the_change_feed_goes_on_from_its_largest_seq_after_migration() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join(DATABASE_FILE);
+    // Entries of a household the test does not make.
+    let append = |conn: &Connection| -> i64 {
+        conn.execute_batch("PRAGMA foreign_keys = OFF").unwrap();
+        conn.execute(
+            "INSERT INTO change_feed (household_id, record_type, record_id, record_portable_id, action, occurred_at)
+             VALUES (1, 'medication', 1, 'x', 'update', 't')",
+            [],
+        )
+        .unwrap();
+        conn.last_insert_rowid()
+    };
+    {
+        let old = Connection::open(&path).unwrap();
+        old.execute_batch(include_str!("../../src/db/migrations/0001_initial.sql"))
+            .unwrap();
+        old.pragma_update(None, "user_version", 1).unwrap();
+        let seqs: Vec<i64> = (0..3).map(|_| append(&old)).collect();
+        assert_eq!(seqs, [1, 2, 3]);
+    }
+    let db = Db::open(dir.path()).unwrap();
+    db.close().await;
+    let file = Connection::open(&path).unwrap();
+    let definition: String = file
+        .query_row(
+            "SELECT sql FROM sqlite_schema WHERE name = 'change_feed'",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap();
+    assert!(!definition.contains("AUTOINCREMENT"), "{definition}");
+    assert_eq!(append(&file), 4, "the cursor goes on from the largest seq");
+    let check: String = file
+        .query_row("PRAGMA integrity_check", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(check, "ok");
+}

@@ -39,7 +39,7 @@ use crate::decimal::{Dec, PositiveDecimal};
 use crate::domain::{Page, ResourceId};
 use crate::error::{ApiError, Problems, Result};
 use crate::household::locations;
-use crate::medicine::medications::{self, model::MedicationRow};
+use crate::medicine::medications::{self, model::MedicationStock};
 use crate::medicine::vocab::{DoseUnit, ScheduleType};
 use model::{MedicationTake, NewMedicationTake, SourceType, Warning};
 pub use store::Filter;
@@ -311,12 +311,12 @@ fn taken_from(
     actor: &Actor,
     source: &Source,
     input: &NewMedicationTake,
-) -> Result<(MedicationRow, Option<(i64, String)>)> {
+) -> Result<(MedicationStock, Option<(i64, String)>)> {
     let medication_ref = input
         .taken_from_medication_id
         .clone()
         .unwrap_or(ResourceId::Numeric(source.medication_id));
-    let medication = medications::store::find(conn, actor.household_id, &medication_ref)?
+    let medication = medications::store::find_stock(conn, actor.household_id, &medication_ref)?
         .ok_or_else(|| ApiError::not_found("medication"))?;
     let location = match &input.taken_from_location_id {
         Some(id) => {

@@ -45,6 +45,16 @@ pub struct MedicationRow {
     pub updated_at: Timestamp,
 }
 
+/// What a recorded dose needs of the medication it was taken from: which
+/// one it is, and the stock the dose is deducted from.
+#[derive(Debug, Clone, PartialEq)]
+pub struct MedicationStock {
+    pub id: i64,
+    pub portable_id: String,
+    pub dose_unit: Option<DoseUnit>,
+    pub current_supply: Dec,
+}
+
 impl MedicationRow {
     /// A new medication with every field at its default, made `now`.
     pub fn new(now: Timestamp) -> MedicationRow {
