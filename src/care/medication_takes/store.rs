@@ -340,14 +340,31 @@ pub fn paused_at(
 }
 
 /// Takes of the same medication for the same person under the person's
-/// other sources, recorded before take `take_id`.
-const OTHER_SOURCES: &str = "medication_takes t
-    LEFT JOIN schedules s ON t.source_type = 'schedule' AND s.id = t.source_id
-    LEFT JOIN person_medications a ON t.source_type = 'person_medication' AND a.id = t.source_id
-    WHERE t.person_id = :person_id
-      AND coalesce(s.medication_id, a.medication_id) = :medication_id
-      AND NOT (t.source_type = :source_type AND t.source_id = :source_id)
-      AND t.id < :take_id";
+/// other sources, recorded before take `take_id` and given in `$window`
+/// (the query's own comparisons of `t.taken_at`), as `$select` of each
+/// take `t` and the source `x` it was given under. They are found from the sources, each through its takes in the window
+/// (`medication_takes_by_source`): going through the person's takes in the
+/// window instead looked up every take of every medication the person had
+/// in it, and a batch of takes from a phone slowed down with each one.
+/// `CROSS JOIN` keeps the sources outside: without statistics SQLite's
+/// planner would walk every take of every schedule.
+macro_rules! other_sources {
+    ($select:literal, $window:literal) => {
+        concat!(
+            "SELECT ", $select, " FROM schedules x
+               CROSS JOIN medication_takes t ON t.source_type = 'schedule' AND t.source_id = x.id
+             WHERE x.person_id = :person_id AND x.medication_id = :medication_id
+               AND NOT (:source_type = 'schedule' AND x.id = :source_id)
+               AND t.id < :take_id AND ", $window, "
+             UNION ALL
+             SELECT ", $select, " FROM person_medications x
+               CROSS JOIN medication_takes t ON t.source_type = 'person_medication' AND t.source_id = x.id
+             WHERE x.person_id = :person_id AND x.medication_id = :medication_id
+               AND NOT (:source_type = 'person_medication' AND x.id = :source_id)
+               AND t.id < :take_id AND ", $window
+        )
+    };
+}
 
 /// Identifies the take whose other-source takes are wanted.
 pub struct OtherSources<'a> {
@@ -359,6 +376,23 @@ pub struct OtherSources<'a> {
     pub taken_at: &'a str,
 }
 
+const COUNT_OTHER_SOURCES: &str = concat!(
+    "SELECT sum(n) FROM (",
+    other_sources!(
+        "count(*) AS n",
+        "t.taken_at >= :start AND t.taken_at < :end"
+    ),
+    ")"
+);
+
+const OTHER_SOURCES_BETWEEN: &str = concat!(
+    other_sources!(
+        "t.taken_at, x.min_hours_between_doses",
+        "t.taken_at >= :from AND t.taken_at <= :until"
+    ),
+    " ORDER BY 1"
+);
+
 /// How many other-source takes fall in [start, end).
 pub fn count_other_sources_in_window(
     conn: &Connection,
@@ -366,22 +400,18 @@ pub fn count_other_sources_in_window(
     start: &str,
     end: &str,
 ) -> Result<i64> {
-    Ok(conn
-        .prepare_kept(crate::db::sql!(
-            "SELECT count(*) FROM {OTHER_SOURCES} AND t.taken_at >= :start AND t.taken_at < :end"
-        ))?
-        .query_row(
-            named_params! {
-                ":person_id": of.person_id,
-                ":medication_id": of.medication_id,
-                ":source_type": of.source_type,
-                ":source_id": of.source_id,
-                ":take_id": of.take_id,
-                ":start": start,
-                ":end": end,
-            },
-            |r| r.get(0),
-        )?)
+    Ok(conn.prepare_kept(COUNT_OTHER_SOURCES)?.query_row(
+        named_params! {
+            ":person_id": of.person_id,
+            ":medication_id": of.medication_id,
+            ":source_type": of.source_type,
+            ":source_id": of.source_id,
+            ":take_id": of.take_id,
+            ":start": start,
+            ":end": end,
+        },
+        |r| r.get(0),
+    )?)
 }
 
 /// The other-source takes in [from, until] with the min_hours_between_doses
@@ -393,11 +423,7 @@ pub fn other_sources_between(
     until: &str,
 ) -> Result<Vec<(String, Option<Dec>)>> {
     let rows = conn
-        .prepare_kept(crate::db::sql!(
-            "SELECT t.taken_at, coalesce(s.min_hours_between_doses, a.min_hours_between_doses)
-             FROM {OTHER_SOURCES} AND t.taken_at >= :from AND t.taken_at <= :until
-             ORDER BY t.taken_at"
-        ))?
+        .prepare_kept(OTHER_SOURCES_BETWEEN)?
         .query_map(
             named_params! {
                 ":person_id": of.person_id,
@@ -501,4 +527,29 @@ pub fn list_visible(
         order_by: "t.taken_at DESC, t.id DESC",
     };
     page::read(conn, &query, &params, page, from_row)
+}
+
+#[cfg(test)]
+mod tests {
+    /// The other sources' takes are found from the sources, each through
+    /// its own takes in the window, never by walking the person's takes.
+    #[test]
+    fn other_sources_takes_are_found_through_each_source() {
+        let conn = rusqlite::Connection::open_in_memory().unwrap();
+        conn.execute_batch(crate::db::SCHEMA_SQL).unwrap();
+        for sql in [super::COUNT_OTHER_SOURCES, super::OTHER_SOURCES_BETWEEN] {
+            let mut explain = conn.prepare(&format!("EXPLAIN QUERY PLAN {sql}")).unwrap();
+            // Unbound parameters are NULL: the plan is the same.
+            let mut rows = explain.raw_query();
+            let mut plan: Vec<String> = Vec::new();
+            while let Some(row) = rows.next().unwrap() {
+                plan.push(row.get(3).unwrap());
+            }
+            let takes: Vec<&String> = plan.iter().filter(|p| p.contains(" t ")).collect();
+            assert_eq!(takes.len(), 2, "{plan:#?}");
+            let by_source =
+                "medication_takes_by_source (source_type=? AND source_id=? AND taken_at>";
+            assert!(takes.iter().all(|p| p.contains(by_source)), "{plan:#?}");
+        }
+    }
 }
