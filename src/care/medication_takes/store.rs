@@ -2,7 +2,7 @@
 
 use crate::db::PrepareKept;
 use crate::db::WriteTx;
-use rusqlite::{Connection, OptionalExtension, Row, named_params, params};
+use rusqlite::{Connection, OptionalExtension, Row, ToSql, named_params, params};
 
 use super::model::{MedicationTake, SourceType};
 use crate::auth::Actor;
@@ -376,19 +376,31 @@ pub struct OtherSources<'a> {
     pub taken_at: &'a str,
 }
 
+impl OtherSources<'_> {
+    /// The parameters of an [`other_sources!`] query, its window from `from` to `to`.
+    fn params<'p>(&'p self, from: &'p &str, to: &'p &str) -> [(&'static str, &'p dyn ToSql); 7] {
+        [
+            (":person_id", &self.person_id),
+            (":medication_id", &self.medication_id),
+            (":source_type", &self.source_type),
+            (":source_id", &self.source_id),
+            (":take_id", &self.take_id),
+            (":from", from),
+            (":to", to),
+        ]
+    }
+}
+
 const COUNT_OTHER_SOURCES: &str = concat!(
     "SELECT sum(n) FROM (",
-    other_sources!(
-        "count(*) AS n",
-        "t.taken_at >= :start AND t.taken_at < :end"
-    ),
+    other_sources!("count(*) AS n", "t.taken_at >= :from AND t.taken_at < :to"),
     ")"
 );
 
 const OTHER_SOURCES_BETWEEN: &str = concat!(
     other_sources!(
         "t.taken_at, x.min_hours_between_doses",
-        "t.taken_at >= :from AND t.taken_at <= :until"
+        "t.taken_at >= :from AND t.taken_at <= :to"
     ),
     " ORDER BY 1"
 );
@@ -400,18 +412,9 @@ pub fn count_other_sources_in_window(
     start: &str,
     end: &str,
 ) -> Result<i64> {
-    Ok(conn.prepare_kept(COUNT_OTHER_SOURCES)?.query_row(
-        named_params! {
-            ":person_id": of.person_id,
-            ":medication_id": of.medication_id,
-            ":source_type": of.source_type,
-            ":source_id": of.source_id,
-            ":take_id": of.take_id,
-            ":start": start,
-            ":end": end,
-        },
-        |r| r.get(0),
-    )?)
+    Ok(conn
+        .prepare_kept(COUNT_OTHER_SOURCES)?
+        .query_row(&of.params(&start, &end)[..], |r| r.get(0))?)
 }
 
 /// The other-source takes in [from, until] with the min_hours_between_doses
@@ -424,18 +427,9 @@ pub fn other_sources_between(
 ) -> Result<Vec<(String, Option<Dec>)>> {
     let rows = conn
         .prepare_kept(OTHER_SOURCES_BETWEEN)?
-        .query_map(
-            named_params! {
-                ":person_id": of.person_id,
-                ":medication_id": of.medication_id,
-                ":source_type": of.source_type,
-                ":source_id": of.source_id,
-                ":take_id": of.take_id,
-                ":from": from,
-                ":until": until,
-            },
-            |r| Ok((r.get(0)?, r.get(1)?)),
-        )?
+        .query_map(&of.params(&from, &until)[..], |r| {
+            Ok((r.get(0)?, r.get(1)?))
+        })?
         .collect::<rusqlite::Result<Vec<_>>>()?;
     Ok(rows)
 }
