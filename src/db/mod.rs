@@ -353,10 +353,12 @@ impl Db {
     }
 
     /// [`Db::release_memory`] for a server nobody is asking anything: the
-    /// readers close their connections until their next read instead of
-    /// only emptying their caches (see `Readers::close_connections`).
+    /// readers, and the threads that read in place, close their connections
+    /// until their next read instead of only emptying their caches (see
+    /// `Readers::close_connections`, `in_place::close_all`).
     pub fn release_idle_memory(&self) {
         self.inner.readers.close_connections();
+        in_place::close_all();
         self.inner.writer.release_memory();
     }
 
@@ -611,6 +613,37 @@ mod tests {
         // The read's transaction was ended: the same thread's next read is current.
         let after = db.read(move |conn| Ok(count(conn)?)).await.unwrap();
         assert_eq!(after, before + 1);
+    }
+
+    #[tokio::test(flavor = "current_thread")]
+    async fn a_quiet_server_closes_the_in_place_connections_and_the_next_read_is_current() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = super::Db::open_with_readers(dir.path(), super::OpenMode::Create, 1).unwrap();
+        db.write(|conn| Ok(conn.execute_batch("CREATE TABLE scratch (v TEXT);")?))
+            .await
+            .unwrap();
+        // A value kept on this thread until the next commit, as a rendered
+        // medication is.
+        let kept_count = || {
+            db.read_here(|conn| {
+                let count = super::kept(conn, "scratch", || {
+                    conn.query_row("SELECT count(*) FROM scratch", [], |r| r.get::<_, i64>(0))
+                })?;
+                Ok(*count)
+            })
+        };
+        assert_eq!(kept_count().unwrap(), 0);
+        assert!(super::in_place::open_here());
+
+        db.release_idle_memory();
+        assert!(!super::in_place::open_here(), "the connection was closed");
+        db.write(|conn| Ok(conn.execute("INSERT INTO scratch (v) VALUES ('new')", [])?))
+            .await
+            .unwrap();
+        // A new connection's data_version says nothing of the old one's: what
+        // the thread kept was forgotten with it.
+        assert_eq!(kept_count().unwrap(), 1);
+        assert!(super::in_place::open_here());
     }
 
     /// Bytes of page cache `conn` holds.
