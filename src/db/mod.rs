@@ -633,7 +633,6 @@ mod tests {
             })
         };
         assert_eq!(kept_count().unwrap(), 0);
-        assert!(super::in_place::open_here());
 
         db.release_idle_memory();
         assert!(!super::in_place::open_here(), "the connection was closed");
@@ -643,7 +642,6 @@ mod tests {
         // A new connection's data_version says nothing of the old one's: what
         // the thread kept was forgotten with it.
         assert_eq!(kept_count().unwrap(), 1);
-        assert!(super::in_place::open_here());
     }
 
     /// Bytes of page cache `conn` holds.
