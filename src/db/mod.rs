@@ -588,13 +588,20 @@ mod tests {
         }
     }
 
-    #[tokio::test]
-    async fn a_read_sees_one_snapshot_and_the_next_read_sees_what_was_committed() {
+    /// A new database with one reader thread, set up by `sql` through the
+    /// writer; its directory goes when the first value is dropped.
+    async fn scratch_db(sql: &'static str) -> (tempfile::TempDir, super::Db) {
         let dir = tempfile::tempdir().unwrap();
         let db = super::Db::open_with_readers(dir.path(), super::OpenMode::Create, 1).unwrap();
-        db.write(|conn| Ok(conn.execute_batch("CREATE TABLE scratch (v TEXT);")?))
+        db.write(move |conn| Ok(conn.execute_batch(sql)?))
             .await
             .unwrap();
+        (dir, db)
+    }
+
+    #[tokio::test]
+    async fn a_read_sees_one_snapshot_and_the_next_read_sees_what_was_committed() {
+        let (_dir, db) = scratch_db("CREATE TABLE scratch (v TEXT);").await;
         let path = db.path().to_path_buf();
         let count = |conn: &rusqlite::Connection| -> rusqlite::Result<i64> {
             conn.query_row("SELECT count(*) FROM scratch", [], |r| r.get(0))
@@ -617,11 +624,7 @@ mod tests {
 
     #[tokio::test(flavor = "current_thread")]
     async fn a_quiet_server_closes_the_in_place_connections_and_the_next_read_is_current() {
-        let dir = tempfile::tempdir().unwrap();
-        let db = super::Db::open_with_readers(dir.path(), super::OpenMode::Create, 1).unwrap();
-        db.write(|conn| Ok(conn.execute_batch("CREATE TABLE scratch (v TEXT);")?))
-            .await
-            .unwrap();
+        let (_dir, db) = scratch_db("CREATE TABLE scratch (v TEXT);").await;
         // A value kept on this thread until the next commit, as a rendered
         // medication is.
         let kept_count = || {
@@ -664,18 +667,12 @@ mod tests {
 
     #[tokio::test]
     async fn released_memory_leaves_the_readers_page_caches_empty() {
-        let dir = tempfile::tempdir().unwrap();
-        let db = super::Db::open_with_readers(dir.path(), super::OpenMode::Create, 1).unwrap();
-        db.write(|conn| {
-            conn.execute_batch(
-                "CREATE TABLE scratch (v TEXT);
-                 WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 2000)
-                 INSERT INTO scratch SELECT printf('%0200d', i) FROM n;",
-            )?;
-            Ok(())
-        })
-        .await
-        .unwrap();
+        let (_dir, db) = scratch_db(
+            "CREATE TABLE scratch (v TEXT);
+             WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 2000)
+             INSERT INTO scratch SELECT printf('%0200d', i) FROM n;",
+        )
+        .await;
         let filled = db
             .read(|conn| {
                 conn.query_row("SELECT count(*) FROM scratch WHERE v LIKE '%9'", [], |_| {
@@ -713,15 +710,8 @@ mod tests {
     #[tokio::test]
     async fn an_idle_reader_closes_its_connection_and_forgets_what_it_kept() {
         use std::sync::atomic::{AtomicUsize, Ordering};
-        let dir = tempfile::tempdir().unwrap();
-        let db = super::Db::open_with_readers(dir.path(), super::OpenMode::Create, 1).unwrap();
-        db.write(|conn| {
-            Ok(conn.execute_batch(
-                "CREATE TABLE scratch (v TEXT); INSERT INTO scratch VALUES ('a');",
-            )?)
-        })
-        .await
-        .unwrap();
+        let (_dir, db) =
+            scratch_db("CREATE TABLE scratch (v TEXT); INSERT INTO scratch VALUES ('a');").await;
         let made = std::sync::Arc::new(AtomicUsize::new(0));
         let read = || {
             let made = made.clone();
