@@ -53,6 +53,9 @@ enum Message {
     Job(Job),
     /// Let go of the connection's page cache (between groups).
     ReleaseMemory,
+    /// Nobody is asking anything: fold the WAL back into the database
+    /// file, then let go of the page cache.
+    Idle,
     /// Finish what is queued before this, then stop.
     Stop,
 }
@@ -113,6 +116,16 @@ impl Writer {
         let _ = self.sender.try_send(Message::ReleaseMemory);
     }
 
+    /// [`Writer::release_memory`] for a server nobody is asking anything,
+    /// after folding the WAL back into the database file and emptying it
+    /// (see [`fold_wal`]): the writer checkpoints inside a commit only
+    /// once the WAL holds `WAL_FRAMES_BEFORE_CHECKPOINT` frames, and a
+    /// household's server is quiet most of the day, so the copy is made
+    /// when nothing waits for it and the WAL file gives its space back.
+    pub fn release_idle(&self) {
+        let _ = self.sender.try_send(Message::Idle);
+    }
+
     /// Wakes whenever a commit changed household data.
     pub fn changes(&self) -> watch::Receiver<u64> {
         self.changes.subscribe()
@@ -142,15 +155,18 @@ fn serve(conn: &Connection, receiver: &mut mpsc::Receiver<Message>, changes: &wa
     let mut stopping = false;
     while !stopping {
         let mut release = false;
+        let mut fold = false;
         match receiver.blocking_recv() {
             Some(Message::Job(job)) => group.push(job),
             Some(Message::ReleaseMemory) => release = true,
+            Some(Message::Idle) => (release, fold) = (true, true),
             Some(Message::Stop) | None => break,
         }
         while group.len() < MAX_GROUP && !release {
             match receiver.try_recv() {
                 Ok(Message::Job(job)) => group.push(job),
                 Ok(Message::ReleaseMemory) => release = true,
+                Ok(Message::Idle) => (release, fold) = (true, true),
                 Ok(Message::Stop) => {
                     stopping = true;
                     break;
@@ -161,10 +177,23 @@ fn serve(conn: &Connection, receiver: &mut mpsc::Receiver<Message>, changes: &wa
         if !group.is_empty() && run_group(conn, std::mem::take(&mut group)) {
             changes.send_modify(|n| *n = n.wrapping_add(1));
         }
+        if fold {
+            fold_wal(conn);
+        }
         if release {
             let _ = step(conn, "PRAGMA shrink_memory");
         }
     }
+}
+
+/// Copies the WAL's pages into the database file, syncs it and empties the
+/// WAL file, without waiting: a reader still reading from the WAL keeps
+/// its frames there (SQLite then copies what it can, and the rest goes at
+/// the next fold or checkpoint).
+fn fold_wal(conn: &Connection) {
+    let _ = conn.busy_timeout(std::time::Duration::ZERO);
+    let _ = conn.execute_batch("PRAGMA wal_checkpoint(TRUNCATE);");
+    let _ = conn.busy_timeout(super::BUSY_TIMEOUT);
 }
 
 /// Runs the jobs in one transaction; whether a committed job changed
