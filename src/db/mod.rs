@@ -16,6 +16,7 @@ pub(crate) use sql;
 pub mod change_feed;
 pub mod check;
 mod columns;
+mod gathered_wal;
 pub mod idempotency;
 mod in_place;
 pub mod instance;
@@ -245,7 +246,17 @@ impl Db {
             path: path.clone(),
             source,
         };
-        let mut conn = Connection::open(&path).map_err(sqlite_err)?;
+        // The writer's connection gathers each commit's WAL frames into one
+        // write (see `gathered_wal`); every other connection reads the same
+        // files through SQLite's default VFS.
+        let vfs = gathered_wal::register().map_err(|code| {
+            sqlite_err(rusqlite::Error::SqliteFailure(
+                rusqlite::ffi::Error::new(code),
+                Some("cannot register the writer's VFS".into()),
+            ))
+        })?;
+        let mut conn = Connection::open_with_flags_and_vfs(&path, OpenFlags::default(), vfs)
+            .map_err(sqlite_err)?;
         // Before anything writes (even the journal mode): another program's
         // database is refused untouched.
         migrate::check_is_ours(&conn, &path)?;
