@@ -1,5 +1,6 @@
 //! A VFS over SQLite's default one ("unix") that gathers the frames of a
-//! commit into one write of the WAL file.
+//! commit into one write of the WAL file, and splits a write of any other
+//! file into pieces the default VFS takes whole.
 //!
 //! SQLite writes each WAL frame with two `pwrite`s (its 24-byte header,
 //! then the page), all at consecutive offsets: a group of seven takes wrote
@@ -236,6 +237,24 @@ impl File {
         self.commit_header = false;
     }
 
+    /// Writes `bytes` at `at` in pieces the default VFS takes whole: a
+    /// savepoint journal moves from memory to its file in one write as
+    /// large as SQLite kept in memory (`SUBJOURNAL_IN_MEMORY`), which the
+    /// unix VFS would cut short and fail with "database or disk is full".
+    fn write_through(&mut self, bytes: &[u8], at: i64) -> c_int {
+        let mut at = at;
+        for piece in bytes.chunks(MAX_GATHERED) {
+            // Each piece is at most MAX_GATHERED bytes: it fits a c_int.
+            let len = piece.len() as c_int;
+            let rc = forward!(self, xWrite, piece.as_ptr().cast::<c_void>(), len, at);
+            if rc != ffi::SQLITE_OK {
+                return rc;
+            }
+            at += i64::from(len);
+        }
+        ffi::SQLITE_OK
+    }
+
     fn gather(&mut self, bytes: &[u8], at: i64) -> c_int {
         let end = self.gathered_at + self.gathered.len() as i64;
         if !self.gathered.is_empty()
@@ -300,12 +319,16 @@ unsafe extern "C" fn write(
 ) -> c_int {
     // SAFETY: see `this`.
     let this = unsafe { this(file) };
-    if !this.wal || amount <= 0 {
+    if amount <= 0 {
         return forward!(this, xWrite, buf, amount, offset);
     }
     // SAFETY: SQLite passes `amount` readable bytes at `buf`.
     let bytes = unsafe { std::slice::from_raw_parts(buf.cast::<u8>(), amount as usize) };
-    this.gather(bytes, offset)
+    if this.wal {
+        this.gather(bytes, offset)
+    } else {
+        this.write_through(bytes, offset)
+    }
 }
 
 unsafe extern "C" fn truncate(file: *mut ffi::sqlite3_file, size: i64) -> c_int {

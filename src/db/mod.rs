@@ -170,6 +170,11 @@ fn configure(conn: &Connection) -> rusqlite::Result<()> {
 ///   index with a page cache of its own each time it runs: the list of
 ///   expected doses allocated and freed five such blocks per request, and
 ///   glibc consolidated its heap at every free of one.
+/// - Savepoint journals stay in memory up to [`SUBJOURNAL_IN_MEMORY`]. The
+///   writer runs each job of a group in its own savepoint, and a take's
+///   savepoint journal passes SQLite's default of 64 KiB, so every group
+///   created, wrote, read back and deleted a temporary file: about a ninth
+///   of the writer's time under a stream of takes.
 fn configure_sqlite_once() {
     static ONCE: std::sync::Once = std::sync::Once::new();
     ONCE.call_once(|| {
@@ -187,8 +192,25 @@ fn configure_sqlite_once() {
         if rc != rusqlite::ffi::SQLITE_OK {
             tracing::debug!("SQLite page cache configuration not applied (code {rc})");
         }
+        // SAFETY: SQLITE_CONFIG_STMTJRNL_SPILL takes one int.
+        let rc = unsafe {
+            rusqlite::ffi::sqlite3_config(
+                rusqlite::ffi::SQLITE_CONFIG_STMTJRNL_SPILL,
+                SUBJOURNAL_IN_MEMORY as std::ffi::c_int,
+            )
+        };
+        if rc != rusqlite::ffi::SQLITE_OK {
+            tracing::debug!("SQLite savepoint journal configuration not applied (code {rc})");
+        }
     });
 }
+
+/// Bytes of a savepoint journal kept in memory before SQLite moves it to a
+/// temporary file: a group of jobs journals far less; one very large job
+/// (an import beside other writes) still goes to a file, in one write of
+/// this size, which only the writer's connection makes and its VFS splits
+/// (`gathered_wal`: the unix VFS writes at most 128 KiB at once).
+const SUBJOURNAL_IN_MEMORY: u32 = 512 * 1024;
 
 /// Runs one statement without results, planned once per connection.
 fn step(conn: &Connection, sql: &'static str) -> rusqlite::Result<()> {
@@ -264,18 +286,6 @@ impl Db {
             .map_err(sqlite_err)?;
         configure(&conn).map_err(sqlite_err)?;
         conn.pragma_update(None, "wal_autocheckpoint", WAL_FRAMES_BEFORE_CHECKPOINT)
-            .map_err(sqlite_err)?;
-        // The writer's savepoint and statement journals stay in memory: each
-        // job of a group runs in its own savepoint, and a group of takes
-        // journals a few hundred KiB, past SQLite's 64 KiB before a temporary
-        // file (created, written, read back and deleted by every group: about
-        // a ninth of the writer's time). Only pages that were in the file
-        // when a savepoint began are journaled, so a large import journals
-        // little. (Raising SQLite's threshold instead, to 512 KiB, made any
-        // larger journal fail with "database or disk is full": the unix VFS
-        // writes at most 128 KiB at once, and the journal moved to its file
-        // in one write.)
-        conn.pragma_update(None, "temp_store", "MEMORY")
             .map_err(sqlite_err)?;
         migrate::migrate(&mut conn, &path)?;
         instance::ensure(&conn).map_err(sqlite_err)?;
