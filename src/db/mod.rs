@@ -626,6 +626,20 @@ mod tests {
         (dir, db)
     }
 
+    /// Adds `rows` random blobs of `bytes` each to `scratch`, in one commit.
+    async fn fill_scratch(db: &super::Db, rows: u32, bytes: u32) {
+        db.write(move |conn| {
+            conn.execute(
+                "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < ?1)
+                 INSERT INTO scratch (v) SELECT randomblob(?2) FROM n",
+                [rows, bytes],
+            )?;
+            Ok(())
+        })
+        .await
+        .unwrap();
+    }
+
     #[tokio::test]
     async fn a_read_sees_one_snapshot_and_the_next_read_sees_what_was_committed() {
         let (_dir, db) = scratch_db("CREATE TABLE scratch (v TEXT);").await;
@@ -679,14 +693,7 @@ mod tests {
         let (dir, db) = scratch_db("CREATE TABLE scratch (v BLOB);").await;
         // One commit of about 1,500 pages: past SQLite's default bound of
         // 1,000 frames, well under ours.
-        db.write(|conn| {
-            Ok(conn.execute_batch(
-                "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 1500)
-                 INSERT INTO scratch (v) SELECT randomblob(4000) FROM n;",
-            )?)
-        })
-        .await
-        .unwrap();
+        fill_scratch(&db, 1500, 4000).await;
         let wal = db.path().with_extension("sqlite3-wal");
         // What the database file holds without its WAL, read from a copy.
         let rows_in_the_file = || -> i64 {
@@ -735,14 +742,7 @@ mod tests {
     #[tokio::test]
     async fn a_write_whose_savepoint_journal_outgrows_memory_commits() {
         let (_dir, db) = scratch_db("CREATE TABLE scratch (v BLOB);").await;
-        db.write(|conn| {
-            Ok(conn.execute_batch(
-                "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 400)
-                 INSERT INTO scratch (v) SELECT randomblob(3000) FROM n;",
-            )?)
-        })
-        .await
-        .unwrap();
+        fill_scratch(&db, 400, 3000).await;
         // One statement rewriting about 1.6 MB of existing pages inside the
         // writer's transaction: its journal of the pages' old contents is
         // far past what SQLite keeps in memory before using a file.
