@@ -204,6 +204,20 @@ macro_rules! forward {
     }};
 }
 
+/// [`forward!`] once what is gathered is written (a failure to write it is
+/// the call's answer): for every call that reads, syncs, sizes, truncates,
+/// controls or maps the file.
+macro_rules! forward_after_writing {
+    ($file:expr, $method:ident $(, $arg:expr)*) => {{
+        // SAFETY: see `this`.
+        let this = unsafe { this($file) };
+        match this.write_gathered() {
+            ffi::SQLITE_OK => forward!(this, $method $(, $arg)*),
+            rc => rc,
+        }
+    }};
+}
+
 impl File {
     /// Writes what is gathered, at once.
     fn write_gathered(&mut self) -> c_int {
@@ -302,13 +316,7 @@ unsafe extern "C" fn read(
     amount: c_int,
     offset: i64,
 ) -> c_int {
-    // SAFETY: see `this`.
-    let this = unsafe { this(file) };
-    let rc = this.write_gathered();
-    if rc != ffi::SQLITE_OK {
-        return rc;
-    }
-    forward!(this, xRead, buf, amount, offset)
+    forward_after_writing!(file, xRead, buf, amount, offset)
 }
 
 unsafe extern "C" fn write(
@@ -332,33 +340,15 @@ unsafe extern "C" fn write(
 }
 
 unsafe extern "C" fn truncate(file: *mut ffi::sqlite3_file, size: i64) -> c_int {
-    // SAFETY: see `this`.
-    let this = unsafe { this(file) };
-    let rc = this.write_gathered();
-    if rc != ffi::SQLITE_OK {
-        return rc;
-    }
-    forward!(this, xTruncate, size)
+    forward_after_writing!(file, xTruncate, size)
 }
 
 unsafe extern "C" fn sync(file: *mut ffi::sqlite3_file, flags: c_int) -> c_int {
-    // SAFETY: see `this`.
-    let this = unsafe { this(file) };
-    let rc = this.write_gathered();
-    if rc != ffi::SQLITE_OK {
-        return rc;
-    }
-    forward!(this, xSync, flags)
+    forward_after_writing!(file, xSync, flags)
 }
 
 unsafe extern "C" fn file_size(file: *mut ffi::sqlite3_file, size: *mut i64) -> c_int {
-    // SAFETY: see `this`.
-    let this = unsafe { this(file) };
-    let rc = this.write_gathered();
-    if rc != ffi::SQLITE_OK {
-        return rc;
-    }
-    forward!(this, xFileSize, size)
+    forward_after_writing!(file, xFileSize, size)
 }
 
 unsafe extern "C" fn file_control(
@@ -366,13 +356,7 @@ unsafe extern "C" fn file_control(
     op: c_int,
     arg: *mut c_void,
 ) -> c_int {
-    // SAFETY: see `this`.
-    let this = unsafe { this(file) };
-    let rc = this.write_gathered();
-    if rc != ffi::SQLITE_OK {
-        return rc;
-    }
-    forward!(this, xFileControl, op, arg)
+    forward_after_writing!(file, xFileControl, op, arg)
 }
 
 unsafe extern "C" fn lock(file: *mut ffi::sqlite3_file, level: c_int) -> c_int {
@@ -451,13 +435,7 @@ unsafe extern "C" fn fetch(
     amount: c_int,
     out: *mut *mut c_void,
 ) -> c_int {
-    // SAFETY: see `this`.
-    let this = unsafe { this(file) };
-    let rc = this.write_gathered();
-    if rc != ffi::SQLITE_OK {
-        return rc;
-    }
-    forward!(this, xFetch, offset, amount, out)
+    forward_after_writing!(file, xFetch, offset, amount, out)
 }
 
 unsafe extern "C" fn unfetch(

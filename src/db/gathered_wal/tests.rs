@@ -34,6 +34,19 @@ fn insert(conn: &Connection, from: i64, rows: i64, size: usize) {
     tx.commit().unwrap();
 }
 
+fn integrity(conn: &Connection) -> String {
+    conn.query_row("PRAGMA integrity_check", [], |r| r.get(0))
+        .unwrap()
+}
+
+/// Rows and the bytes of their blobs.
+fn rows_and_bytes(conn: &Connection) -> (i64, i64) {
+    conn.query_row("SELECT count(*), sum(length(v)) FROM gathered", [], |r| {
+        Ok((r.get(0)?, r.get(1)?))
+    })
+    .unwrap()
+}
+
 fn count(conn: &Connection) -> i64 {
     conn.query_row("SELECT count(*) FROM gathered", [], |r| r.get(0))
         .unwrap()
@@ -94,10 +107,7 @@ fn frames_of_a_rolled_back_transaction_never_reach_the_file_later() {
     drop(other);
     drop(writer);
     let fresh = Connection::open(&path).unwrap();
-    let check: String = fresh
-        .query_row("PRAGMA integrity_check", [], |r| r.get(0))
-        .unwrap();
-    assert_eq!(check, "ok");
+    assert_eq!(integrity(&fresh), "ok");
     assert_eq!(count(&fresh), 705);
     let zeroes: i64 = fresh
         .query_row(
@@ -126,27 +136,15 @@ fn the_files_read_the_same_through_the_default_vfs() {
         .execute("DELETE FROM gathered WHERE id % 3 = 0", [])
         .unwrap();
     insert(&writer, 1000, 5, 10);
-    let (rows, sum): (i64, i64) = writer
-        .query_row("SELECT count(*), sum(length(v)) FROM gathered", [], |r| {
-            Ok((r.get(0)?, r.get(1)?))
-        })
-        .unwrap();
+    let (rows, sum) = rows_and_bytes(&writer);
 
     // Another process's view of the files before the writer closes...
     let other = Connection::open(&path).unwrap();
-    let seen: (i64, i64) = other
-        .query_row("SELECT count(*), sum(length(v)) FROM gathered", [], |r| {
-            Ok((r.get(0)?, r.get(1)?))
-        })
-        .unwrap();
-    assert_eq!(seen, (rows, sum));
+    assert_eq!(rows_and_bytes(&other), (rows, sum));
     drop(other);
     drop(writer);
     // ...and after it closed.
     let other = Connection::open(&path).unwrap();
-    let check: String = other
-        .query_row("PRAGMA integrity_check", [], |r| r.get(0))
-        .unwrap();
-    assert_eq!(check, "ok");
+    assert_eq!(integrity(&other), "ok");
     assert_eq!(count(&other), rows);
 }
