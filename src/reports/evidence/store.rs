@@ -154,13 +154,3 @@ pub fn find(conn: &Connection, source_name: &str, record_id: &str) -> Result<Opt
         .query_row(params![source_name, record_id], from_row)
         .optional()?)
 }
-
-/// Changes whenever evidence is added or updated (by this process or a
-/// `pillbox evidence import` beside it).
-pub fn stamp(conn: &Connection) -> Result<(i64, Option<String>)> {
-    Ok(conn.query_row(
-        "SELECT count(*), max(updated_at) FROM review_evidence",
-        [],
-        |r| Ok((r.get(0)?, r.get(1)?)),
-    )?)
-}
