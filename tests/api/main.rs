@@ -47,6 +47,7 @@ mod reminders;
 mod reminders_native;
 mod reports;
 mod review_prompts;
+mod review_prompts_cli;
 mod schedules;
 mod sign_in;
 mod sign_in_lockout;

@@ -1,0 +1,280 @@
+//! Medication review prompts through the binary: `pillbox evidence import`
+//! alone and beside a running server, and the server's own pass when
+//! schedules change.
+
+use std::time::Duration;
+
+use serde_json::{Value, json};
+
+use crate::process::{
+    free_port, http_get, http_request, pillbox, run, serve, set_up_household, token_create,
+};
+use crate::review_prompts::fixture;
+
+/// Row count of a table through a read-only connection to the file.
+fn rows(data: &std::path::Path, sql: &str) -> i64 {
+    let conn = rusqlite::Connection::open_with_flags(
+        data.join(pillbox::db::DATABASE_FILE),
+        rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY,
+    )
+    .unwrap();
+    conn.query_row(sql, [], |r| r.get(0)).unwrap()
+}
+
+#[test]
+fn the_evidence_import_command_loads_and_updates_in_place() {
+    let (dir, data, _) = set_up_household();
+    let data_arg = data.to_str().unwrap();
+    let fixture = fixture();
+    let out = run(
+        pillbox(&[
+            "evidence",
+            "import",
+            "--data-dir",
+            data_arg,
+            fixture.to_str().unwrap(),
+        ]),
+        None,
+    );
+    out.assert_success();
+    let line = out.single_stdout_line();
+    assert!(
+        line.starts_with(
+            "imported 4 labels: 3 new, 0 updated, 0 unchanged, 1 without interaction text"
+        ),
+        "{line}"
+    );
+    assert_eq!(rows(&data, "SELECT count(*) FROM review_evidence"), 3);
+
+    // The same file again changes nothing; a newer version updates in place.
+    let again = run(
+        pillbox(&[
+            "evidence",
+            "import",
+            "--data-dir",
+            data_arg,
+            fixture.to_str().unwrap(),
+        ]),
+        None,
+    );
+    assert!(
+        again
+            .single_stdout_line()
+            .contains("0 new, 0 updated, 3 unchanged"),
+        "{}",
+        again.stdout
+    );
+    let newer = std::fs::read_to_string(&fixture)
+        .unwrap()
+        .replace("\"version\": \"42\"", "\"version\": \"43\"");
+    let newer_file = dir.path().join("newer.json");
+    std::fs::write(&newer_file, newer).unwrap();
+    let updated = run(
+        pillbox(&[
+            "evidence",
+            "import",
+            "--data-dir",
+            data_arg,
+            newer_file.to_str().unwrap(),
+        ]),
+        None,
+    );
+    assert!(
+        updated
+            .single_stdout_line()
+            .contains("0 new, 1 updated, 2 unchanged"),
+        "{}",
+        updated.stdout
+    );
+    assert_eq!(rows(&data, "SELECT count(*) FROM review_evidence"), 3);
+    assert_eq!(
+        rows(
+            &data,
+            "SELECT count(*) FROM review_evidence WHERE version = '43'"
+        ),
+        1
+    );
+
+    // A file that is not a label file: one clear line, non-zero.
+    let bad = dir.path().join("bad.json");
+    std::fs::write(&bad, "[1, 2, 3]").unwrap();
+    run(
+        pillbox(&[
+            "evidence",
+            "import",
+            "--data-dir",
+            data_arg,
+            bad.to_str().unwrap(),
+        ]),
+        None,
+    )
+    .assert_one_line_failure("not an openFDA drug-label file");
+}
+
+/// `pillbox evidence import` of the fixture into `data`.
+fn import_evidence(data: &std::path::Path) {
+    run(
+        pillbox(&[
+            "evidence",
+            "import",
+            "--data-dir",
+            data.to_str().unwrap(),
+            fixture().to_str().unwrap(),
+        ]),
+        None,
+    )
+    .assert_success();
+}
+
+/// A running server whose household has a person on daily Sertraline and
+/// Warfarin (a pair the fixture's evidence names).
+struct Served {
+    dir: tempfile::TempDir,
+    data: std::path::PathBuf,
+    _server: crate::process::Guard,
+    port: u16,
+    token: String,
+    household: String,
+    person: Value,
+}
+
+impl Served {
+    /// Starts the server, after importing the evidence when `evidence_first`.
+    fn start(evidence_first: bool) -> Served {
+        let (dir, data, household) = set_up_household();
+        if evidence_first {
+            import_evidence(&data);
+        }
+        let token = token_create(&data, &household, "owner@example.org", &[])
+            .single_stdout_line()
+            .to_string();
+        let port = free_port();
+        let server = serve(&data, port, &dir.path().join("serve.log"));
+        let mut served = Served {
+            dir,
+            data,
+            _server: server,
+            port,
+            token,
+            household,
+            person: Value::Null,
+        };
+        served.person = served.post(
+            "/people",
+            json!({"person": {"name": "Zoë Ångström", "date_of_birth": "1950-02-03"}}),
+        );
+        for name in ["Sertraline 50mg tablets", "Warfarin 1mg tablets"] {
+            let med = served.post("/medications", json!({"medication": {"name": name}}));
+            served.post(
+                "/schedules",
+                json!({"schedule": {
+                    "person_id": served.person["id"], "medication_id": med["id"],
+                    "dose_amount": "1", "dose_unit": "tablet", "schedule_type": "daily",
+                    "schedule_config": {"times": ["08:00"]}, "start_date": "2026-01-01",
+                }}),
+            );
+        }
+        served
+    }
+
+    fn hh(&self, rest: &str) -> String {
+        format!("/api/v1/households/{}{rest}", self.household)
+    }
+
+    fn post(&self, path: &str, body: Value) -> Value {
+        let response = http_request(
+            self.port,
+            "POST",
+            &self.hh(path),
+            Some(&self.token),
+            &[],
+            Some(&body.to_string()),
+        )
+        .unwrap();
+        assert_eq!(response.status, 201, "{}", response.body);
+        response.json()["data"].clone()
+    }
+
+    /// The person's review queue as it is now.
+    fn prompts(&self) -> Value {
+        let queue = self.hh(&format!(
+            "/medication_review_prompts?person_id={}",
+            self.person["id"]
+        ));
+        http_get(self.port, &queue, Some(&self.token))
+            .unwrap()
+            .json()["data"]
+            .clone()
+    }
+}
+
+#[test]
+fn an_import_beside_the_running_server_has_made_its_prompts_when_it_returns() {
+    let served = Served::start(false);
+    // The server's own pass after the schedules finds no evidence.
+    std::thread::sleep(Duration::from_millis(500));
+    assert_eq!(served.prompts(), json!([]));
+
+    import_evidence(&served.data);
+    // No waiting: the import ran the pass before it returned.
+    let prompts = served.prompts();
+    assert_eq!(prompts.as_array().map(Vec::len), Some(1), "{prompts}");
+    assert_eq!(prompts[0]["evidence"]["matched_term"], "warfarin");
+}
+
+#[test]
+fn the_served_binary_makes_prompts_when_schedules_change() {
+    let served = Served::start(true);
+    let (port, token) = (served.port, served.token.as_str());
+    let mut prompts = Value::Null;
+    for _ in 0..100 {
+        prompts = served.prompts();
+        if prompts.as_array().is_some_and(|p| !p.is_empty()) {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    assert_eq!(prompts.as_array().map(Vec::len), Some(1), "{prompts}");
+    assert_eq!(prompts[0]["evidence"]["matched_term"], "warfarin");
+
+    // A review's practitioner details and notes stay out of the log, even
+    // when the review is refused.
+    let path = served.hh(&format!("/medication_review_prompts/{}", prompts[0]["id"]));
+    let etag = prompts[0]["etag"].as_str().unwrap().to_string();
+    let review = json!({"medication_review_prompt": {
+        "review_status": "practitioner_reviewed", "practitioner_name": "Dr Quintessa Private",
+        "practitioner_role": "pharmacist", "reviewed_on": "2026-11-20",
+        "notes": "Confidential dosage advice",
+    }});
+    let refused = json!({"medication_review_prompt": {
+        "review_status": "practitioner_changed", "notes": "Secret second note",
+    }});
+    let reviewed = http_request(
+        port,
+        "PATCH",
+        &path,
+        Some(token),
+        &[("If-Match", &etag)],
+        Some(&review.to_string()),
+    )
+    .unwrap();
+    assert_eq!(reviewed.status, 200, "{}", reviewed.body);
+    let stale = http_request(
+        port,
+        "PATCH",
+        &path,
+        Some(token),
+        &[("If-Match", &etag)],
+        Some(&refused.to_string()),
+    )
+    .unwrap();
+    assert_eq!(stale.status, 409);
+    let log = std::fs::read_to_string(served.dir.path().join("serve.log")).unwrap();
+    assert!(
+        log.contains("medication_review_prompts"),
+        "requests are logged: {log}"
+    );
+    for private in ["Quintessa", "Confidential", "Secret second"] {
+        assert!(!log.contains(private), "{private} in the log: {log}");
+    }
+}
