@@ -16,6 +16,7 @@ use crate::config::DataDirArgs;
 use crate::portable::envelope::{self, Passphrase};
 use crate::portable::export::{self, Version};
 use crate::portable::import;
+use crate::reports::review_prompts::pass;
 
 #[derive(Debug, Args)]
 pub struct ExportArgs {
@@ -201,6 +202,13 @@ pub async fn import(args: ImportArgs) -> CliResult {
         })
         .await;
     line.finish();
+    // The server makes prompts only for its own writes, so an import
+    // beside it runs the review pass itself, as `pillbox evidence import`
+    // does.
+    let prompts = match &result {
+        Ok(_) if apply => Some(db.write(pass::run_all).await),
+        _ => None,
+    };
     db.close().await;
     let summary = result.map_err(describe)?;
     println!(
@@ -235,6 +243,15 @@ pub async fn import(args: ImportArgs) -> CliResult {
             summary.conflicts.len(),
             summary.errors.len()
         ));
+    }
+    match prompts {
+        Some(Ok(made)) if made > 0 => println!("  {made} new review prompts"),
+        Some(Err(e)) => {
+            return Err(format!(
+                "the household is imported, but the review pass failed: {e}"
+            ));
+        }
+        _ => {}
     }
     Ok(())
 }

@@ -26,7 +26,7 @@ fn count(path: &Path, table: &str) -> i64 {
         .unwrap()
 }
 
-const PASSPHRASE_LINE: &str = "a long family passphrase\n";
+pub(crate) const PASSPHRASE_LINE: &str = "a long family passphrase\n";
 
 #[test]
 fn a_backup_taken_while_clients_write_is_whole_and_restores_once_the_server_stops() {

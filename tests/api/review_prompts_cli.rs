@@ -278,3 +278,46 @@ fn the_served_binary_makes_prompts_when_schedules_change() {
         assert!(!log.contains(private), "{private} in the log: {log}");
     }
 }
+
+#[test]
+fn a_household_import_makes_the_prompts_of_the_people_it_brings() {
+    use crate::cli_backups::PASSPHRASE_LINE;
+    let served = Served::start(false);
+    let bundle = served.dir.path().join("home.bundle.json");
+    run(
+        pillbox(&[
+            "export",
+            "--data-dir",
+            served.data.to_str().unwrap(),
+            "--household",
+            &served.household,
+            "--out",
+            bundle.to_str().unwrap(),
+        ]),
+        Some(PASSPHRASE_LINE),
+    )
+    .assert_success();
+
+    let (_dir, destination, household) = set_up_household();
+    import_evidence(&destination);
+    let count = "SELECT count(*) FROM medication_review_prompts";
+    assert_eq!(rows(&destination, count), 0);
+    let imported = run(
+        pillbox(&[
+            "import",
+            "--data-dir",
+            destination.to_str().unwrap(),
+            "--household",
+            &household,
+            bundle.to_str().unwrap(),
+        ]),
+        Some(PASSPHRASE_LINE),
+    );
+    imported.assert_success();
+    assert!(
+        imported.stdout.contains("1 new review prompts"),
+        "{}",
+        imported.stdout
+    );
+    assert_eq!(rows(&destination, count), 1);
+}
