@@ -25,6 +25,7 @@
 //! |---|---|---|
 //! | `PILLBOX_BENCH_SECONDS` | `5` | Measured seconds per scenario |
 //! | `PILLBOX_BENCH_WARMUP_SECONDS` | `1` | Unmeasured warm-up before each scenario |
+//! | `PILLBOX_BENCH_ROUNDS` | `5` | Turns each take scenario and its ceiling take in alternation (the seconds above are split among them) |
 //! | `PILLBOX_BENCH_READ_CONNECTIONS` | `32` | Connections of the read scenarios |
 //! | `PILLBOX_BENCH_WRITE_CONNECTIONS` | `16,64` | Connections of the take scenarios (comma-separated) |
 //! | `PILLBOX_BENCH_BURST` | `2000` | Connections of the burst (0: no burst) |
@@ -94,6 +95,8 @@ fn main() {
 struct Settings {
     measure: Duration,
     warmup: Duration,
+    /// Turns the take scenarios are split into (see `drive_in_turns`).
+    rounds: usize,
     read_connections: usize,
     write_connections: Vec<usize>,
     burst: usize,
@@ -134,6 +137,7 @@ impl Settings {
         Ok(Settings {
             measure,
             warmup: seconds("PILLBOX_BENCH_WARMUP_SECONDS", 1.0)?,
+            rounds: counts("PILLBOX_BENCH_ROUNDS", "5", 1, 100)?[0],
             read_connections: counts("PILLBOX_BENCH_READ_CONNECTIONS", "32", 1, 1024)?[0],
             write_connections: counts("PILLBOX_BENCH_WRITE_CONNECTIONS", "16,64", 1, 1024)?,
             burst: counts("PILLBOX_BENCH_BURST", "2000", 0, 10_000)?[0],
@@ -161,11 +165,12 @@ async fn run() -> BenchResult<()> {
         keep_off_cpu(cpu)?;
     }
     println!(
-        "settings: {:.1} s measured after {:.1} s warm-up per scenario; reads at {} connections, takes at {:?}; burst of {} connections, RSS read {:.0} s after it; servers {}",
+        "settings: {:.1} s measured after {:.1} s warm-up per scenario; reads at {} connections, takes at {:?} in {} alternating turns with the ceiling's; burst of {} connections, RSS read {:.0} s after it; servers {}",
         settings.measure.as_secs_f64(),
         settings.warmup.as_secs_f64(),
         settings.read_connections,
         settings.write_connections,
+        settings.rounds,
         settings.burst,
         settings.settle.as_secs_f64(),
         match pinned {
@@ -233,15 +238,20 @@ async fn run() -> BenchResult<()> {
     let mut takes_acknowledged = 0u64;
     let mut ceiling_takes = 0u64;
     for &clients in &settings.write_connections {
-        let durable = drive(&bare, clients, &settings, Arc::new(Workload::CeilingTake)).await;
-        ceiling_takes += durable.successes_including_warmup;
-        rows.push(Row::new("ceiling: durable insert", clients, &durable, None));
         let take = Arc::new(Workload::Take {
             path: format!("/api/v1/households/{h}/medication_takes"),
             token: fixture.token.clone(),
             schedule: fixture.schedule,
         });
-        let run = drive(&pillbox, clients, &settings, take).await;
+        let (durable, run) = drive_in_turns(
+            (&bare, Arc::new(Workload::CeilingTake)),
+            (&pillbox, take),
+            clients,
+            &settings,
+        )
+        .await;
+        ceiling_takes += durable.successes_including_warmup;
+        rows.push(Row::new("ceiling: durable insert", clients, &durable, None));
         takes_acknowledged += run.successes_including_warmup;
         rows.push(Row::new(
             "POST a take, durable",
@@ -926,6 +936,16 @@ struct RunStats {
 }
 
 impl RunStats {
+    /// Adds another turn of the same scenario (latencies left unsorted).
+    fn absorb(&mut self, turn: RunStats) {
+        self.measured += turn.measured;
+        self.latencies_us.extend(turn.latencies_us);
+        self.errors += turn.errors;
+        self.successes_including_warmup += turn.successes_including_warmup;
+        self.first_error = self.first_error.take().or(turn.first_error);
+        self.server_cpu = self.server_cpu.zip(turn.server_cpu).map(|(a, b)| a + b);
+    }
+
     fn requests_per_second(&self) -> f64 {
         self.latencies_us.len() as f64 / self.measured.as_secs_f64()
     }
@@ -975,9 +995,50 @@ async fn drive(
     settings: &Settings,
     workload: Arc<Workload>,
 ) -> RunStats {
+    drive_for(target, clients, workload, settings.warmup, settings.measure).await
+}
+
+/// The ceiling's and pillbox's turns, `settings.rounds` of each in
+/// alternation, each a `rounds`-th of the warm-up and of the measured
+/// time: a slow spell of a shared host then falls on both alike instead
+/// of on whichever ran during it. The stats of each side's turns are
+/// added up.
+async fn drive_in_turns(
+    first: (&Target, Arc<Workload>),
+    second: (&Target, Arc<Workload>),
+    clients: usize,
+    settings: &Settings,
+) -> (RunStats, RunStats) {
+    let rounds = settings.rounds.max(1) as u32;
+    let (warmup, measure) = (settings.warmup / rounds, settings.measure / rounds);
+    let mut totals: (Option<RunStats>, Option<RunStats>) = (None, None);
+    for _ in 0..rounds {
+        for (side, (target, workload)) in [(&mut totals.0, &first), (&mut totals.1, &second)] {
+            let turn = drive_for(target, clients, workload.clone(), warmup, measure).await;
+            match side {
+                Some(total) => total.absorb(turn),
+                None => *side = Some(turn),
+            }
+        }
+    }
+    let finish = |stats: Option<RunStats>| {
+        let mut stats = stats.expect("at least one round");
+        stats.latencies_us.sort_unstable();
+        stats
+    };
+    (finish(totals.0), finish(totals.1))
+}
+
+async fn drive_for(
+    target: &Target,
+    clients: usize,
+    workload: Arc<Workload>,
+    warmup: Duration,
+    measure: Duration,
+) -> RunStats {
     let start = Instant::now();
-    let window_start = start + settings.warmup;
-    let end = window_start + settings.measure;
+    let window_start = start + warmup;
+    let end = window_start + measure;
     let tasks: Vec<_> = (0..clients)
         .map(|_| {
             let workload = workload.clone();
@@ -990,7 +1051,7 @@ async fn drive(
     tokio::time::sleep_until(end.into()).await;
     let cpu_after = stat_cpu(&stat);
     let mut stats = RunStats {
-        measured: settings.measure,
+        measured: measure,
         latencies_us: Vec::new(),
         errors: 0,
         successes_including_warmup: 0,
