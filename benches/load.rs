@@ -25,7 +25,7 @@
 //! |---|---|---|
 //! | `PILLBOX_BENCH_SECONDS` | `5` | Measured seconds per scenario |
 //! | `PILLBOX_BENCH_WARMUP_SECONDS` | `1` | Unmeasured warm-up before each scenario |
-//! | `PILLBOX_BENCH_ROUNDS` | `5` | Turns each take scenario and its ceiling take in alternation (the seconds above are split among them) |
+//! | `PILLBOX_BENCH_ROUNDS` | `5` | Turns each pillbox scenario takes in alternation with its ceiling scenario (the seconds above are split among them) |
 //! | `PILLBOX_BENCH_READ_CONNECTIONS` | `32` | Connections of the read scenarios |
 //! | `PILLBOX_BENCH_WRITE_CONNECTIONS` | `16,64` | Connections of the take scenarios (comma-separated) |
 //! | `PILLBOX_BENCH_BURST` | `2000` | Connections of the burst (0: no burst) |
@@ -165,7 +165,7 @@ async fn run() -> BenchResult<()> {
         keep_off_cpu(cpu)?;
     }
     println!(
-        "settings: {:.1} s measured after {:.1} s warm-up per scenario; reads at {} connections, takes at {:?} in {} alternating turns with the ceiling's; burst of {} connections, RSS read {:.0} s after it; servers {}",
+        "settings: {:.1} s measured after {:.1} s warm-up per scenario; reads at {} connections, takes at {:?}; each pillbox scenario in {} turns alternating with its ceiling's; burst of {} connections, RSS read {:.0} s after it; servers {}",
         settings.measure.as_secs_f64(),
         settings.warmup.as_secs_f64(),
         settings.read_connections,
@@ -215,25 +215,33 @@ async fn run() -> BenchResult<()> {
     let token = Some(fixture.token.clone());
 
     let mut rows = Vec::new();
-    let point = drive(&bare, reads, &settings, get("/items/1".into(), None)).await;
-    rows.push(Row::new("ceiling: point read", reads, &point, None));
     let list = drive(&bare, reads, &settings, get("/items?limit=20".into(), None)).await;
     rows.push(Row::new("ceiling: 20-row list", reads, &list, None));
-
-    let one_path = format!("/api/v1/households/{h}/medications/{}", fixture.medication);
-    let run = drive(&pillbox, reads, &settings, get(one_path, token.clone())).await;
-    rows.push(Row::new("GET one medication", reads, &run, Some(&point)));
-    let list_path = format!("/api/v1/households/{h}/medications?per_page=20");
-    let run = drive(&pillbox, reads, &settings, get(list_path, token.clone())).await;
-    rows.push(Row::new("GET 20 medications", reads, &run, Some(&point)));
-    let doses_path = format!("/api/v1/households/{h}/dose_occurrences");
-    let run = drive(&pillbox, reads, &settings, get(doses_path, token.clone())).await;
-    rows.push(Row::new(
-        "GET today's expected doses (40)",
-        reads,
-        &run,
-        Some(&point),
-    ));
+    let scenarios = [
+        (
+            "GET one medication",
+            format!("/api/v1/households/{h}/medications/{}", fixture.medication),
+        ),
+        (
+            "GET 20 medications",
+            format!("/api/v1/households/{h}/medications?per_page=20"),
+        ),
+        (
+            "GET today's expected doses (40)",
+            format!("/api/v1/households/{h}/dose_occurrences"),
+        ),
+    ];
+    for (scenario, path) in scenarios {
+        let (point, run) = drive_in_turns(
+            (&bare, get("/items/1".into(), None)),
+            (&pillbox, get(path, token.clone())),
+            reads,
+            &settings,
+        )
+        .await;
+        rows.push(Row::new("ceiling: point read", reads, &point, None));
+        rows.push(Row::new(scenario, reads, &run, Some(&point)));
+    }
 
     let mut takes_acknowledged = 0u64;
     let mut ceiling_takes = 0u64;

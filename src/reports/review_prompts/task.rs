@@ -1,9 +1,10 @@
 //! The background task that keeps prompts up to date: a full pass at
 //! start, then a pass for each person whose schedules, assignments or
 //! medicines changed (read from the change feed after the writer says a
-//! commit changed household data). New evidence comes only from
-//! `pillbox evidence import`, which runs the full pass itself, so the task
-//! never polls for it: a quiet server stays asleep.
+//! commit changed household data). Commands that write beside the server
+//! and can call for prompts (`pillbox evidence import`, `pillbox import`)
+//! run the full pass themselves, so the task never polls the database: a
+//! quiet server stays asleep.
 //! It answers no request; requests never wait for it.
 
 use std::time::Duration;
