@@ -21,21 +21,25 @@ fn rows(data: &std::path::Path, sql: &str) -> i64 {
     conn.query_row(sql, [], |r| r.get(0)).unwrap()
 }
 
-#[test]
-fn the_evidence_import_command_loads_and_updates_in_place() {
-    let (dir, data, _) = set_up_household();
-    let data_arg = data.to_str().unwrap();
-    let fixture = fixture();
-    let out = run(
+/// `pillbox evidence import FILE` into `data`.
+fn evidence_import(data: &std::path::Path, file: &std::path::Path) -> crate::process::Outcome {
+    run(
         pillbox(&[
             "evidence",
             "import",
             "--data-dir",
-            data_arg,
-            fixture.to_str().unwrap(),
+            data.to_str().unwrap(),
+            file.to_str().unwrap(),
         ]),
         None,
-    );
+    )
+}
+
+#[test]
+fn the_evidence_import_command_loads_and_updates_in_place() {
+    let (dir, data, _) = set_up_household();
+    let fixture = fixture();
+    let out = evidence_import(&data, &fixture);
     out.assert_success();
     let line = out.single_stdout_line();
     assert!(
@@ -47,16 +51,7 @@ fn the_evidence_import_command_loads_and_updates_in_place() {
     assert_eq!(rows(&data, "SELECT count(*) FROM review_evidence"), 3);
 
     // The same file again changes nothing; a newer version updates in place.
-    let again = run(
-        pillbox(&[
-            "evidence",
-            "import",
-            "--data-dir",
-            data_arg,
-            fixture.to_str().unwrap(),
-        ]),
-        None,
-    );
+    let again = evidence_import(&data, &fixture);
     assert!(
         again
             .single_stdout_line()
@@ -69,16 +64,7 @@ fn the_evidence_import_command_loads_and_updates_in_place() {
         .replace("\"version\": \"42\"", "\"version\": \"43\"");
     let newer_file = dir.path().join("newer.json");
     std::fs::write(&newer_file, newer).unwrap();
-    let updated = run(
-        pillbox(&[
-            "evidence",
-            "import",
-            "--data-dir",
-            data_arg,
-            newer_file.to_str().unwrap(),
-        ]),
-        None,
-    );
+    let updated = evidence_import(&data, &newer_file);
     assert!(
         updated
             .single_stdout_line()
@@ -98,32 +84,7 @@ fn the_evidence_import_command_loads_and_updates_in_place() {
     // A file that is not a label file: one clear line, non-zero.
     let bad = dir.path().join("bad.json");
     std::fs::write(&bad, "[1, 2, 3]").unwrap();
-    run(
-        pillbox(&[
-            "evidence",
-            "import",
-            "--data-dir",
-            data_arg,
-            bad.to_str().unwrap(),
-        ]),
-        None,
-    )
-    .assert_one_line_failure("not an openFDA drug-label file");
-}
-
-/// `pillbox evidence import` of the fixture into `data`.
-fn import_evidence(data: &std::path::Path) {
-    run(
-        pillbox(&[
-            "evidence",
-            "import",
-            "--data-dir",
-            data.to_str().unwrap(),
-            fixture().to_str().unwrap(),
-        ]),
-        None,
-    )
-    .assert_success();
+    evidence_import(&data, &bad).assert_one_line_failure("not an openFDA drug-label file");
 }
 
 /// A running server whose household has a person on daily Sertraline and
@@ -143,7 +104,7 @@ impl Served {
     fn start(evidence_first: bool) -> Served {
         let (dir, data, household) = set_up_household();
         if evidence_first {
-            import_evidence(&data);
+            evidence_import(&data, &fixture()).assert_success();
         }
         let token = token_create(&data, &household, "owner@example.org", &[])
             .single_stdout_line()
@@ -195,6 +156,19 @@ impl Served {
         response.json()["data"].clone()
     }
 
+    /// A PATCH of `path` (a full path) with `etag` in If-Match.
+    fn patch(&self, path: &str, etag: &str, body: Value) -> crate::process::HttpResponse {
+        http_request(
+            self.port,
+            "PATCH",
+            path,
+            Some(&self.token),
+            &[("If-Match", etag)],
+            Some(&body.to_string()),
+        )
+        .unwrap()
+    }
+
     /// The person's review queue as it is now.
     fn prompts(&self) -> Value {
         let queue = self.hh(&format!(
@@ -215,7 +189,7 @@ fn an_import_beside_the_running_server_has_made_its_prompts_when_it_returns() {
     std::thread::sleep(Duration::from_millis(500));
     assert_eq!(served.prompts(), json!([]));
 
-    import_evidence(&served.data);
+    evidence_import(&served.data, &fixture()).assert_success();
     // No waiting: the import ran the pass before it returned.
     let prompts = served.prompts();
     assert_eq!(prompts.as_array().map(Vec::len), Some(1), "{prompts}");
@@ -225,7 +199,6 @@ fn an_import_beside_the_running_server_has_made_its_prompts_when_it_returns() {
 #[test]
 fn the_served_binary_makes_prompts_when_schedules_change() {
     let served = Served::start(true);
-    let (port, token) = (served.port, served.token.as_str());
     let mut prompts = Value::Null;
     for _ in 0..100 {
         prompts = served.prompts();
@@ -249,26 +222,9 @@ fn the_served_binary_makes_prompts_when_schedules_change() {
     let refused = json!({"medication_review_prompt": {
         "review_status": "practitioner_changed", "notes": "Secret second note",
     }});
-    let reviewed = http_request(
-        port,
-        "PATCH",
-        &path,
-        Some(token),
-        &[("If-Match", &etag)],
-        Some(&review.to_string()),
-    )
-    .unwrap();
+    let reviewed = served.patch(&path, &etag, review);
     assert_eq!(reviewed.status, 200, "{}", reviewed.body);
-    let stale = http_request(
-        port,
-        "PATCH",
-        &path,
-        Some(token),
-        &[("If-Match", &etag)],
-        Some(&refused.to_string()),
-    )
-    .unwrap();
-    assert_eq!(stale.status, 409);
+    assert_eq!(served.patch(&path, &etag, refused).status, 409);
     let log = std::fs::read_to_string(served.dir.path().join("serve.log")).unwrap();
     assert!(
         log.contains("medication_review_prompts"),
@@ -299,7 +255,7 @@ fn a_household_import_makes_the_prompts_of_the_people_it_brings() {
     .assert_success();
 
     let (_dir, destination, household) = set_up_household();
-    import_evidence(&destination);
+    evidence_import(&destination, &fixture()).assert_success();
     let count = "SELECT count(*) FROM medication_review_prompts";
     assert_eq!(rows(&destination, count), 0);
     let imported = run(
