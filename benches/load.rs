@@ -95,7 +95,8 @@ fn main() {
 struct Settings {
     measure: Duration,
     warmup: Duration,
-    /// Turns the take scenarios are split into (see `drive_in_turns`).
+    /// Turns each scenario is split into, alternating with its ceiling's
+    /// (see `drive_in_turns`).
     rounds: usize,
     read_connections: usize,
     write_connections: Vec<usize>,
