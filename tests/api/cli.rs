@@ -12,17 +12,13 @@ use pillbox::db::DATABASE_FILE;
 use rusqlite::{Connection, OpenFlags};
 
 use crate::process::{
-    Guard, free_port, http_get, password_line, pillbox, run, set_up_household, setup_in,
-    setup_with, token_create, wait_until_serving,
+    Guard, count_rows, free_port, http_get, password_line, pillbox, run, set_up_household,
+    setup_in, setup_with, token_create, wait_until_serving,
 };
 
-/// Row counts read through a read-only connection to the database file.
+/// A table's row count, read through a read-only connection.
 fn count(data: &Path, table: &str) -> i64 {
-    let conn =
-        Connection::open_with_flags(data.join(DATABASE_FILE), OpenFlags::SQLITE_OPEN_READ_ONLY)
-            .expect("open the database read-only");
-    conn.query_row(&format!("SELECT count(*) FROM {table}"), [], |r| r.get(0))
-        .unwrap()
+    count_rows(data, &format!("SELECT count(*) FROM {table}"))
 }
 
 fn counts(data: &Path) -> [i64; 3] {

@@ -40,6 +40,18 @@ pub(crate) const INHERITED: &[&str] = &[
     "NO_COLOR",
 ];
 
+/// The number `sql` (a `SELECT count(*) ...`) answers, through a read-only
+/// connection to the database of the data directory `data`.
+pub(crate) fn count_rows(data: &Path, sql: &str) -> i64 {
+    rusqlite::Connection::open_with_flags(
+        data.join(pillbox::db::DATABASE_FILE),
+        rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY,
+    )
+    .expect("open the database read-only")
+    .query_row(sql, [], |r| r.get(0))
+    .unwrap()
+}
+
 /// `pillbox <args>` with none of the inherited settings.
 pub(crate) fn pillbox(args: &[&str]) -> Command {
     let mut cmd = Command::new(BIN);

@@ -7,19 +7,10 @@ use std::time::Duration;
 use serde_json::{Value, json};
 
 use crate::process::{
-    free_port, http_get, http_request, pillbox, run, serve, set_up_household, token_create,
+    count_rows, free_port, http_get, http_request, pillbox, run, serve, set_up_household,
+    token_create,
 };
 use crate::review_prompts::fixture;
-
-/// Row count of a table through a read-only connection to the file.
-fn rows(data: &std::path::Path, sql: &str) -> i64 {
-    let conn = rusqlite::Connection::open_with_flags(
-        data.join(pillbox::db::DATABASE_FILE),
-        rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY,
-    )
-    .unwrap();
-    conn.query_row(sql, [], |r| r.get(0)).unwrap()
-}
 
 /// `pillbox evidence import FILE` into `data`.
 fn evidence_import(data: &std::path::Path, file: &std::path::Path) -> crate::process::Outcome {
@@ -48,7 +39,7 @@ fn the_evidence_import_command_loads_and_updates_in_place() {
         ),
         "{line}"
     );
-    assert_eq!(rows(&data, "SELECT count(*) FROM review_evidence"), 3);
+    assert_eq!(count_rows(&data, "SELECT count(*) FROM review_evidence"), 3);
 
     // The same file again changes nothing; a newer version updates in place.
     let again = evidence_import(&data, &fixture);
@@ -72,9 +63,9 @@ fn the_evidence_import_command_loads_and_updates_in_place() {
         "{}",
         updated.stdout
     );
-    assert_eq!(rows(&data, "SELECT count(*) FROM review_evidence"), 3);
+    assert_eq!(count_rows(&data, "SELECT count(*) FROM review_evidence"), 3);
     assert_eq!(
-        rows(
+        count_rows(
             &data,
             "SELECT count(*) FROM review_evidence WHERE version = '43'"
         ),
@@ -257,7 +248,7 @@ fn a_household_import_makes_the_prompts_of_the_people_it_brings() {
     let (_dir, destination, household) = set_up_household();
     evidence_import(&destination, &fixture()).assert_success();
     let count = "SELECT count(*) FROM medication_review_prompts";
-    assert_eq!(rows(&destination, count), 0);
+    assert_eq!(count_rows(&destination, count), 0);
     let imported = run(
         pillbox(&[
             "import",
@@ -275,5 +266,5 @@ fn a_household_import_makes_the_prompts_of_the_people_it_brings() {
         "{}",
         imported.stdout
     );
-    assert_eq!(rows(&destination, count), 1);
+    assert_eq!(count_rows(&destination, count), 1);
 }
