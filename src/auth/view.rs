@@ -4,30 +4,31 @@
 //! The view keeps the stored rows (never a verdict): the secret's digest
 //! is compared, and revocation, expiry and membership status are checked,
 //! on every request as before. What makes the rows current is the access
-//! stamp, read on the view's own read-only connection at every request:
-//! triggers change it in the same commit as any row of the tables the view
-//! keeps (schema.sql, `access_stamp`), whatever connection commits (this
-//! server's writer, or an administration command run beside it), and the
-//! view is emptied whenever it has changed. A request therefore never sees a row
-//! older than the last commit made before it began: revoking a token,
-//! suspending or removing a member, changing a role or signing out takes
-//! effect on the very next request, whatever code made the change and
-//! wherever; a commit that touched none of them (a recorded dose) leaves
-//! the rows where they are.
+//! stamp, read on the view's own read-only connection: triggers change it
+//! in the same commit as any row of the tables the view keeps (schema.sql,
+//! `access_stamp`), whatever connection commits (this server's writer, or
+//! an administration command run beside it), and the view is emptied
+//! whenever it has changed. The stamp is read again at every request after
+//! which anything at all was committed, by anyone (the WAL index's header,
+//! `db::CommitMark`, tells that without a read). A request therefore never
+//! sees a row older than the last commit made before it began: revoking a
+//! token, suspending or removing a member, changing a role or signing out
+//! takes effect on the very next request, whatever code made the change
+//! and wherever; a commit that touched none of them (a recorded dose)
+//! leaves the rows where they are.
 //!
-//! The check is a few microseconds on the async thread (one read
-//! transaction on the shared memory index, no disk read); a row the view
-//! does not hold is read there too, by primary key or unique index.
+//! The check is a few atomic loads on the async thread when nothing was
+//! committed, and one read transaction on the shared memory index (no
+//! disk read) when something was; a row the view does not hold is read
+//! there too, by primary key or unique index.
 
 use crate::db::PrepareKept;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
-use rusqlite::Connection;
-
 use super::store::{self, AccessTokenRow, AppTokenRow, MembershipRow};
 use super::{Actor, Authenticated, token};
-use crate::db::Db;
+use crate::db::{CommitMark, Db, MarkedReader};
 use crate::error::Result;
 
 /// Rows held at most, per kind; past it the view starts again empty (a
@@ -42,7 +43,9 @@ pub struct AccessView {
 #[derive(Default)]
 struct Inner {
     /// Opened on first use: read-only, on the database `Db` names.
-    conn: Option<Connection>,
+    reader: Option<MarkedReader>,
+    /// The moment the access stamp below was read at, or before it.
+    commit_mark: Option<CommitMark>,
     /// The access stamp the rows below are current for.
     access_stamp: Option<i64>,
     /// Shared with the request that checks them: taking one out copies no row.
@@ -56,15 +59,23 @@ impl Inner {
     /// Opens the connection if need be and drops every row that a commit
     /// since the last call may have changed.
     fn refresh(&mut self, db: &Db) -> Result<()> {
-        if self.conn.is_none() {
-            self.conn = Some(db.open_reader()?);
+        if self.reader.is_none() {
+            self.reader = Some(db.open_marked_reader()?);
         }
-        let conn = self.conn.as_ref().expect("opened above");
+        let reader = self.reader.as_ref().expect("opened above");
+        // Marked before the stamp is read: a commit between the two is
+        // after the mark, so the next request reads the stamp again.
+        let mark = reader.mark();
+        if mark.is_some() && mark == self.commit_mark {
+            return Ok(());
+        }
         // As cheap as `PRAGMA data_version` (either is one read
         // transaction), and it moves only when access may have changed.
-        let stamp: i64 = conn
+        let stamp: i64 = reader
+            .conn()
             .prepare_kept("SELECT stamp FROM access_stamp")?
             .query_row([], |r| r.get(0))?;
+        self.commit_mark = mark;
         if self.access_stamp != Some(stamp) {
             self.access_stamp = Some(stamp);
             self.app_tokens.clear();
@@ -107,7 +118,7 @@ impl AccessView {
             let row = {
                 let mut guard = self.current(db)?;
                 let inner = &mut *guard;
-                let conn = inner.conn.as_ref().expect("opened by refresh");
+                let conn = inner.reader.as_ref().expect("opened by refresh").conn();
                 match inner.access_tokens.get(parsed.selector) {
                     Some(row) => Some(row.clone()),
                     None => {
@@ -126,7 +137,7 @@ impl AccessView {
             let row = {
                 let mut guard = self.current(db)?;
                 let inner = &mut *guard;
-                let conn = inner.conn.as_ref().expect("opened by refresh");
+                let conn = inner.reader.as_ref().expect("opened by refresh").conn();
                 match inner.app_tokens.get(parsed.selector) {
                     Some(row) => Some(row.clone()),
                     None => {
@@ -157,11 +168,11 @@ impl AccessView {
         let key = (household_id, authenticated.account_id);
         let row = {
             let mut guard = self.inner.lock().unwrap_or_else(|e| e.into_inner());
-            if guard.conn.is_none() {
+            if guard.reader.is_none() {
                 guard.refresh(db)?;
             }
             let inner = &mut *guard;
-            let conn = inner.conn.as_ref().expect("opened by refresh");
+            let conn = inner.reader.as_ref().expect("opened by refresh").conn();
             match inner.memberships.get(&key) {
                 Some(row) => row.clone(),
                 None => {

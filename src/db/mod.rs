@@ -16,6 +16,8 @@ pub(crate) use sql;
 pub mod change_feed;
 pub mod check;
 mod columns;
+mod commit_mark;
+pub use commit_mark::{CommitMark, MarkedReader};
 mod gathered_wal;
 pub mod idempotency;
 mod in_place;
@@ -414,6 +416,12 @@ impl Db {
     /// the server that reads in place (see `auth::view`).
     pub fn open_reader(&self) -> rusqlite::Result<Connection> {
         open_reader(&self.inner.path)
+    }
+
+    /// A read-only connection that can tell, without a read, whether
+    /// anything was committed since an earlier moment.
+    pub fn open_marked_reader(&self) -> rusqlite::Result<MarkedReader> {
+        MarkedReader::new(self.open_reader()?)
     }
 
     /// Runs `f` inside a write transaction on the writer thread and resolves
