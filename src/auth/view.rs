@@ -31,6 +31,9 @@ use super::{Actor, Authenticated, token};
 use crate::db::{CommitMark, Db, MarkedReader};
 use crate::error::Result;
 
+/// Reads the access stamp (see the schema's `access_stamp`).
+const ACCESS_STAMP: &str = "SELECT stamp FROM access_stamp";
+
 /// Rows held at most, per kind; past it the view starts again empty (a
 /// flood of distinct valid credentials only costs reads).
 const MAX_ROWS: usize = 4096;
@@ -60,6 +63,7 @@ impl Inner {
     /// since the last call may have changed.
     fn refresh(&mut self, db: &Db) -> Result<()> {
         if self.reader.is_none() {
+            db.commit_watch().watch(ACCESS_STAMP);
             self.reader = Some(db.open_marked_reader()?);
         }
         let reader = self.reader.as_ref().expect("opened above");
@@ -69,12 +73,17 @@ impl Inner {
         if mark.is_some() && mark == self.commit_mark {
             return Ok(());
         }
-        // As cheap as `PRAGMA data_version` (either is one read
-        // transaction), and it moves only when access may have changed.
-        let stamp: i64 = reader
-            .conn()
-            .prepare_kept("SELECT stamp FROM access_stamp")?
-            .query_row([], |r| r.get(0))?;
+        // When the last commit was this server's writer's (a group of
+        // takes, say), it read the stamp in that very commit.
+        let stamp = match mark.and_then(|mark| db.commit_watch().value_at(mark)) {
+            Some(stamp) => stamp,
+            // As cheap as `PRAGMA data_version` (either is one read
+            // transaction), and it moves only when access may have changed.
+            None => reader
+                .conn()
+                .prepare_kept(ACCESS_STAMP)?
+                .query_row([], |r| r.get(0))?,
+        };
         self.commit_mark = mark;
         if self.access_stamp != Some(stamp) {
             self.access_stamp = Some(stamp);

@@ -18,6 +18,7 @@
 use std::ffi::c_void;
 use std::ptr::{self, NonNull};
 use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::{Mutex, OnceLock, PoisonError};
 
 use rusqlite::{Connection, ffi};
 
@@ -72,22 +73,69 @@ impl MarkedReader {
     /// which callers take as "something may have been committed".
     pub fn mark(&self) -> Option<CommitMark> {
         let header = self.header?;
-        // Acquire: what a commit wrote before its header is visible to
-        // whatever this thread reads after seeing the new header.
-        let words = std::array::from_fn(|i| {
-            // SAFETY: the mapping holds at least the header's words, and
-            // lives as long as `self.conn` (see `header`).
-            unsafe { (*header.as_ptr().add(i)).load(Ordering::Acquire) }
-        });
-        Some(CommitMark(words))
+        // SAFETY: the mapping lives as long as `self.conn` (see `header`).
+        Some(unsafe { CommitMark::read(header.as_ptr()) })
     }
 }
 
-/// The start of the WAL index SQLite mapped for `conn`'s main database.
+impl CommitMark {
+    /// The header at `header`, the start of a mapped WAL index.
+    ///
+    /// # Safety
+    /// `header` must point into a live mapping of a WAL index.
+    pub(super) unsafe fn read(header: *const AtomicU32) -> CommitMark {
+        // Acquire: what a commit wrote before its header is visible to
+        // whatever this thread reads after seeing the new header.
+        CommitMark(std::array::from_fn(|i| {
+            // SAFETY: a WAL index region holds far more than the header.
+            unsafe { (*header.add(i)).load(Ordering::Acquire) }
+        }))
+    }
+}
+
+/// What the writer's last commit left: its WAL index header, and a value
+/// read in the same transaction by the statement a reader asked for
+/// ([`CommitWatch::watch`]). A header names one state of the database
+/// (every commit, by anyone, moves it on), so whoever reads that header
+/// now knows the value without reading it: the access view learns that a
+/// group of takes changed no access without a read transaction of its own.
+#[derive(Default)]
+pub struct CommitWatch {
+    sql: OnceLock<&'static str>,
+    last: Mutex<Option<(CommitMark, i64)>>,
+}
+
+impl CommitWatch {
+    /// Has the writer read `sql` (one integer) in each commit from now on;
+    /// the first statement asked for is the one kept.
+    pub fn watch(&self, sql: &'static str) {
+        let _ = self.sql.set(sql);
+    }
+
+    /// The statement to read in each commit, once somebody asked for one.
+    pub(super) fn statement(&self) -> Option<&'static str> {
+        self.sql.get().copied()
+    }
+
+    pub(super) fn committed(&self, header: CommitMark, value: i64) {
+        *self.last.lock().unwrap_or_else(PoisonError::into_inner) = Some((header, value));
+    }
+
+    /// The watched value in the state `mark` names, when the writer's last
+    /// commit left that state.
+    pub fn value_at(&self, mark: CommitMark) -> Option<i64> {
+        match *self.last.lock().unwrap_or_else(PoisonError::into_inner) {
+            Some((header, value)) if header == mark => Some(value),
+            _ => None,
+        }
+    }
+}
+
+/// `conn`'s main database file, as its VFS opened it.
 ///
 /// # Safety
-/// `conn` must be open and have read the database in WAL mode.
-unsafe fn wal_index_header(conn: &Connection) -> Option<NonNull<AtomicU32>> {
+/// `conn` must be open.
+pub(super) unsafe fn main_file(conn: &Connection) -> Option<*mut ffi::sqlite3_file> {
     let mut file: *mut ffi::sqlite3_file = ptr::null_mut();
     // SAFETY: FILE_POINTER writes the main database's `sqlite3_file *`.
     let rc = unsafe {
@@ -98,9 +146,16 @@ unsafe fn wal_index_header(conn: &Connection) -> Option<NonNull<AtomicU32>> {
             (&raw mut file).cast::<c_void>(),
         )
     };
-    if rc != ffi::SQLITE_OK || file.is_null() {
-        return None;
-    }
+    (rc == ffi::SQLITE_OK && !file.is_null()).then_some(file)
+}
+
+/// The start of the WAL index SQLite mapped for `conn`'s main database.
+///
+/// # Safety
+/// `conn` must be open and have read the database in WAL mode.
+unsafe fn wal_index_header(conn: &Connection) -> Option<NonNull<AtomicU32>> {
+    // SAFETY: the connection is open.
+    let file = unsafe { main_file(conn)? };
     // SAFETY: an open file always has its methods; version 2 and later
     // have the shared-memory ones.
     let methods = unsafe { (*file).pMethods.as_ref()? };

@@ -36,6 +36,8 @@ use std::sync::OnceLock;
 
 use rusqlite::ffi;
 
+use super::commit_mark::CommitMark;
+
 /// The VFS's registered name.
 pub const NAME: &CStr = c"pillbox-gathered-wal";
 
@@ -108,6 +110,14 @@ struct File {
     /// The last write gathered was the header of a commit frame: the
     /// commit is complete with the next one.
     commit_header: bool,
+    /// A WAL's: a commit frame was written since the write lock was last
+    /// released.
+    committed: bool,
+    /// A database file's: the start of SQLite's mapping of its WAL index
+    /// (null until mapped), and the index header as the write lock was
+    /// released after a commit (see [`take_committed_header`]).
+    wal_index: *mut c_void,
+    committed_header: Option<CommitMark>,
     gathered: Vec<u8>,
     /// Where `gathered` goes in the file.
     gathered_at: i64,
@@ -160,6 +170,9 @@ unsafe extern "C" fn open(
                 real,
                 wal: flags & ffi::SQLITE_OPEN_WAL != 0,
                 commit_header: false,
+                committed: false,
+                wal_index: ptr::null_mut(),
+                committed_header: None,
                 gathered: Vec::new(),
                 gathered_at: 0,
                 partner: ptr::null_mut(),
@@ -287,6 +300,7 @@ impl File {
             return self.write_gathered();
         }
         self.commit_header = bytes.len() == FRAME_HEADER as usize && bytes[4..8] != [0; 4];
+        self.committed |= self.commit_header;
         ffi::SQLITE_OK
     }
 }
@@ -392,7 +406,14 @@ unsafe extern "C" fn shm_map(
     out: *mut *mut c_void,
 ) -> c_int {
     // SAFETY: see `this`.
-    forward!(unsafe { this(file) }, xShmMap, page, page_size, extend, out)
+    let this = unsafe { this(file) };
+    let rc = forward!(this, xShmMap, page, page_size, extend, out);
+    if rc == ffi::SQLITE_OK && page == 0 {
+        // SAFETY: SQLite passes where the region's address goes, and the
+        // default VFS wrote it (null when the region does not exist yet).
+        this.wal_index = unsafe { (*out).cast() };
+    }
+    rc
 }
 
 unsafe extern "C" fn shm_lock(
@@ -409,7 +430,14 @@ unsafe extern "C" fn shm_lock(
     if flags & ffi::SQLITE_SHM_UNLOCK != 0 && offset == 0 && !this.partner.is_null() {
         // SAFETY: the partner WAL is open (it unlinks itself when closed)
         // and used by this connection only, one call at a time.
-        unsafe { (*this.partner).discard_uncommitted() };
+        let wal = unsafe { &mut *this.partner };
+        wal.discard_uncommitted();
+        // Still holding the write lock, nobody else can have moved the
+        // header since this connection's commit wrote it.
+        if std::mem::take(&mut wal.committed) && !this.wal_index.is_null() {
+            // SAFETY: the mapping lives until `shm_unmap`, which clears it.
+            this.committed_header = Some(unsafe { CommitMark::read(this.wal_index.cast()) });
+        }
     }
     forward!(this, xShmLock, offset, n, flags)
 }
@@ -426,7 +454,24 @@ unsafe extern "C" fn shm_barrier(file: *mut ffi::sqlite3_file) {
 
 unsafe extern "C" fn shm_unmap(file: *mut ffi::sqlite3_file, delete: c_int) -> c_int {
     // SAFETY: see `this`.
-    forward!(unsafe { this(file) }, xShmUnmap, delete)
+    let this = unsafe { this(file) };
+    this.wal_index = ptr::null_mut();
+    forward!(this, xShmUnmap, delete)
+}
+
+/// The WAL index header as `conn`'s last commit left it, if the
+/// connection opened its database through this VFS and committed
+/// anything since the last call; taken, so each commit answers once.
+pub fn take_committed_header(conn: &rusqlite::Connection) -> Option<CommitMark> {
+    // SAFETY: the connection is open; its main file is a `File` when its
+    // methods are ours, used by this thread only (the connection's).
+    unsafe {
+        let file = super::commit_mark::main_file(conn)?;
+        if !ptr::eq((*file).pMethods, &METHODS) {
+            return None;
+        }
+        this(file).committed_header.take()
+    }
 }
 
 unsafe extern "C" fn fetch(

@@ -17,7 +17,7 @@ pub mod change_feed;
 pub mod check;
 mod columns;
 mod commit_mark;
-pub use commit_mark::{CommitMark, MarkedReader};
+pub use commit_mark::{CommitMark, CommitWatch, MarkedReader};
 mod gathered_wal;
 pub mod idempotency;
 mod in_place;
@@ -416,6 +416,11 @@ impl Db {
     /// the server that reads in place (see `auth::view`).
     pub fn open_reader(&self) -> rusqlite::Result<Connection> {
         open_reader(&self.inner.path)
+    }
+
+    /// What the writer's last commit left, for readers that watch a value.
+    pub fn commit_watch(&self) -> &CommitWatch {
+        self.inner.writer.commit_watch()
     }
 
     /// A read-only connection that can tell, without a read, whether
@@ -874,5 +879,40 @@ mod tests {
             .await
             .unwrap();
         assert_eq!(read().await.unwrap(), 2);
+    }
+
+    #[tokio::test]
+    async fn the_writer_tells_the_value_it_read_in_the_commit_that_left_the_database_as_it_is() {
+        let (dir, db) = scratch_db("CREATE TABLE counted (x INTEGER)").await;
+        db.commit_watch().watch("SELECT count(*) FROM counted");
+        let reader = db.open_marked_reader().unwrap();
+        for expected in 1..=3 {
+            db.write(|conn| Ok(conn.execute("INSERT INTO counted VALUES (1)", [])?))
+                .await
+                .unwrap();
+            let mark = reader.mark().expect("a WAL database");
+            assert_eq!(db.commit_watch().value_at(mark), Some(expected));
+        }
+        // A commit by another connection: the writer's value says nothing
+        // of the state it left.
+        let other = rusqlite::Connection::open(dir.path().join(super::DATABASE_FILE)).unwrap();
+        other.execute("INSERT INTO counted VALUES (1)", []).unwrap();
+        let mark = reader.mark().unwrap();
+        assert_eq!(db.commit_watch().value_at(mark), None);
+        // A group whose every job failed commits nothing, and the header
+        // it finds is still the other connection's.
+        let failed = db
+            .write(|conn| -> crate::error::Result<()> {
+                conn.execute("INSERT INTO counted VALUES (1)", [])?;
+                Err(crate::error::ApiError::internal("no"))
+            })
+            .await;
+        assert!(failed.is_err());
+        assert_eq!(reader.mark(), Some(mark));
+        assert_eq!(db.commit_watch().value_at(mark), None);
+        db.write(|conn| Ok(conn.execute("INSERT INTO counted VALUES (1)", [])?))
+            .await
+            .unwrap();
+        assert_eq!(db.commit_watch().value_at(reader.mark().unwrap()), Some(5));
     }
 }

@@ -11,7 +11,8 @@ use std::thread::JoinHandle;
 use rusqlite::Connection;
 use tokio::sync::{mpsc, oneshot, watch};
 
-use super::step;
+use super::commit_mark::CommitWatch;
+use super::{PrepareKept, gathered_wal, step};
 use crate::error::{ApiError, Result};
 
 /// How many queued jobs one transaction may take.
@@ -64,6 +65,8 @@ pub struct Writer {
     sender: mpsc::Sender<Message>,
     /// Counts commits that changed household data.
     changes: std::sync::Arc<watch::Sender<u64>>,
+    /// What the last commit left (see [`CommitWatch`]).
+    watch: std::sync::Arc<CommitWatch>,
     thread: std::sync::Mutex<Option<JoinHandle<()>>>,
 }
 
@@ -72,12 +75,15 @@ impl Writer {
         let (sender, receiver) = mpsc::channel(QUEUE_DEPTH);
         let changes = std::sync::Arc::new(watch::Sender::new(0));
         let notify = changes.clone();
+        let watch = std::sync::Arc::new(CommitWatch::default());
+        let watched = watch.clone();
         let thread = std::thread::Builder::new()
             .name("pillbox-writer".into())
-            .spawn(move || run(conn, receiver, &notify))?;
+            .spawn(move || run(conn, receiver, &notify, &watched))?;
         Ok(Writer {
             sender,
             changes,
+            watch,
             thread: std::sync::Mutex::new(Some(thread)),
         })
     }
@@ -131,6 +137,10 @@ impl Writer {
         self.changes.subscribe()
     }
 
+    pub fn commit_watch(&self) -> &CommitWatch {
+        &self.watch
+    }
+
     /// Lets jobs queued so far finish, then stops the thread. Later writes
     /// fail with an internal error instead of hanging.
     pub fn shutdown(&self) {
@@ -142,15 +152,25 @@ impl Writer {
     }
 }
 
-fn run(conn: Connection, mut receiver: mpsc::Receiver<Message>, changes: &watch::Sender<u64>) {
-    super::statements::keep(&conn, || serve(&conn, &mut receiver, changes));
+fn run(
+    conn: Connection,
+    mut receiver: mpsc::Receiver<Message>,
+    changes: &watch::Sender<u64>,
+    commits: &CommitWatch,
+) {
+    super::statements::keep(&conn, || serve(&conn, &mut receiver, changes, commits));
     receiver.close();
     // Fold the WAL back into the main file on a clean stop.
     let _ = conn.execute_batch("PRAGMA wal_checkpoint(TRUNCATE);");
 }
 
 /// Runs groups of jobs until told to stop or every sender is gone.
-fn serve(conn: &Connection, receiver: &mut mpsc::Receiver<Message>, changes: &watch::Sender<u64>) {
+fn serve(
+    conn: &Connection,
+    receiver: &mut mpsc::Receiver<Message>,
+    changes: &watch::Sender<u64>,
+    commits: &CommitWatch,
+) {
     let mut group: Vec<Job> = Vec::with_capacity(MAX_GROUP);
     let mut stopping = false;
     while !stopping {
@@ -174,7 +194,7 @@ fn serve(conn: &Connection, receiver: &mut mpsc::Receiver<Message>, changes: &wa
                 Err(_) => break,
             }
         }
-        if !group.is_empty() && run_group(conn, std::mem::take(&mut group)) {
+        if !group.is_empty() && run_group(conn, std::mem::take(&mut group), commits) {
             changes.send_modify(|n| *n = n.wrapping_add(1));
         }
         if fold {
@@ -199,7 +219,7 @@ fn fold_wal(conn: &Connection) {
 /// Runs the jobs in one transaction; whether a committed job changed
 /// household data. A job alone in its group needs no savepoint: if it
 /// fails, the whole transaction is rolled back instead.
-fn run_group(conn: &Connection, jobs: Vec<Job>) -> bool {
+fn run_group(conn: &Connection, jobs: Vec<Job>, commits: &CommitWatch) -> bool {
     let mut changed = false;
     let mut any_ok = false;
     let savepoints = jobs.len() > 1;
@@ -243,8 +263,15 @@ fn run_group(conn: &Connection, jobs: Vec<Job>) -> bool {
     }
     // Nothing to keep (every job failed): a failed job answers with its own error.
     let committed = if any_ok {
-        tx.commit()
-            .map_err(|e| ApiError::internal(format!("commit failed: {e}")))
+        let watched = watched_value(conn, commits);
+        let committed = tx
+            .commit()
+            .map_err(|e| ApiError::internal(format!("commit failed: {e}")));
+        let header = gathered_wal::take_committed_header(conn);
+        if let (Ok(()), Some(header), Some(value)) = (&committed, header, watched) {
+            commits.committed(header, value);
+        }
+        committed
     } else {
         tx.rollback()
             .map_err(|e| ApiError::internal(format!("rollback failed: {e}")))
@@ -259,6 +286,16 @@ fn run_group(conn: &Connection, jobs: Vec<Job>) -> bool {
     durable && changed
 }
 
+/// The value the watched statement reads in the group's transaction,
+/// about to commit; `None` when nobody watches or it could not be read
+/// (the commit is then not published, and readers read for themselves).
+fn watched_value(conn: &Connection, commits: &CommitWatch) -> Option<i64> {
+    let sql = commits.statement()?;
+    conn.prepare_kept(sql)
+        .and_then(|mut s| s.query_row([], |r| r.get(0)))
+        .ok()
+}
+
 /// A group's transaction, begun and ended by statements the writer keeps
 /// prepared (rusqlite's `Transaction` parsed `BEGIN IMMEDIATE` and
 /// `COMMIT` again for every group, about 7,000 instructions). Rolled back
@@ -270,6 +307,9 @@ struct Group<'c> {
 
 impl<'c> Group<'c> {
     fn begin(conn: &'c Connection) -> rusqlite::Result<Group<'c>> {
+        // A header left by a commit outside the groups (a migration) is
+        // not this group's.
+        let _ = gathered_wal::take_committed_header(conn);
         step(conn, "BEGIN IMMEDIATE")?;
         Ok(Group { conn, open: true })
     }
