@@ -182,7 +182,7 @@ mod tests {
         let path = dir.path().join("marked.db");
         let writer = Connection::open(&path).unwrap();
         writer
-            .execute_batch("PRAGMA journal_mode = WAL; CREATE TABLE t (x INTEGER);")
+            .execute_batch("PRAGMA journal_mode = WAL; CREATE TABLE marked (x INTEGER);")
             .unwrap();
         let reader =
             Connection::open_with_flags(&path, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY).unwrap();
@@ -196,14 +196,16 @@ mod tests {
         assert_eq!(marked.mark(), Some(first), "no commit, same mark");
         let mut seen = vec![first];
         for x in 0..5 {
-            writer.execute("INSERT INTO t VALUES (?1)", [x]).unwrap();
+            writer
+                .execute("INSERT INTO marked VALUES (?1)", [x])
+                .unwrap();
             let now = marked.mark().unwrap();
             assert!(!seen.contains(&now), "commit {x} moved the mark");
             seen.push(now);
         }
         // A read, however many, commits nothing.
         let _: i64 = writer
-            .query_row("SELECT count(*) FROM t", [], |r| r.get(0))
+            .query_row("SELECT count(*) FROM marked", [], |r| r.get(0))
             .unwrap();
         assert_eq!(marked.mark(), seen.last().copied());
     }
@@ -211,13 +213,13 @@ mod tests {
     #[test]
     fn a_checkpoint_that_starts_the_wal_again_and_the_next_commit_move_the_mark() {
         let (_dir, writer, marked) = wal_database();
-        writer.execute("INSERT INTO t VALUES (1)", []).unwrap();
+        writer.execute("INSERT INTO marked VALUES (1)", []).unwrap();
         let before = marked.mark().unwrap();
         writer
             .execute_batch("PRAGMA wal_checkpoint(TRUNCATE);")
             .unwrap();
         let after_checkpoint = marked.mark().unwrap();
-        writer.execute("INSERT INTO t VALUES (2)", []).unwrap();
+        writer.execute("INSERT INTO marked VALUES (2)", []).unwrap();
         let after_commit = marked.mark().unwrap();
         assert_ne!(after_commit, before);
         assert_ne!(after_commit, after_checkpoint);
@@ -229,7 +231,7 @@ mod tests {
         let path = dir.path().join("journal.db");
         Connection::open(&path)
             .unwrap()
-            .execute_batch("CREATE TABLE t (x INTEGER);")
+            .execute_batch("CREATE TABLE marked (x INTEGER);")
             .unwrap();
         let marked = MarkedReader::new(Connection::open(&path).unwrap()).unwrap();
         assert_eq!(marked.mark(), None);

@@ -883,11 +883,11 @@ mod tests {
 
     #[tokio::test]
     async fn the_writer_tells_the_value_it_read_in_the_commit_that_left_the_database_as_it_is() {
-        let (dir, db) = scratch_db("CREATE TABLE counted (x INTEGER)").await;
-        db.commit_watch().watch("SELECT count(*) FROM counted");
+        let (dir, db) = scratch_db("CREATE TABLE scratch (x INTEGER)").await;
+        db.commit_watch().watch("SELECT count(*) FROM scratch");
         let reader = db.open_marked_reader().unwrap();
         for expected in 1..=3 {
-            db.write(|conn| Ok(conn.execute("INSERT INTO counted VALUES (1)", [])?))
+            db.write(|conn| Ok(conn.execute("INSERT INTO scratch VALUES (1)", [])?))
                 .await
                 .unwrap();
             let mark = reader.mark().expect("a WAL database");
@@ -896,21 +896,21 @@ mod tests {
         // A commit by another connection: the writer's value says nothing
         // of the state it left.
         let other = rusqlite::Connection::open(dir.path().join(super::DATABASE_FILE)).unwrap();
-        other.execute("INSERT INTO counted VALUES (1)", []).unwrap();
+        other.execute("INSERT INTO scratch VALUES (1)", []).unwrap();
         let mark = reader.mark().unwrap();
         assert_eq!(db.commit_watch().value_at(mark), None);
         // A group whose every job failed commits nothing, and the header
         // it finds is still the other connection's.
         let failed = db
             .write(|conn| -> crate::error::Result<()> {
-                conn.execute("INSERT INTO counted VALUES (1)", [])?;
+                conn.execute("INSERT INTO scratch VALUES (1)", [])?;
                 Err(crate::error::ApiError::internal("no"))
             })
             .await;
         assert!(failed.is_err());
         assert_eq!(reader.mark(), Some(mark));
         assert_eq!(db.commit_watch().value_at(mark), None);
-        db.write(|conn| Ok(conn.execute("INSERT INTO counted VALUES (1)", [])?))
+        db.write(|conn| Ok(conn.execute("INSERT INTO scratch VALUES (1)", [])?))
             .await
             .unwrap();
         assert_eq!(db.commit_watch().value_at(reader.mark().unwrap()), Some(5));

@@ -95,6 +95,7 @@ const OWNERS: &[(&str, &[&str])] = &[
     // The database's own unit tests use scratch tables.
     ("t", &["src/db/writer.rs"]),
     ("scratch", &["src/db/mod.rs"]),
+    ("marked", &["src/db/commit_mark.rs"]),
     ("gathered", &["src/db/gathered_wal/tests.rs"]),
     ("statement_probe", &["src/db/statements.rs"]),
 ];
