@@ -28,6 +28,13 @@ struct Collection<T> {
 /// again and again.
 const ITEM_BYTES: usize = 1024;
 
+/// The first buffer of a body of one item. glibc serves a block of up to
+/// 1,008 bytes from its small bins; asked for more, it first merges every
+/// small block the thread freed since (`malloc_consolidate`), which with
+/// its per-thread cache off (as `pillbox serve` runs it) was once per
+/// response. A larger body grows the buffer once.
+const ONE_ITEM_BYTES: usize = 1000;
+
 /// `value` as a JSON body, in a buffer sized for `items` items.
 pub fn json<T: Serialize>(status: StatusCode, value: &T, items: usize) -> Response {
     Rendered::json(status, value, items).into_response()
@@ -47,7 +54,11 @@ pub struct Rendered {
 
 impl Rendered {
     fn json<T: Serialize>(status: StatusCode, value: &T, items: usize) -> Result<Rendered> {
-        let mut body = Vec::with_capacity(128 + items * ITEM_BYTES);
+        let capacity = match items {
+            0 | 1 => ONE_ITEM_BYTES,
+            _ => 128 + items * ITEM_BYTES,
+        };
+        let mut body = Vec::with_capacity(capacity);
         super::json::to_writer(&mut body, value)
             .map_err(|e| ApiError::internal(format!("cannot write the response body: {e}")))?;
         #[cfg(debug_assertions)]
