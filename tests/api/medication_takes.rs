@@ -240,6 +240,34 @@ async fn the_same_client_uuid_records_once_and_deducts_once() {
     assert_eq!(list.body["meta"]["total_count"], 1);
 }
 
+/// A retry of a recorded take gets the saved take even when a new take
+/// could not be recorded now: its schedule has since been deleted.
+#[tokio::test]
+async fn a_retry_after_its_schedule_was_deleted_still_answers_the_saved_take() {
+    let app = TestApp::new().await;
+    let (_, med, s) = setup(&app).await;
+    let body = json!({"source_type": "schedule", "source_id": s.id,
+                      "taken_at": "2025-01-10T08:00:00Z",
+                      "client_uuid": "0192a5b0-2222-7000-8000-00000000abcd"});
+    let first = take(&app, &app.owner, body.clone()).await;
+    first.assert_status(201);
+    let path = app.hh(&format!("/schedules/{}", s.id));
+    let etag = app.get(&path, &app.owner).await.etag();
+    app.delete(&path, &app.owner, Some(&etag))
+        .await
+        .assert_status(204);
+
+    let again = take(&app, &app.owner, body.clone()).await;
+    again.assert_status(200);
+    assert_eq!(again.data(), first.data());
+    let mut new = body;
+    new["client_uuid"] = json!("0192a5b0-3333-7000-8000-00000000abcd");
+    take(&app, &app.owner, new)
+        .await
+        .assert_error(404, "not_found");
+    assert_eq!(supply(&app, &med).await, "9.5");
+}
+
 #[tokio::test]
 async fn takes_past_the_limits_are_recorded_and_warned() {
     let app = TestApp::new().await;

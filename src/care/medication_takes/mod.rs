@@ -176,10 +176,43 @@ fn record(
         ApiError::invalid("taken_at", "must be an ISO 8601 date-time with an offset")
     })?;
     let taken_at = domain::Timestamp::from_jiff(taken_at_ts);
-    if let Some(recorded) = replay(conn, actor, &input, &taken_at)? {
-        return Ok(recorded);
+    // Nearly every take brings a new client_uuid, so the saved take of a
+    // repeated one is looked for only when this take cannot be recorded
+    // (it may be the retry of one that could) or its client_uuid is
+    // already stored: the answer is the replay's either way, as if it had
+    // been looked for first. Nothing is written before that is known.
+    let prepared = match prepare(conn, actor, &input, taken_at_ts) {
+        Ok(prepared) => prepared,
+        Err(refused) => {
+            return replay(conn, actor, &input, &taken_at)?.ok_or(refused);
+        }
+    };
+    match write_new(conn, actor, &input, &taken_at, prepared, deduct_stock)? {
+        Some(recorded) => Ok(recorded),
+        None => replay(conn, actor, &input, &taken_at)?
+            .ok_or_else(|| ApiError::internal("a take's client_uuid is stored and not found")),
     }
+}
 
+/// What a new take is recorded from, all read before anything is written.
+struct Prepared {
+    source: Source,
+    tz: TimeZone,
+    medication: MedicationStock,
+    location: Option<(i64, String)>,
+    occurrence: Option<LinkedOccurrence>,
+    planned: Planned,
+}
+
+/// Reads and checks what recording `input` needs: its source and the
+/// caller's access to it, the time, where it is taken from, the expected
+/// dose it names and the plan then in force.
+fn prepare(
+    conn: &Connection,
+    actor: &Actor,
+    input: &NewMedicationTake,
+    taken_at_ts: Timestamp,
+) -> Result<Prepared> {
     let noun = input.source_type.noun();
     let source = store::find_source(
         conn,
@@ -193,12 +226,11 @@ fn record(
 
     let tz = crate::household::store::time_zone(conn, actor.household_id)?;
     check_input(&source, &tz, taken_at_ts)?;
-    let (medication, location) = taken_from(conn, actor, &source, &input)?;
+    let (medication, location) = taken_from(conn, actor, &source, input)?;
     let occurrence = match &input.occurrence_key {
         Some(key) => Some(linked_occurrence(conn, &tz, &source, key, taken_at_ts)?),
         None => None,
     };
-
     // The dose of the expected dose named, or else of the day it was given.
     let planned = planned_for(
         conn,
@@ -207,6 +239,34 @@ fn record(
         taken_at_ts,
         occurrence.as_ref().map(|o| (o.starts_on, o.position)),
     )?;
+    Ok(Prepared {
+        source,
+        tz,
+        medication,
+        location,
+        occurrence,
+        planned,
+    })
+}
+
+/// Writes the new take and what follows it; `None`, having written
+/// nothing, when its client_uuid is already stored.
+fn write_new(
+    conn: &WriteTx,
+    actor: &Actor,
+    input: &NewMedicationTake,
+    taken_at: &domain::Timestamp,
+    prepared: Prepared,
+    deduct_stock: bool,
+) -> Result<Option<Recorded>> {
+    let Prepared {
+        source,
+        tz,
+        medication,
+        location,
+        occurrence,
+        planned,
+    } = prepared;
     let dose_amount = input
         .dose_amount
         .map_or(planned.dose_amount, PositiveDecimal::get);
@@ -214,7 +274,7 @@ fn record(
 
     let now = domain::Timestamp::now();
     let portable_id = crate::db::new_portable_id();
-    let id = store::insert(
+    let Some(id) = store::insert(
         conn,
         &store::NewRow {
             portable_id: &portable_id,
@@ -223,7 +283,7 @@ fn record(
             source_type: source.source_type,
             source_id: source.id,
             client_uuid: input.client_uuid.as_ref().map(|c| c.0.as_str()),
-            taken_at: &taken_at,
+            taken_at,
             dose_amount,
             dose_unit,
             taken_from_medication_id: Some(medication.id),
@@ -234,7 +294,10 @@ fn record(
             recorded_by_membership_id: Some(actor.membership_id),
             created_at: &now,
         },
-    )?;
+    )?
+    else {
+        return Ok(None);
+    };
     recorded(
         conn,
         actor,
@@ -271,15 +334,15 @@ fn record(
         source_type: source.source_type,
         source_id: source.id,
         source_portable_id: source.portable_id.clone(),
-        client_uuid: input.client_uuid.map(|c| c.0),
-        taken_at,
+        client_uuid: input.client_uuid.as_ref().map(|c| c.0.clone()),
+        taken_at: taken_at.clone(),
         dose_amount,
         dose_unit,
         taken_from_medication_id: Some(medication.id),
         taken_from_medication_portable_id: Some(medication.portable_id),
         taken_from_location_id: location.as_ref().map(|l| l.0),
         taken_from_location_portable_id: location.map(|l| l.1),
-        occurrence_key: input.occurrence_key,
+        occurrence_key: input.occurrence_key.clone(),
         recorded_by_membership_id: Some(actor.membership_id),
         created_at: now,
         lock_version: 1,
@@ -295,12 +358,12 @@ fn record(
         occurrence.is_none().then_some(planned),
     )?;
     warnings.extend(stock_warnings);
-    Ok(Recorded {
+    Ok(Some(Recorded {
         take,
         warnings,
         next_dose_allowed_at,
         replayed: false,
-    })
+    }))
 }
 
 /// The medication a take is taken from (the source's unless it names

@@ -222,33 +222,37 @@ pub struct NewRow<'a> {
     pub created_at: &'a crate::domain::Timestamp,
 }
 
-pub fn insert(conn: &WriteTx, row: &NewRow<'_>) -> Result<i64> {
-    conn.prepare_kept(
-        "INSERT INTO medication_takes (portable_id, household_id, person_id, source_type,
+/// Inserts a take and answers its id; `None`, having written nothing,
+/// when the household already has a take with its client_uuid.
+pub fn insert(conn: &WriteTx, row: &NewRow<'_>) -> Result<Option<i64>> {
+    let inserted = conn
+        .prepare_kept(
+            "INSERT INTO medication_takes (portable_id, household_id, person_id, source_type,
              source_id, client_uuid, taken_at, dose_amount, dose_unit, taken_from_medication_id,
              taken_from_location_id, occurrence_key, occurrence_window_starts_on,
              occurrence_position, recorded_by_membership_id, lock_version, created_at, updated_at)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, 1, ?16, ?16)",
-    )?
-    .execute(params![
-        row.portable_id,
-        row.household_id,
-        row.person_id,
-        row.source_type,
-        row.source_id,
-        row.client_uuid,
-        row.taken_at,
-        row.dose_amount,
-        row.dose_unit,
-        row.taken_from_medication_id,
-        row.taken_from_location_id,
-        row.occurrence_key,
-        row.occurrence_window_starts_on,
-        row.occurrence_position,
-        row.recorded_by_membership_id,
-        row.created_at,
-    ])?;
-    Ok(conn.last_insert_rowid())
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, 1, ?16, ?16)
+         ON CONFLICT (household_id, client_uuid) DO NOTHING",
+        )?
+        .execute(params![
+            row.portable_id,
+            row.household_id,
+            row.person_id,
+            row.source_type,
+            row.source_id,
+            row.client_uuid,
+            row.taken_at,
+            row.dose_amount,
+            row.dose_unit,
+            row.taken_from_medication_id,
+            row.taken_from_location_id,
+            row.occurrence_key,
+            row.occurrence_window_starts_on,
+            row.occurrence_position,
+            row.recorded_by_membership_id,
+            row.created_at,
+        ])?;
+    Ok((inserted == 1).then(|| conn.last_insert_rowid()))
 }
 
 /// How many takes of a source, recorded up to take `up_to_id`, fall in
