@@ -18,6 +18,7 @@
 //! sources too.
 
 pub mod model;
+mod replay;
 pub mod routes;
 pub mod store;
 mod warnings;
@@ -103,52 +104,6 @@ fn timestamp(stored: &str) -> Result<Timestamp> {
         .map_err(|e| ApiError::internal(format!("stored timestamp {stored}: {e}")))
 }
 
-fn matches(id: &ResourceId, numeric: Option<i64>, portable: Option<&str>) -> bool {
-    match id {
-        ResourceId::Numeric(n) => numeric == Some(*n),
-        ResourceId::Portable(p) => portable == Some(p.as_str()),
-    }
-}
-
-/// Whether a retry states the same facts as the saved take. Attributes the
-/// retry leaves out that default from the source (dose, medication) are
-/// not compared; the others must match what was saved.
-fn same_facts(
-    saved: &MedicationTake,
-    input: &NewMedicationTake,
-    taken_at: &domain::Timestamp,
-) -> bool {
-    let optional = |sent: &Option<ResourceId>, numeric: Option<i64>, portable: Option<&str>| {
-        sent.as_ref()
-            .is_none_or(|id| matches(id, numeric, portable))
-    };
-    saved.source_type == input.source_type
-        && matches(
-            &input.source_id,
-            Some(saved.source_id),
-            Some(&saved.source_portable_id),
-        )
-        && saved.taken_at == *taken_at
-        && input
-            .dose_amount
-            .is_none_or(|a| a.get() == saved.dose_amount)
-        && input.dose_unit.is_none_or(|u| u == saved.dose_unit)
-        && optional(
-            &input.taken_from_medication_id,
-            saved.taken_from_medication_id,
-            saved.taken_from_medication_portable_id.as_deref(),
-        )
-        && match &input.taken_from_location_id {
-            None => saved.taken_from_location_id.is_none(),
-            Some(id) => matches(
-                id,
-                saved.taken_from_location_id,
-                saved.taken_from_location_portable_id.as_deref(),
-            ),
-        }
-        && input.occurrence_key == saved.occurrence_key
-}
-
 /// Records a take, all in the caller's transaction: the take, the stock
 /// deduction with its medication's new version, the saved outcome of the
 /// expected dose it names (now taken) and the change-feed entries. A
@@ -184,12 +139,12 @@ fn record(
     let prepared = match prepare(conn, actor, &input, taken_at_ts) {
         Ok(prepared) => prepared,
         Err(refused) => {
-            return replay(conn, actor, &input, &taken_at)?.ok_or(refused);
+            return replay::replay(conn, actor, &input, &taken_at)?.ok_or(refused);
         }
     };
     match write_new(conn, actor, &input, &taken_at, prepared, deduct_stock)? {
         Some(recorded) => Ok(recorded),
-        None => replay(conn, actor, &input, &taken_at)?
+        None => replay::replay(conn, actor, &input, &taken_at)?
             .ok_or_else(|| ApiError::internal("a take's client_uuid is stored and not found")),
     }
 }
@@ -259,18 +214,10 @@ fn write_new(
     prepared: Prepared,
     deduct_stock: bool,
 ) -> Result<Option<Recorded>> {
-    let Prepared {
-        source,
-        tz,
-        medication,
-        location,
-        occurrence,
-        planned,
-    } = prepared;
     let dose_amount = input
         .dose_amount
-        .map_or(planned.dose_amount, PositiveDecimal::get);
-    let dose_unit = input.dose_unit.unwrap_or(planned.dose_unit);
+        .map_or(prepared.planned.dose_amount, PositiveDecimal::get);
+    let dose_unit = input.dose_unit.unwrap_or(prepared.planned.dose_unit);
 
     let now = domain::Timestamp::now();
     let portable_id = crate::db::new_portable_id();
@@ -279,18 +226,18 @@ fn write_new(
         &store::NewRow {
             portable_id: &portable_id,
             household_id: actor.household_id,
-            person_id: source.person_id,
-            source_type: source.source_type,
-            source_id: source.id,
+            person_id: prepared.source.person_id,
+            source_type: prepared.source.source_type,
+            source_id: prepared.source.id,
             client_uuid: input.client_uuid.as_ref().map(|c| c.0.as_str()),
             taken_at,
             dose_amount,
             dose_unit,
-            taken_from_medication_id: Some(medication.id),
-            taken_from_location_id: location.as_ref().map(|l| l.0),
+            taken_from_medication_id: Some(prepared.medication.id),
+            taken_from_location_id: prepared.location.as_ref().map(|l| l.0),
             occurrence_key: input.occurrence_key.as_deref(),
-            occurrence_window_starts_on: occurrence.as_ref().map(|o| o.window.clone()),
-            occurrence_position: occurrence.as_ref().map(|o| o.position),
+            occurrence_window_starts_on: prepared.occurrence.as_ref().map(|o| o.window.clone()),
+            occurrence_position: prepared.occurrence.as_ref().map(|o| o.position),
             recorded_by_membership_id: Some(actor.membership_id),
             created_at: &now,
         },
@@ -301,16 +248,16 @@ fn write_new(
     recorded(
         conn,
         actor,
-        &source,
+        &prepared.source,
         (id, &portable_id),
-        occurrence.as_ref(),
+        prepared.occurrence.as_ref(),
     )?;
     let stock_warnings = if deduct_stock {
         crate::medicine::stock::deduct_take(
             conn,
             actor.household_id,
-            &medication,
-            source.source_dosage_option_id,
+            &prepared.medication,
+            prepared.source.source_dosage_option_id,
             dose_amount,
             dose_unit,
             &now,
@@ -329,19 +276,19 @@ fn write_new(
     let take = MedicationTake {
         id,
         portable_id,
-        person_id: source.person_id,
-        person_portable_id: source.person_portable_id.clone(),
-        source_type: source.source_type,
-        source_id: source.id,
-        source_portable_id: source.portable_id.clone(),
+        person_id: prepared.source.person_id,
+        person_portable_id: prepared.source.person_portable_id.clone(),
+        source_type: prepared.source.source_type,
+        source_id: prepared.source.id,
+        source_portable_id: prepared.source.portable_id.clone(),
         client_uuid: input.client_uuid.as_ref().map(|c| c.0.clone()),
         taken_at: taken_at.clone(),
         dose_amount,
         dose_unit,
-        taken_from_medication_id: Some(medication.id),
-        taken_from_medication_portable_id: Some(medication.portable_id),
-        taken_from_location_id: location.as_ref().map(|l| l.0),
-        taken_from_location_portable_id: location.map(|l| l.1),
+        taken_from_medication_id: Some(prepared.medication.id),
+        taken_from_medication_portable_id: Some(prepared.medication.portable_id),
+        taken_from_location_id: prepared.location.as_ref().map(|l| l.0),
+        taken_from_location_portable_id: prepared.location.map(|l| l.1),
         occurrence_key: input.occurrence_key.clone(),
         recorded_by_membership_id: Some(actor.membership_id),
         created_at: now,
@@ -350,12 +297,12 @@ fn write_new(
     debug_assert_eq!(store::find(conn, id)?.as_ref(), Some(&take));
     let (mut warnings, next_dose_allowed_at) = warnings::warnings(
         conn,
-        (actor.household_id, &tz),
-        &source,
+        (actor.household_id, &prepared.tz),
+        &prepared.source,
         &take,
         // Judged by the plan of the day the dose was given, which is what
         // was planned above unless the take names an expected dose.
-        occurrence.is_none().then_some(planned),
+        prepared.occurrence.is_none().then_some(prepared.planned),
     )?;
     warnings.extend(stock_warnings);
     Ok(Some(Recorded {
@@ -425,47 +372,6 @@ fn recorded(
         )?;
     }
     Ok(())
-}
-
-/// The take a repeated client_uuid already recorded, answered again with
-/// its warnings as they stand now; 409 `client_uuid_reused` when the retry
-/// states other facts. Access to the saved take's person is checked first.
-fn replay(
-    conn: &Connection,
-    actor: &Actor,
-    input: &NewMedicationTake,
-    taken_at: &domain::Timestamp,
-) -> Result<Option<Recorded>> {
-    let Some(client_uuid) = &input.client_uuid else {
-        return Ok(None);
-    };
-    let Some(saved) = store::find_by_client_uuid(conn, actor.household_id, &client_uuid.0)? else {
-        return Ok(None);
-    };
-    require_record(conn, actor, saved.person_id, saved.source_type.noun())?;
-    if !same_facts(&saved, input, taken_at) {
-        return Err(ApiError::conflict(
-            "client_uuid_reused",
-            "this client_uuid was already used for a different take; \
-             use a new client_uuid for a new take",
-        ));
-    }
-    let source = store::find_source(
-        conn,
-        actor.household_id,
-        saved.source_type,
-        &ResourceId::Numeric(saved.source_id),
-    )?
-    .ok_or_else(|| ApiError::internal("the source of a saved take is missing"))?;
-    let tz = crate::household::store::time_zone(conn, actor.household_id)?;
-    let (warnings, next_dose_allowed_at) =
-        warnings::warnings(conn, (actor.household_id, &tz), &source, &saved, None)?;
-    Ok(Some(Recorded {
-        take: saved,
-        warnings,
-        next_dose_allowed_at,
-        replayed: true,
-    }))
 }
 
 /// The 422 for a take dated in the future (beyond [`MAX_FUTURE`]), before
