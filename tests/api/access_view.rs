@@ -286,9 +286,8 @@ fn every_write_to_a_table_the_view_keeps_changes_the_access_stamp() {
 /// process, which the server learns of from the WAL index they share.
 #[test]
 fn a_token_revoked_by_a_command_beside_the_server_fails_on_its_very_next_request() {
-    use crate::process::{
-        free_port, http_get, pillbox, run, serve, set_up_household, token_create,
-    };
+    use crate::cli_admin::admin;
+    use crate::process::{free_port, http_get, serve, set_up_household, token_create};
 
     let (dir, data, household) = set_up_household();
     let created = token_create(&data, &household, "owner@example.org", &[]);
@@ -300,34 +299,11 @@ fn a_token_revoked_by_a_command_beside_the_server_fails_on_its_very_next_request
         assert_eq!(http_get(port, &people, Some(&token)).unwrap().status, 200);
     }
 
-    let data = data.to_str().unwrap();
-    let list = run(
-        pillbox(&[
-            "token",
-            "list",
-            "--data-dir",
-            data,
-            "--household",
-            &household,
-        ]),
-        None,
-    );
+    let h = ["--household", household.as_str()];
+    let list = admin(&data, &["token", "list"], &h);
     let id = list.assert_success().stdout.lines().nth(1).unwrap();
-    let id = id.split_whitespace().next().unwrap().to_string();
-    run(
-        pillbox(&[
-            "token",
-            "revoke",
-            "--data-dir",
-            data,
-            "--household",
-            &household,
-            "--id",
-            &id,
-        ]),
-        None,
-    )
-    .assert_success();
+    let id = id.split_whitespace().next().unwrap();
+    admin(&data, &["token", "revoke"], &[h[0], h[1], "--id", id]).assert_success();
 
     assert_eq!(http_get(port, &people, Some(&token)).unwrap().status, 401);
 }

@@ -23,7 +23,7 @@ fn scalar(data: &Path, sql: &str) -> i64 {
 }
 
 /// `pillbox <command> --data-dir <data> <args>`, stdin closed.
-fn admin(data: &Path, command: &[&str], args: &[&str]) -> Outcome {
+pub(crate) fn admin(data: &Path, command: &[&str], args: &[&str]) -> Outcome {
     let mut all: Vec<&str> = command.to_vec();
     all.extend(["--data-dir", data.to_str().unwrap()]);
     all.extend_from_slice(args);
