@@ -441,6 +441,19 @@ impl Db {
         self.inner.writer.submit(f).await
     }
 
+    /// [`Db::write`] for a rule that checks everything it needs before its
+    /// first write, so that a failure after that is the database's (or a
+    /// bug): it runs without a savepoint of its own inside its group
+    /// (see `writer`). Recording a dose is one.
+    pub async fn write_checked_first<T, F>(&self, f: F) -> Result<T>
+    where
+        T: Send + 'static,
+        F: FnOnce(&WriteTx) -> Result<T> + Send + 'static,
+    {
+        self.count_job();
+        self.inner.writer.submit_checked_first(f).await
+    }
+
     /// Moves on after every commit that changed household data (anything
     /// that reaches the change feed), for background tasks that follow it.
     pub fn changes(&self) -> tokio::sync::watch::Receiver<u64> {

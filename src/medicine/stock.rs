@@ -34,13 +34,6 @@ impl<'a> Holder<'a> {
         }
     }
 
-    pub fn medication_stock(stock: &'a MedicationStock) -> Self {
-        Holder::Medication {
-            id: stock.id,
-            portable_id: &stock.portable_id,
-        }
-    }
-
     pub fn dosage_option(row: &'a DosageOption) -> Self {
         Holder::DosageOption {
             id: row.id,
@@ -100,41 +93,78 @@ fn own_stock_option(
     )
 }
 
-/// Deducts a dose given under a source from the stock it draws on, in the
-/// caller's transaction, with that stock's new version and change-feed
-/// entry: the own stock of the dosage option the source was built from
-/// (`built_from`) when that option is of `medication` and keeps its own
-/// stock (doses in the option's unit), else the medication's (doses in its
-/// unit, or any unit when it has none). A dose in another unit deducts
-/// nothing; a dose larger than the stock empties it. Both are reported as
-/// warnings, since a dose already given is never refused.
-pub fn deduct_take(
-    conn: &WriteTx,
+/// What a dose given under a source does to the stock it draws on, worked
+/// out before anything is written: the own stock of the dosage option the
+/// source was built from (`built_from`) when that option is of
+/// `medication` and keeps its own stock (doses in the option's unit), else
+/// the medication's (doses in its unit, or any unit when it has none). A
+/// dose in another unit deducts nothing; a dose larger than the stock
+/// empties it. Both are warnings, since a dose already given is never
+/// refused.
+pub struct Deduction {
+    /// The stock drawn on and its count after the dose; `None` when the
+    /// dose deducts nothing.
+    change: Option<(Held, Dec)>,
+    warnings: Vec<StockWarning>,
+}
+
+/// A [`Holder`] owning its portable id.
+enum Held {
+    Medication(i64, String),
+    DosageOption(i64, String),
+}
+
+impl Held {
+    fn holder(&self) -> Holder<'_> {
+        match self {
+            Held::Medication(id, portable_id) => Holder::Medication {
+                id: *id,
+                portable_id,
+            },
+            Held::DosageOption(id, portable_id) => Holder::DosageOption {
+                id: *id,
+                portable_id,
+            },
+        }
+    }
+}
+
+/// The [`Deduction`] of a dose of `amount` `unit` taken from `medication`
+/// under a source built from `built_from`; 422 only for a stock saved
+/// before the range of quantities was enforced.
+pub fn plan_take(
+    conn: &Connection,
     household_id: i64,
     medication: &MedicationStock,
     built_from: Option<i64>,
     amount: Dec,
     unit: DoseUnit,
-    now: &str,
-) -> Result<Vec<StockWarning>> {
+) -> Result<Deduction> {
     let option = own_stock_option(conn, household_id, built_from, medication.id)?;
-    let (before, counts, holder) = match &option {
-        Some((option, supply)) => (*supply, option.unit == unit, Holder::dosage_option(option)),
+    let (before, counts, held) = match option {
+        Some((option, supply)) => (
+            supply,
+            option.unit == unit,
+            Held::DosageOption(option.id, option.portable_id),
+        ),
         None => (
             medication.current_supply,
             medication.dose_unit.is_none_or(|u| u == unit),
-            Holder::medication_stock(medication),
+            Held::Medication(medication.id, medication.portable_id.clone()),
         ),
     };
     if !counts {
-        let whose = match holder {
-            Holder::Medication { .. } => "medication's",
-            Holder::DosageOption { .. } => "dosage option's",
+        let whose = match held {
+            Held::Medication(..) => "medication's",
+            Held::DosageOption(..) => "dosage option's",
         };
-        return Ok(vec![(
-            StockWarningCode::NotDeducted,
-            format!("stock not deducted: the take's unit differs from the {whose}"),
-        )]);
+        return Ok(Deduction {
+            change: None,
+            warnings: vec![(
+                StockWarningCode::NotDeducted,
+                format!("stock not deducted: the take's unit differs from the {whose}"),
+            )],
+        });
     }
     let mut warnings = Vec::new();
     let after = match before.0.checked_sub(amount.0).map(Dec) {
@@ -154,8 +184,24 @@ pub fn deduct_take(
             ));
         }
     };
-    // `now` is the take's own stored timestamp.
-    let now = Timestamp::from_stored(now.to_owned());
-    set_supply(conn, household_id, holder, after, &now)?;
-    Ok(warnings)
+    Ok(Deduction {
+        change: Some((held, after)),
+        warnings,
+    })
+}
+
+/// Deducts a dose as `deduction` worked out, in the caller's transaction,
+/// with the stock's new version and change-feed entry; its warnings.
+/// `now` is the take's own stored timestamp.
+pub fn deduct_take(
+    conn: &WriteTx,
+    household_id: i64,
+    deduction: Deduction,
+    now: &str,
+) -> Result<Vec<StockWarning>> {
+    if let Some((held, after)) = &deduction.change {
+        let now = Timestamp::from_stored(now.to_owned());
+        set_supply(conn, household_id, held.holder(), *after, &now)?;
+    }
+    Ok(deduction.warnings)
 }

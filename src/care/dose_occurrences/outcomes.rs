@@ -235,6 +235,31 @@ fn decide_again(
     store::outcome_by_id(conn, saved.id)
 }
 
+/// The saved outcome of an expected dose a new take may link to (`None`:
+/// nothing saved); the 409 when it is already taken. The take rule asks
+/// before it writes anything.
+pub fn linkable_outcome(
+    conn: &Connection,
+    source_type: SourceType,
+    source_id: i64,
+    window_starts_on: &str,
+    position: i64,
+) -> Result<Option<DoseOutcome>> {
+    let type_text = match source_type {
+        SourceType::Schedule => SCHEDULE,
+        SourceType::PersonMedication => PERSON_MEDICATION,
+    };
+    let saved =
+        store::outcome_by_occurrence(conn, type_text, source_id, window_starts_on, position)?;
+    if saved.as_ref().is_some_and(|saved| saved.outcome == "taken") {
+        return Err(ApiError::conflict(
+            "occurrence_already_taken",
+            "this expected dose is already recorded as taken",
+        ));
+    }
+    Ok(saved)
+}
+
 /// Marks the saved outcome of an expected dose (if any) taken by take
 /// `take_id`, in the caller's transaction, with its change-feed entry. No
 /// saved outcome: nothing to do (the projection shows the dose taken from
@@ -249,21 +274,10 @@ pub fn link_take(
     position: i64,
     take_id: i64,
 ) -> Result<Option<DoseOutcome>> {
-    let type_text = match source_type {
-        SourceType::Schedule => SCHEDULE,
-        SourceType::PersonMedication => PERSON_MEDICATION,
-    };
-    let Some(saved) =
-        store::outcome_by_occurrence(conn, type_text, source_id, window_starts_on, position)?
+    let Some(saved) = linkable_outcome(conn, source_type, source_id, window_starts_on, position)?
     else {
         return Ok(None);
     };
-    if saved.outcome == "taken" {
-        return Err(ApiError::conflict(
-            "occurrence_already_taken",
-            "this expected dose is already recorded as taken",
-        ));
-    }
     store::mark_taken(conn, saved.id, take_id, actor.membership_id)?;
     change_feed::append(
         conn,

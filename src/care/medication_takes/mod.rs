@@ -136,20 +136,22 @@ fn record(
     // (it may be the retry of one that could) or its client_uuid is
     // already stored: the answer is the replay's either way, as if it had
     // been looked for first. Nothing is written before that is known.
-    let prepared = match prepare(conn, actor, &input, taken_at_ts) {
+    let prepared = match prepare(conn, actor, &input, taken_at_ts, deduct_stock) {
         Ok(prepared) => prepared,
         Err(refused) => {
             return replay::replay(conn, actor, &input, &taken_at)?.ok_or(refused);
         }
     };
-    match write_new(conn, actor, &input, &taken_at, prepared, deduct_stock)? {
+    match write_new(conn, actor, &input, &taken_at, prepared)? {
         Some(recorded) => Ok(recorded),
         None => replay::replay(conn, actor, &input, &taken_at)?
             .ok_or_else(|| ApiError::internal("a take's client_uuid is stored and not found")),
     }
 }
 
-/// What a new take is recorded from, all read before anything is written.
+/// What a new take is recorded from, all read and checked before anything
+/// is written: recording writes nothing before it has decided to succeed
+/// (so it runs without a savepoint of its own: `Db::write_checked_first`).
 struct Prepared {
     source: Source,
     tz: TimeZone,
@@ -157,16 +159,21 @@ struct Prepared {
     location: Option<(i64, String)>,
     occurrence: Option<LinkedOccurrence>,
     planned: Planned,
+    dose_amount: Dec,
+    dose_unit: DoseUnit,
+    /// What the dose does to the stock it draws on; `None` when restored.
+    deduction: Option<crate::medicine::stock::Deduction>,
 }
 
 /// Reads and checks what recording `input` needs: its source and the
 /// caller's access to it, the time, where it is taken from, the expected
-/// dose it names and the plan then in force.
+/// dose it names, the plan then in force and the stock it draws on.
 fn prepare(
     conn: &Connection,
     actor: &Actor,
     input: &NewMedicationTake,
     taken_at_ts: Timestamp,
+    deduct_stock: bool,
 ) -> Result<Prepared> {
     let noun = input.source_type.noun();
     let source = store::find_source(
@@ -194,6 +201,22 @@ fn prepare(
         taken_at_ts,
         occurrence.as_ref().map(|o| (o.starts_on, o.position)),
     )?;
+    let dose_amount = input
+        .dose_amount
+        .map_or(planned.dose_amount, PositiveDecimal::get);
+    let dose_unit = input.dose_unit.unwrap_or(planned.dose_unit);
+    let deduction = if deduct_stock {
+        Some(crate::medicine::stock::plan_take(
+            conn,
+            actor.household_id,
+            &medication,
+            source.source_dosage_option_id,
+            dose_amount,
+            dose_unit,
+        )?)
+    } else {
+        None
+    };
     Ok(Prepared {
         source,
         tz,
@@ -201,6 +224,9 @@ fn prepare(
         location,
         occurrence,
         planned,
+        dose_amount,
+        dose_unit,
+        deduction,
     })
 }
 
@@ -212,13 +238,8 @@ fn write_new(
     input: &NewMedicationTake,
     taken_at: &domain::Timestamp,
     prepared: Prepared,
-    deduct_stock: bool,
 ) -> Result<Option<Recorded>> {
-    let dose_amount = input
-        .dose_amount
-        .map_or(prepared.planned.dose_amount, PositiveDecimal::get);
-    let dose_unit = input.dose_unit.unwrap_or(prepared.planned.dose_unit);
-
+    let (dose_amount, dose_unit) = (prepared.dose_amount, prepared.dose_unit);
     let now = domain::Timestamp::now();
     let portable_id = crate::db::new_portable_id();
     let Some(id) = store::insert(
@@ -252,18 +273,11 @@ fn write_new(
         (id, &portable_id),
         prepared.occurrence.as_ref(),
     )?;
-    let stock_warnings = if deduct_stock {
-        crate::medicine::stock::deduct_take(
-            conn,
-            actor.household_id,
-            &prepared.medication,
-            prepared.source.source_dosage_option_id,
-            dose_amount,
-            dose_unit,
-            &now,
-        )?
-    } else {
-        Vec::new()
+    let stock_warnings = match prepared.deduction {
+        Some(deduction) => {
+            crate::medicine::stock::deduct_take(conn, actor.household_id, deduction, &now)?
+        }
+        None => Vec::new(),
     }
     .into_iter()
     .map(|(code, message)| Warning {
@@ -440,6 +454,7 @@ fn linked_occurrence(
             "this expected dose is already linked to another take",
         ));
     }
+    dose_outcomes::linkable_outcome(conn, source.source_type, source.id, &window, position)?;
     Ok(LinkedOccurrence {
         starts_on: occurrence.window_starts_on,
         window,

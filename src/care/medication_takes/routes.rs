@@ -153,7 +153,7 @@ async fn create(
 ) -> Result<Response> {
     let recorded = state
         .db
-        .write(move |conn| super::create(conn, &actor, body.medication_take))
+        .write_checked_first(move |conn| super::create(conn, &actor, body.medication_take))
         .await?;
     let status = if recorded.replayed {
         StatusCode::OK
