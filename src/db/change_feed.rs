@@ -49,7 +49,7 @@ pub fn append(conn: &WriteTx, change: Change<'_>) -> Result<()> {
         change.record_portable_id,
         change.action.as_str(),
         change.person_id,
-        crate::domain::Timestamp::now(),
+        conn.now(),
     ])?;
     Ok(())
 }

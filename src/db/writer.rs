@@ -22,6 +22,7 @@ use tokio::sync::{mpsc, oneshot, watch};
 
 use super::commit_mark::CommitWatch;
 use super::{PrepareKept, gathered_wal, step};
+use crate::domain::Timestamp;
 use crate::error::{ApiError, Result};
 
 /// How many queued jobs one transaction may take.
@@ -37,12 +38,21 @@ pub struct WriteTx<'c> {
     /// Set when the job changed household data (it appended to the change
     /// feed); background tasks that follow the data are woken after commit.
     changed: std::cell::Cell<bool>,
+    /// The job's moment, read from the clock when first asked.
+    now: std::cell::OnceCell<Timestamp>,
 }
 
 impl WriteTx<'_> {
     /// Notes that this job changed household data.
     pub fn mark_changed(&self) {
         self.changed.set(true);
+    }
+
+    /// The moment of this job: every time it stamps (a record's
+    /// created_at, its change-feed entries) is the same one, read from the
+    /// clock and formatted once.
+    pub fn now(&self) -> &Timestamp {
+        self.now.get_or_init(Timestamp::now)
     }
 }
 
@@ -337,6 +347,7 @@ fn run_jobs(conn: &Connection, jobs: Vec<Job>) -> Ran {
         let write = WriteTx {
             conn,
             changed: std::cell::Cell::new(false),
+            now: std::cell::OnceCell::new(),
         };
         let changes_before = conn.total_changes();
         let (ok, completion) = (job.run)(&write);
@@ -664,5 +675,23 @@ mod tests {
             vec![3, 4],
             "nothing of the spoiled group is kept"
         );
+    }
+
+    #[tokio::test]
+    async fn a_job_stamps_one_moment_read_when_first_asked() {
+        let (_dir, writer) = writer();
+        let before = Timestamp::now();
+        let (first, later) = writer
+            .submit(|c| {
+                let first = c.now().clone();
+                std::thread::sleep(std::time::Duration::from_millis(5));
+                Ok((first, c.now().clone()))
+            })
+            .await
+            .unwrap();
+        assert_eq!(first, later, "one moment for the whole job");
+        assert!(first.to_jiff() >= before.to_jiff());
+        let next = writer.submit(|c| Ok(c.now().clone())).await.unwrap();
+        assert!(next.to_jiff() > first.to_jiff(), "the next job has its own");
     }
 }

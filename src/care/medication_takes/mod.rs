@@ -240,7 +240,7 @@ fn write_new(
     prepared: Prepared,
 ) -> Result<Option<Recorded>> {
     let (dose_amount, dose_unit) = (prepared.dose_amount, prepared.dose_unit);
-    let now = domain::Timestamp::now();
+    let now = conn.now().clone();
     let portable_id = crate::db::new_portable_id();
     let Some(id) = store::insert(
         conn,
