@@ -552,11 +552,13 @@ mod tests {
         assert_eq!(total, 0);
     }
 
+    type TestJob = Box<dyn FnOnce(&WriteTx) -> Result<i64> + Send>;
+
     /// Queues `jobs` behind a job that holds the writer until they are all
     /// queued, so that they run as one group; their answers, in order.
     async fn in_one_group(
         writer: std::sync::Arc<Writer>,
-        jobs: Vec<(bool, Box<dyn FnOnce(&WriteTx) -> Result<i64> + Send>)>,
+        jobs: Vec<(bool, TestJob)>,
     ) -> Vec<Result<i64>> {
         let (queued, wait) = std::sync::mpsc::channel::<()>();
         let (holding, held) = tokio::sync::oneshot::channel::<()>();
@@ -597,7 +599,7 @@ mod tests {
         results
     }
 
-    fn insert(v: i64) -> Box<dyn FnOnce(&WriteTx) -> Result<i64> + Send> {
+    fn insert(v: i64) -> TestJob {
         Box::new(move |c| {
             c.execute("INSERT INTO t (v) VALUES (?1)", [v])?;
             Ok(v)
@@ -619,7 +621,7 @@ mod tests {
     async fn a_job_checked_first_that_fails_before_writing_leaves_its_group_alone() {
         let (_dir, writer) = writer();
         let writer = std::sync::Arc::new(writer);
-        let refused: Box<dyn FnOnce(&WriteTx) -> Result<i64> + Send> =
+        let refused: TestJob =
             Box::new(|_| Err(ApiError::invalid("v", "is refused before any write")));
         let results = in_one_group(
             writer.clone(),
@@ -647,7 +649,7 @@ mod tests {
      {
         let (_dir, writer) = writer();
         let writer = std::sync::Arc::new(writer);
-        let broken: Box<dyn FnOnce(&WriteTx) -> Result<i64> + Send> = Box::new(|c| {
+        let broken: TestJob = Box::new(|c| {
             c.execute("INSERT INTO t (v) VALUES (2)", [])?;
             Err(ApiError::internal("failed after its first write"))
         });
