@@ -190,18 +190,16 @@ pub fn plan_take(
     })
 }
 
-/// Deducts a dose as `deduction` worked out, in the caller's transaction,
-/// with the stock's new version and change-feed entry; its warnings.
-/// `now` is the take's own stored timestamp.
+/// Deducts a dose as `deduction` worked out, in the caller's transaction
+/// (at its moment, the take's own created_at), with the stock's new
+/// version and change-feed entry; its warnings.
 pub fn deduct_take(
     conn: &WriteTx,
     household_id: i64,
     deduction: Deduction,
-    now: &str,
 ) -> Result<Vec<StockWarning>> {
     if let Some((held, after)) = &deduction.change {
-        let now = Timestamp::from_stored(now.to_owned());
-        set_supply(conn, household_id, held.holder(), *after, &now)?;
+        set_supply(conn, household_id, held.holder(), *after, conn.now())?;
     }
     Ok(deduction.warnings)
 }

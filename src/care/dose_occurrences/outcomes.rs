@@ -260,24 +260,12 @@ pub fn linkable_outcome(
     Ok(saved)
 }
 
-/// Marks the saved outcome of an expected dose (if any) taken by take
-/// `take_id`, in the caller's transaction, with its change-feed entry. No
-/// saved outcome: nothing to do (the projection shows the dose taken from
-/// the take itself). The caller has already refused a dose linked to
-/// another take.
-pub fn link_take(
-    conn: &WriteTx,
-    actor: &Actor,
-    source_type: SourceType,
-    source_id: i64,
-    window_starts_on: &str,
-    position: i64,
-    take_id: i64,
-) -> Result<Option<DoseOutcome>> {
-    let Some(saved) = linkable_outcome(conn, source_type, source_id, window_starts_on, position)?
-    else {
-        return Ok(None);
-    };
+/// Marks `saved` (the saved outcome of the expected dose a new take names,
+/// as [`linkable_outcome`] found it) taken by take `take_id`, in the
+/// caller's transaction, with its change-feed entry. A dose without a
+/// saved outcome needs nothing: the projection shows it taken from the
+/// take itself.
+pub fn link_take(conn: &WriteTx, actor: &Actor, saved: &DoseOutcome, take_id: i64) -> Result<()> {
     store::mark_taken(conn, saved.id, take_id, actor.membership_id)?;
     change_feed::append(
         conn,
@@ -289,8 +277,7 @@ pub fn link_take(
             action: Action::Update,
             person_id: Some(saved.person_id),
         },
-    )?;
-    store::outcome_by_id(conn, saved.id).map(Some)
+    )
 }
 
 /// Batch update reopening a saved outcome (`{outcome: "open"}`).

@@ -275,7 +275,7 @@ fn write_new(
     )?;
     let stock_warnings = match prepared.deduction {
         Some(deduction) => {
-            crate::medicine::stock::deduct_take(conn, actor.household_id, deduction, &now)?
+            crate::medicine::stock::deduct_take(conn, actor.household_id, deduction)?
         }
         None => Vec::new(),
     }
@@ -374,16 +374,8 @@ fn recorded(
             person_id: Some(source.person_id),
         },
     )?;
-    if let Some(occurrence) = occurrence {
-        dose_outcomes::link_take(
-            conn,
-            actor,
-            source.source_type,
-            source.id,
-            &occurrence.window,
-            occurrence.position,
-            take.0,
-        )?;
+    if let Some(saved) = occurrence.and_then(|o| o.saved.as_ref()) {
+        dose_outcomes::link_take(conn, actor, saved, take.0)?;
     }
     Ok(())
 }
@@ -417,6 +409,8 @@ struct LinkedOccurrence {
     starts_on: Date,
     window: String,
     position: i64,
+    /// Its saved outcome, not taken (it turns taken with the take).
+    saved: Option<crate::care::dose_occurrences::model::DoseOutcome>,
 }
 
 /// The expected dose `key` names, when it is one of `source`'s, its
@@ -454,11 +448,13 @@ fn linked_occurrence(
             "this expected dose is already linked to another take",
         ));
     }
-    dose_outcomes::linkable_outcome(conn, source.source_type, source.id, &window, position)?;
+    let saved =
+        dose_outcomes::linkable_outcome(conn, source.source_type, source.id, &window, position)?;
     Ok(LinkedOccurrence {
         starts_on: occurrence.window_starts_on,
         window,
         position,
+        saved,
     })
 }
 
