@@ -87,6 +87,14 @@ async fn read_body<S: Send + Sync>(req: Request, state: &S) -> Result<Bytes> {
 }
 
 pub fn parse_json<T: DeserializeOwned>(bytes: &[u8]) -> Result<T> {
+    // Most bodies are well formed: read them straight into their type, and
+    // keep the checked `Value` (which can name the field at fault) for the
+    // rest. Either way the same rules hold.
+    if strict::reads_as_written(bytes)
+        && let Ok(typed) = serde_json::from_slice(bytes)
+    {
+        return Ok(typed);
+    }
     let mut value = strict::parse(bytes)?;
     integral_numbers(&mut value);
     serde_path_to_error::deserialize(value).map_err(json_error)

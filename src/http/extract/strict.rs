@@ -13,6 +13,7 @@ use std::fmt;
 use serde::de::{self, DeserializeSeed, MapAccess, SeqAccess, Visitor};
 use serde_json::{Map, Value};
 
+use crate::domain::body::whole_number;
 use crate::error::{ApiError, Result};
 
 /// Free-text fields where a line break or a tab is part of the text.
@@ -20,6 +21,10 @@ pub const MULTI_LINE_FIELDS: &[&str] = &["notes", "note", "description"];
 
 /// Why `text` (the value of `field`) is refused, if it is.
 pub fn text_problem(field: &str, text: &str) -> Option<&'static str> {
+    // Printable ASCII, what nearly every field holds, needs no closer look.
+    if text.bytes().all(|b| matches!(b, b' '..=b'~')) {
+        return None;
+    }
     let multi_line = MULTI_LINE_FIELDS.contains(&field);
     for c in text.chars() {
         if matches!(c, '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}') {
@@ -65,6 +70,24 @@ pub fn parse(bytes: &[u8]) -> Result<Value> {
         (Err(e), None) if e.is_eof() => Err(ApiError::invalid("body", "is not complete JSON")),
         (Err(_), None) => Err(ApiError::invalid("body", "must be a JSON object")),
     }
+}
+
+/// Whether `bytes` is a JSON text [`parse`] accepts in which no number is a
+/// whole number written with a fraction or an exponent (`2.0`, `1e2`).
+/// Such a text means the same read straight into a type as read through a
+/// checked `Value`, so the `Value` need not be built; for any other text
+/// (refused, malformed, or `2.0` meaning the integer 2) the answer is
+/// `false` and the caller reads it through [`parse`], which says why.
+pub fn reads_as_written(bytes: &[u8]) -> bool {
+    let refusal = RefCell::new(None);
+    let mut de = serde_json::Deserializer::from_slice(bytes);
+    let checked = Check(Strict {
+        refusal: &refusal,
+        field: "body",
+    })
+    .deserialize(&mut de)
+    .and_then(|()| de.end());
+    checked.is_ok() && refusal.into_inner().is_none()
 }
 
 /// One value and the name of the field it belongs to (the nearest key).
@@ -173,6 +196,123 @@ impl<'de> Visitor<'de> for Strict<'_, '_> {
     }
 }
 
+/// [`Strict`]'s rules with nothing built: what [`reads_as_written`] runs.
+struct Check<'r, 'f>(Strict<'r, 'f>);
+
+impl Check<'_, '_> {
+    fn nested<'r, 'f>(&'r self, field: &'f str) -> Check<'r, 'f> {
+        Check(Strict {
+            refusal: self.0.refusal,
+            field,
+        })
+    }
+}
+
+impl<'de> DeserializeSeed<'de> for Check<'_, '_> {
+    type Value = ();
+
+    fn deserialize<D: de::Deserializer<'de>>(
+        self,
+        deserializer: D,
+    ) -> std::result::Result<(), D::Error> {
+        deserializer.deserialize_any(self)
+    }
+}
+
+impl<'de> Visitor<'de> for Check<'_, '_> {
+    type Value = ();
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("any JSON value")
+    }
+
+    fn visit_bool<E: de::Error>(self, _: bool) -> std::result::Result<(), E> {
+        Ok(())
+    }
+
+    fn visit_i64<E: de::Error>(self, _: i64) -> std::result::Result<(), E> {
+        Ok(())
+    }
+
+    fn visit_u64<E: de::Error>(self, _: u64) -> std::result::Result<(), E> {
+        Ok(())
+    }
+
+    fn visit_f64<E: de::Error>(self, v: f64) -> std::result::Result<(), E> {
+        match whole_number(v) {
+            // Not refused: only not read as written (it is read as an integer).
+            Some(_) => Err(E::custom("a whole number written as a fraction")),
+            None => Ok(()),
+        }
+    }
+
+    fn visit_str<E: de::Error>(self, v: &str) -> std::result::Result<(), E> {
+        self.0.text(v)
+    }
+
+    fn visit_unit<E: de::Error>(self) -> std::result::Result<(), E> {
+        Ok(())
+    }
+
+    fn visit_none<E: de::Error>(self) -> std::result::Result<(), E> {
+        Ok(())
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> std::result::Result<(), A::Error> {
+        while seq.next_element_seed(self.nested(self.0.field))?.is_some() {}
+        Ok(())
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> std::result::Result<(), A::Error> {
+        // The keys seen so far, on the stack: a body's objects are small.
+        let mut keys = [""; MAX_KEYS];
+        let mut seen = 0;
+        while let Some(key) = map.next_key_seed(Key)? {
+            self.0.text(key)?;
+            if keys[..seen].contains(&key) {
+                return Err(de::Error::custom("a repeated key"));
+            }
+            *keys
+                .get_mut(seen)
+                .ok_or_else(|| de::Error::custom("more keys than checked here"))? = key;
+            seen += 1;
+            map.next_value_seed(self.nested(key))?;
+        }
+        Ok(())
+    }
+}
+
+/// Keys of one object [`reads_as_written`] checks; an object with more is
+/// read through [`parse`].
+const MAX_KEYS: usize = 24;
+
+/// An object's key as the body spells it. A key written with escapes is
+/// left to [`parse`] (it would have to be copied to be compared).
+struct Key;
+
+impl<'de> DeserializeSeed<'de> for Key {
+    type Value = &'de str;
+
+    fn deserialize<D: de::Deserializer<'de>>(
+        self,
+        deserializer: D,
+    ) -> std::result::Result<Self::Value, D::Error> {
+        deserializer.deserialize_str(self)
+    }
+}
+
+impl<'de> Visitor<'de> for Key {
+    type Value = &'de str;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a key without escapes")
+    }
+
+    fn visit_borrowed_str<E: de::Error>(self, v: &'de str) -> std::result::Result<Self::Value, E> {
+        Ok(v)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -213,6 +353,63 @@ mod tests {
         assert_eq!(refused("{\"person\":{\"na\\u0000me\":1}}").0, "person");
         assert!(parse(b"{\"notes\":\"line one\\nline two\\tindented\"}").is_ok());
         assert!(parse("{\"name\":\"Zo\u{eb} \u{5e9}\u{5dc}\u{5d5}\u{5dd}\"}".as_bytes()).is_ok());
+    }
+
+    #[test]
+    fn a_body_reads_as_written_only_when_the_checked_reader_accepts_it_unchanged() {
+        let bodies = [
+            r#"{"take":{"source_id":12,"taken_at":"2026-01-01T08:00:00Z","dose":"1.5"}}"#,
+            r#"{"a":[1,-2,3.25,true,false,null,{"b":"c"}],"d":{}}"#,
+            r#"{"quantity":"1","quantity":"50"}"#,
+            r#"{"a":1,"\u0061":2}"#,
+            r#"{"batch":{"operations":[{"attributes":{"a":1,"b":2,"a":3}}]}}"#,
+            r#"{"person":{"name":"A\u0000B"}}"#,
+            r#"{"name":"a\u202Eb"}"#,
+            r#"{"name":"two\nlines"}"#,
+            r#"{"notes":"line one\nline two"}"#,
+            r#"{"shortcuts":["ok","b\u0001"]}"#,
+            r#"{"person":{"na\u0000me":1}}"#,
+            r#"{"person_id": 12.0}"#,
+            r#"{"a": [1e2]}"#,
+            r#"{"a": -0.0}"#,
+            r#"{"a": 1e300}"#,
+            r#"{"a":"#,
+            r#"{"a":1} x"#,
+            "nope",
+            "",
+        ];
+        for body in bodies {
+            let as_written = reads_as_written(body.as_bytes());
+            let checked = parse(body.as_bytes());
+            if as_written {
+                let value = checked.unwrap_or_else(|e| panic!("{body}: {e:?}"));
+                let mut whole = value.clone();
+                crate::domain::body::integral_numbers(&mut whole);
+                assert_eq!(value, whole, "{body}");
+                assert_eq!(
+                    value,
+                    serde_json::from_str::<Value>(body).unwrap(),
+                    "{body}"
+                );
+            }
+        }
+        for plain in &bodies[..2] {
+            assert!(reads_as_written(plain.as_bytes()), "{plain}");
+        }
+        assert!(reads_as_written(br#"{"notes":"line one\nline two"}"#));
+        let keys = |n: usize| (0..n).map(|i| format!("\"k{i}\":{i}")).collect::<Vec<_>>();
+        let most = keys(MAX_KEYS);
+        assert!(reads_as_written(
+            format!("{{{}}}", most.join(",")).as_bytes()
+        ));
+        let repeated = format!("{{{},\"k7\":1}}", keys(MAX_KEYS - 1).join(","));
+        assert!(!reads_as_written(repeated.as_bytes()));
+        assert!(parse(repeated.as_bytes()).is_err());
+        let many = format!("{{{}}}", keys(2000).join(","));
+        assert!(!reads_as_written(many.as_bytes()));
+        assert!(parse(many.as_bytes()).is_ok());
+        let repeated = format!("{{{},\"k1999\":1}}", keys(2000).join(","));
+        assert!(parse(repeated.as_bytes()).is_err());
     }
 
     #[test]
