@@ -109,7 +109,7 @@ async fn every_request(state: State<AppState>, request: Request, next: Next) -> 
         let started = std::time::Instant::now();
         let mut response = rate_limit::middleware(state, request, next).await;
         cache_headers(&path, response.headers_mut());
-        log_request(&method, &path, &response, started);
+        log_request(&id, &method, &path, &response, started);
         response
     };
     let mut response = request_id::scope(id.clone(), answered).await;
@@ -167,13 +167,14 @@ fn page_headers(headers: &mut axum::http::HeaderMap) {
 /// One line per request: method, route path, status, time. Never the query
 /// string, headers or body (they can hold tokens or clinical values).
 fn log_request(
+    request_id: &str,
     method: &axum::http::Method,
     path: &str,
     response: &Response,
     started: std::time::Instant,
 ) {
     tracing::info!(
-        request_id = %request_id::current(),
+        %request_id,
         %method,
         %path,
         status = response.status().as_u16(),
