@@ -23,20 +23,17 @@ pub fn typed<T: DeserializeOwned>(body: Option<&Value>) -> Result<T> {
 pub(crate) fn integral_numbers(value: &mut Value) {
     match value {
         Value::Number(n) if !n.is_i64() && !n.is_u64() => {
-            if let Some(whole) = n.as_f64().and_then(whole_number) {
-                *value = Value::from(whole);
+            if let Some(f) = n.as_f64()
+                && f.fract() == 0.0
+                && f.abs() < 9_007_199_254_740_992.0
+            {
+                *value = Value::from(f as i64);
             }
         }
         Value::Array(items) => items.iter_mut().for_each(integral_numbers),
         Value::Object(map) => map.values_mut().for_each(integral_numbers),
         _ => {}
     }
-}
-
-/// The integer a number written with a fraction or an exponent stands for,
-/// when it is a whole number an f64 holds exactly.
-pub(crate) fn whole_number(f: f64) -> Option<i64> {
-    (f.fract() == 0.0 && f.abs() < 9_007_199_254_740_992.0).then_some(f as i64)
 }
 
 pub(crate) fn json_error(err: serde_path_to_error::Error<serde_json::Error>) -> ApiError {
