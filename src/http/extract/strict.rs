@@ -5,7 +5,8 @@
 //! hold (NUL and other control characters, bidirectional overrides that
 //! make a name display differently from what is stored). Both are checked
 //! while the body is read, so every JSON body (REST and sync batches alike)
-//! gets the same rule.
+//! gets the same rule. [`reads_as_written`] picks out the bodies that
+//! plainly keep it, which may skip building the `Value`.
 
 use std::cell::RefCell;
 use std::fmt;
