@@ -4,6 +4,10 @@
 //! (see [`read_generation`]) tells a reader thread, in one cheap read of
 //! the WAL index, whether anything was committed since, by this server's
 //! writer or by a command run beside it.
+//!
+//! What is worked out from the care plan's tables alone is also kept on
+//! the writer thread, under the plan stamp ([`kept_with_plan`]): every
+//! commit there is a recorded dose, which leaves the plan as it was.
 
 use std::any::{Any, TypeId};
 use std::cell::RefCell;
@@ -15,6 +19,13 @@ use crate::db::PrepareKept;
 
 /// Values of one type kept per thread: a few households (or days) at once.
 const KEPT_PER_TYPE: usize = 4;
+
+/// Values of one type kept on the writer: the sources of a household's
+/// round of doses.
+const KEPT_ON_WRITER_PER_TYPE: usize = 32;
+
+/// Reads the plan stamp (see the schema's `plan_stamp`).
+const PLAN_STAMP: &str = "SELECT stamp FROM plan_stamp";
 
 #[derive(Default)]
 struct Kept {
@@ -28,11 +39,19 @@ thread_local! {
     static KEPT: RefCell<Kept> = RefCell::new(Kept::default());
 }
 
+thread_local! {
+    /// The writer's, under the plan stamp: apart from `KEPT`, which the
+    /// writer never uses.
+    static KEPT_WITH_PLAN: RefCell<Kept> = RefCell::new(Kept::default());
+}
+
 /// Where this thread stands for [`read_generation`].
 #[derive(Clone, Copy)]
 enum Generation {
-    /// Not a reader thread.
+    /// Neither a reader thread nor the writer.
     Elsewhere,
+    /// The writer thread.
+    Writer,
     /// A read is running and has not asked yet.
     Unread,
     Read(Option<i64>),
@@ -52,7 +71,7 @@ thread_local! {
 /// unchanged. Read once per read, when first asked.
 pub fn read_generation(conn: &Connection) -> Option<i64> {
     match GENERATION.get() {
-        Generation::Elsewhere => None,
+        Generation::Elsewhere | Generation::Writer => None,
         Generation::Read(generation) => generation,
         Generation::Unread => {
             let generation = data_version(conn);
@@ -71,6 +90,12 @@ pub(super) fn begin_read() {
 /// The read has ended: off a read, nothing is kept.
 pub(super) fn end_read() {
     GENERATION.set(Generation::Elsewhere);
+}
+
+/// This thread is the writer's, until it ends: [`kept_with_plan`] keeps
+/// values on it.
+pub(super) fn begin_writing() {
+    GENERATION.set(Generation::Writer);
 }
 
 fn data_version(conn: &Connection) -> Option<i64> {
@@ -95,7 +120,48 @@ where
     let Some(generation) = read_generation(conn) else {
         return make().map(Rc::new);
     };
-    let found = KEPT.with_borrow_mut(|kept| {
+    kept_in(&KEPT, (generation, KEPT_PER_TYPE), key, make)
+}
+
+/// The value `make` works out for `key` from the care plan's tables alone
+/// (those whose triggers move the plan stamp: the schema's `plan_stamp`):
+/// kept on a reader thread as [`kept`] keeps it, and on the writer thread
+/// while the plan stamp stays the same. The writer reads the stamp at
+/// every call, in its open transaction: a plan changed earlier in the same
+/// transaction, a change rolled back, and a command's commit beside the
+/// server are each seen by the very next call. Elsewhere it is made every
+/// time.
+pub fn kept_with_plan<K, T, E>(
+    conn: &Connection,
+    key: K,
+    make: impl FnOnce() -> Result<T, E>,
+) -> Result<Rc<T>, E>
+where
+    K: PartialEq + 'static,
+    T: 'static,
+    E: From<rusqlite::Error>,
+{
+    if !matches!(GENERATION.get(), Generation::Writer) {
+        return kept(conn, key, make);
+    }
+    let stamp: i64 = conn.prepare_kept(PLAN_STAMP)?.query_row([], |r| r.get(0))?;
+    kept_in(&KEPT_WITH_PLAN, (stamp, KEPT_ON_WRITER_PER_TYPE), key, make)
+}
+
+/// The value kept in `store` for `key` while `generation` is the one its
+/// values were worked out at, or else made by `make` and kept (at most
+/// `capacity` of its type, the oldest dropped first).
+fn kept_in<K, T, E>(
+    store: &'static std::thread::LocalKey<RefCell<Kept>>,
+    (generation, capacity): (i64, usize),
+    key: K,
+    make: impl FnOnce() -> Result<T, E>,
+) -> Result<Rc<T>, E>
+where
+    K: PartialEq + 'static,
+    T: 'static,
+{
+    let found = store.with_borrow_mut(|kept| {
         if kept.generation != Some(generation) {
             kept.values.clear();
             kept.generation = Some(generation);
@@ -109,9 +175,13 @@ where
         return Ok(value);
     }
     let value = Rc::new(make()?);
-    KEPT.with_borrow_mut(|kept| {
+    store.with_borrow_mut(|kept| {
+        // `make` may have kept values of its own, or met a new generation.
+        if kept.generation != Some(generation) {
+            return;
+        }
         let entries = entries::<K, T>(kept);
-        if entries.len() >= KEPT_PER_TYPE {
+        if entries.len() >= capacity {
             entries.remove(0);
         }
         entries.push((key, value.clone()));

@@ -29,6 +29,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("migrations/0011_checks_without_lists.sql"),
     include_str!("migrations/0012_access_stamp.sql"),
     include_str!("migrations/0013_change_feed_without_autoincrement.sql"),
+    include_str!("migrations/0014_plan_stamp.sql"),
 ];
 
 pub const SCHEMA_VERSION: i64 = MIGRATIONS.len() as i64;

@@ -23,7 +23,7 @@ pub mod idempotency;
 mod in_place;
 pub mod instance;
 mod kept;
-pub use kept::kept;
+pub use kept::{kept, kept_with_plan};
 mod migrate;
 pub use migrate::check_is_ours;
 pub mod page;
@@ -687,6 +687,97 @@ mod tests {
         // The read's transaction was ended: the same thread's next read is current.
         let after = db.read(move |conn| Ok(count(conn)?)).await.unwrap();
         assert_eq!(after, before + 1);
+    }
+
+    /// What the writer keeps under the plan stamp is made again after any
+    /// write to a plan table: earlier in the same job, rolled back, or
+    /// committed by another connection; and only then.
+    #[tokio::test]
+    async fn the_writer_keeps_a_plan_value_exactly_while_the_plan_stamp_stays() {
+        use crate::error::Result;
+        use std::sync::Arc;
+        use std::sync::atomic::{AtomicUsize, Ordering};
+
+        // The scratch table stands for the plan: each write to it moves
+        // the stamp by hand, as the schema's triggers do for the plan's.
+        let (_dir, db) = scratch_db("CREATE TABLE scratch (v TEXT);").await;
+        const STAMP: &str = "UPDATE plan_stamp SET stamp = random();";
+        let made = Arc::new(AtomicUsize::new(0));
+        // The scratch values, kept as a take's plan is; and how many times
+        // they were made so far.
+        let names = {
+            let made = made.clone();
+            move |conn: &rusqlite::Connection| -> Result<(String, usize)> {
+                let names = super::kept_with_plan(conn, "names", || -> Result<String> {
+                    made.fetch_add(1, Ordering::SeqCst);
+                    Ok(conn.query_row(
+                        "SELECT coalesce(group_concat(v, ','), '') FROM scratch",
+                        [],
+                        |r| r.get(0),
+                    )?)
+                })?;
+                Ok((String::clone(&names), made.load(Ordering::SeqCst)))
+            }
+        };
+
+        let n = names.clone();
+        let seen = db
+            .write(move |conn| Ok(vec![n(conn)?, n(conn)?]))
+            .await
+            .unwrap();
+        assert_eq!(seen, [("".into(), 1), ("".into(), 1)], "kept");
+
+        let n = names.clone();
+        let seen = db
+            .write(move |conn| {
+                let before = n(conn)?;
+                conn.execute_batch(&format!("INSERT INTO scratch (v) VALUES ('Ash'); {STAMP}"))?;
+                Ok(vec![before, n(conn)?, n(conn)?])
+            })
+            .await
+            .unwrap();
+        assert_eq!(
+            seen,
+            [("".into(), 1), ("Ash".into(), 2), ("Ash".into(), 2)],
+            "a plan written earlier in the same job is seen at once"
+        );
+
+        let n = names.clone();
+        let seen = db
+            .write(move |conn| {
+                conn.execute_batch(&format!(
+                    "SAVEPOINT edit; UPDATE scratch SET v = 'Birch'; {STAMP}"
+                ))?;
+                let during = n(conn)?;
+                conn.execute_batch("ROLLBACK TO edit; RELEASE edit;")?;
+                Ok(vec![during, n(conn)?])
+            })
+            .await
+            .unwrap();
+        assert_eq!(
+            seen,
+            [("Birch".into(), 3), ("Ash".into(), 4)],
+            "what was kept from a write rolled back is not used after it"
+        );
+
+        // A command beside the server commits a change of the plan.
+        let path = db.path().to_path_buf();
+        rusqlite::Connection::open(&path)
+            .unwrap()
+            .execute_batch(&format!("UPDATE scratch SET v = 'Cedar'; {STAMP}"))
+            .unwrap();
+        let n = names.clone();
+        let seen = db.write(move |conn| Ok(vec![n(conn)?])).await.unwrap();
+        assert_eq!(seen, [("Cedar".into(), 5)]);
+
+        let n = names.clone();
+        let seen = db.write(move |conn| Ok(vec![n(conn)?])).await.unwrap();
+        assert_eq!(seen, [("Cedar".into(), 5)], "kept again");
+
+        // A reader thread keeps it as `kept` does, under its own generation.
+        let n = names.clone();
+        let (_, times) = db.read(move |conn| n(conn)).await.unwrap();
+        assert_eq!(times, 6);
     }
 
     #[tokio::test(flavor = "current_thread")]

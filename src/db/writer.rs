@@ -205,6 +205,7 @@ fn run(
     changes: &watch::Sender<u64>,
     commits: &CommitWatch,
 ) {
+    super::kept::begin_writing();
     super::statements::keep(&conn, || serve(&conn, &mut receiver, changes, commits));
     receiver.close();
     // Fold the WAL back into the main file on a clean stop.

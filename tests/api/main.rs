@@ -59,4 +59,5 @@ mod sync_batches;
 mod sync_changes;
 mod sync_round_trip;
 mod sync_snapshot;
+mod takes_across_plan_changes;
 mod web_app;

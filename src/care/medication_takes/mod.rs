@@ -20,8 +20,11 @@
 pub mod model;
 mod replay;
 pub mod routes;
+mod source_plan;
 pub mod store;
 mod warnings;
+
+use std::rc::Rc;
 
 use crate::db::WriteTx;
 use crate::domain;
@@ -31,7 +34,6 @@ use jiff::{SignedDuration, Timestamp};
 use rusqlite::Connection;
 
 use crate::auth::{AccessLevel, Actor, access};
-use crate::care::dose_occurrences::history::Revisions;
 use crate::care::dose_occurrences::outcomes as dose_outcomes;
 use crate::care::dose_occurrences::{ScheduleHistory, cycle_window};
 use crate::care::occurrence_key;
@@ -43,6 +45,7 @@ use crate::household::locations;
 use crate::medicine::medications::{self, model::MedicationStock};
 use crate::medicine::vocab::{DoseUnit, ScheduleType};
 use model::{MedicationTake, NewMedicationTake, SourceType, Warning};
+use source_plan::SourcePlan;
 pub use store::Filter;
 use store::Source;
 
@@ -153,8 +156,7 @@ fn record(
 /// is written: recording writes nothing before it has decided to succeed
 /// (so it runs without a savepoint of its own: `Db::write_checked_first`).
 struct Prepared {
-    source: Source,
-    tz: TimeZone,
+    plan: Rc<SourcePlan>,
     medication: MedicationStock,
     location: Option<(i64, String)>,
     occurrence: Option<LinkedOccurrence>,
@@ -176,28 +178,28 @@ fn prepare(
     deduct_stock: bool,
 ) -> Result<Prepared> {
     let noun = input.source_type.noun();
-    let source = store::find_source(
+    let plan = source_plan::find(
         conn,
         actor.household_id,
         input.source_type,
         &input.source_id,
     )?
-    .filter(|s| !s.retired)
+    .filter(|p| !p.source.retired)
     .ok_or_else(|| ApiError::not_found(noun))?;
+    let (source, tz) = (&plan.source, &plan.tz);
     require_record(conn, actor, source.person_id, noun)?;
 
-    let tz = crate::household::store::time_zone(conn, actor.household_id)?;
-    check_input(&source, &tz, taken_at_ts)?;
-    let (medication, location) = taken_from(conn, actor, &source, input)?;
+    check_input(source, tz, taken_at_ts)?;
+    let (medication, location) = taken_from(conn, actor, source, input)?;
     let occurrence = match &input.occurrence_key {
-        Some(key) => Some(linked_occurrence(conn, &tz, &source, key, taken_at_ts)?),
+        Some(key) => Some(linked_occurrence(conn, tz, source, key, taken_at_ts)?),
         None => None,
     };
     // The dose of the expected dose named, or else of the day it was given.
     let planned = planned_for(
         conn,
         actor.household_id,
-        &source,
+        &plan,
         taken_at_ts,
         occurrence.as_ref().map(|o| (o.starts_on, o.position)),
     )?;
@@ -218,8 +220,7 @@ fn prepare(
         None
     };
     Ok(Prepared {
-        source,
-        tz,
+        plan,
         medication,
         location,
         occurrence,
@@ -247,9 +248,9 @@ fn write_new(
         &store::NewRow {
             portable_id: &portable_id,
             household_id: actor.household_id,
-            person_id: prepared.source.person_id,
-            source_type: prepared.source.source_type,
-            source_id: prepared.source.id,
+            person_id: prepared.plan.source.person_id,
+            source_type: prepared.plan.source.source_type,
+            source_id: prepared.plan.source.id,
             client_uuid: input.client_uuid.as_ref().map(|c| c.0.as_str()),
             taken_at,
             dose_amount,
@@ -269,7 +270,7 @@ fn write_new(
     recorded(
         conn,
         actor,
-        &prepared.source,
+        &prepared.plan.source,
         (id, &portable_id),
         prepared.occurrence.as_ref(),
     )?;
@@ -290,11 +291,11 @@ fn write_new(
     let take = MedicationTake {
         id,
         portable_id,
-        person_id: prepared.source.person_id,
-        person_portable_id: prepared.source.person_portable_id.clone(),
-        source_type: prepared.source.source_type,
-        source_id: prepared.source.id,
-        source_portable_id: prepared.source.portable_id.clone(),
+        person_id: prepared.plan.source.person_id,
+        person_portable_id: prepared.plan.source.person_portable_id.clone(),
+        source_type: prepared.plan.source.source_type,
+        source_id: prepared.plan.source.id,
+        source_portable_id: prepared.plan.source.portable_id.clone(),
         client_uuid: input.client_uuid.as_ref().map(|c| c.0.clone()),
         taken_at: taken_at.clone(),
         dose_amount,
@@ -311,8 +312,8 @@ fn write_new(
     debug_assert_eq!(store::find(conn, id)?.as_ref(), Some(&take));
     let (mut warnings, next_dose_allowed_at) = warnings::warnings(
         conn,
-        (actor.household_id, &prepared.tz),
-        &prepared.source,
+        actor.household_id,
+        &prepared.plan,
         &take,
         // Judged by the plan of the day the dose was given, which is what
         // was planned above unless the take names an expected dose.
@@ -494,10 +495,11 @@ pub(super) struct Planned {
 fn planned_for(
     conn: &Connection,
     household_id: i64,
-    source: &Source,
+    plan: &SourcePlan,
     at: Timestamp,
     occurrence: Option<(Date, i64)>,
 ) -> Result<Planned> {
+    let source = &plan.source;
     let own = Planned {
         dose_amount: source.dose_amount,
         dose_unit: source.dose_unit,
@@ -510,9 +512,7 @@ fn planned_for(
     // A schedule never revised, and not tapering, has one plan all along:
     // its own, whatever the day (an expected dose named still goes by the
     // history, which also knows its pauses and position).
-    if occurrence.is_none()
-        && source.schedule_type != Some(ScheduleType::Tapering)
-        && !Revisions::schedule_was_revised(conn, household_id, source.id)?
+    if occurrence.is_none() && source.schedule_type != Some(ScheduleType::Tapering) && !plan.revised
     {
         return Ok(own);
     }

@@ -5,7 +5,7 @@
 use rusqlite::Connection;
 
 use super::model::{MedicationTake, NewMedicationTake};
-use super::{Recorded, require_record, store, warnings};
+use super::{Recorded, require_record, source_plan, store, warnings};
 use crate::auth::Actor;
 use crate::domain::{self, ResourceId};
 use crate::error::{ApiError, Result};
@@ -33,16 +33,15 @@ pub(super) fn replay(
              use a new client_uuid for a new take",
         ));
     }
-    let source = store::find_source(
+    let plan = source_plan::find(
         conn,
         actor.household_id,
         saved.source_type,
         &ResourceId::Numeric(saved.source_id),
     )?
     .ok_or_else(|| ApiError::internal("the source of a saved take is missing"))?;
-    let tz = crate::household::store::time_zone(conn, actor.household_id)?;
     let (warnings, next_dose_allowed_at) =
-        warnings::warnings(conn, (actor.household_id, &tz), &source, &saved, None)?;
+        warnings::warnings(conn, actor.household_id, &plan, &saved, None)?;
     Ok(Some(Recorded {
         take: saved,
         warnings,

@@ -324,23 +324,42 @@ pub fn latest_taken_at(
         .query_row(params![source_type, source_id, up_to_id], |r| r.get(0))?)
 }
 
-/// Whether a pause period of the source covers `at`: it started at or before
-/// it (a legacy period of unknown start from when it was recorded) and had
-/// not ended by then.
-pub fn paused_at(
+/// A pause period of a source, as stored: when it started (a legacy period
+/// of unknown start from when it was recorded) and ended, if it has.
+pub struct PausePeriod {
+    started_at: Option<String>,
+    ended_at: Option<String>,
+}
+
+impl PausePeriod {
+    /// Whether the period covers `at`: it started at or before it and had
+    /// not ended by then. Stored timestamps are compared as text, as the
+    /// period's own SQL compared them.
+    pub fn covers(&self, at: &str) -> bool {
+        self.started_at.as_deref().is_some_and(|s| s <= at)
+            && self.ended_at.as_deref().is_none_or(|e| e > at)
+    }
+}
+
+/// The pause periods of a source, ended ones included.
+pub fn pause_periods(
     conn: &Connection,
     source_type: SourceType,
     source_id: i64,
-    at: &str,
-) -> Result<bool> {
-    Ok(conn
+) -> Result<Vec<PausePeriod>> {
+    let rows = conn
         .prepare_kept(
-            "SELECT EXISTS (SELECT 1 FROM medication_pause_periods
-             WHERE source_type = ?1 AND source_id = ?2
-               AND coalesce(started_at, created_at) <= ?3
-               AND (ended_at IS NULL OR ended_at > ?3))",
+            "SELECT coalesce(started_at, created_at), ended_at FROM medication_pause_periods
+             WHERE source_type = ?1 AND source_id = ?2",
         )?
-        .query_row(params![source_type, source_id, at], |r| r.get(0))?)
+        .query_map(params![source_type, source_id], |r| {
+            Ok(PausePeriod {
+                started_at: r.get(0)?,
+                ended_at: r.get(1)?,
+            })
+        })?
+        .collect::<rusqlite::Result<Vec<_>>>()?;
+    Ok(rows)
 }
 
 /// Takes of the same medication for the same person under the person's
@@ -439,30 +458,28 @@ pub fn other_sources_between(
 }
 
 /// The largest min_hours_between_doses among the person's other sources of
-/// the medication (retired ones included: their takes still count).
-pub fn other_sources_max_min_hours(
-    conn: &Connection,
-    of: &OtherSources<'_>,
-) -> Result<Option<Dec>> {
+/// the medication of `source` (retired ones included: their takes still
+/// count).
+pub fn other_sources_max_min_hours(conn: &Connection, source: &Source) -> Result<Option<Dec>> {
     let rows = conn
         .prepare_kept(
             "SELECT min_hours_between_doses FROM schedules
-             WHERE person_id = :person_id AND medication_id = :medication_id
-               AND NOT (:source_type = 'schedule' AND id = :source_id)
+             WHERE person_id = ?1 AND medication_id = ?2
+               AND NOT (?3 = 'schedule' AND id = ?4)
                AND min_hours_between_doses IS NOT NULL
              UNION ALL
              SELECT min_hours_between_doses FROM person_medications
-             WHERE person_id = :person_id AND medication_id = :medication_id
-               AND NOT (:source_type = 'person_medication' AND id = :source_id)
+             WHERE person_id = ?1 AND medication_id = ?2
+               AND NOT (?3 = 'person_medication' AND id = ?4)
                AND min_hours_between_doses IS NOT NULL",
         )?
         .query_map(
-            named_params! {
-                ":person_id": of.person_id,
-                ":medication_id": of.medication_id,
-                ":source_type": of.source_type,
-                ":source_id": of.source_id,
-            },
+            params![
+                source.person_id,
+                source.medication_id,
+                source.source_type,
+                source.id
+            ],
             |r| r.get::<_, Dec>(0),
         )?
         .collect::<rusqlite::Result<Vec<_>>>()?;

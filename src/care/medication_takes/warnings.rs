@@ -11,6 +11,7 @@ use rust_decimal::Decimal;
 use rust_decimal::prelude::ToPrimitive;
 
 use super::model::{MedicationTake, Warning, WarningCode};
+use super::source_plan::SourcePlan;
 use super::store::{self, Source};
 use super::{Planned, midnight, planned_for, timestamp};
 use crate::decimal::Dec;
@@ -69,23 +70,26 @@ fn duration_to_hours(d: SignedDuration) -> Dec {
 /// for on the day of taken_at (a taper step's own); takes of the same
 /// medication for the same person under other sources count too.
 /// `planned` is what the source calls for at taken_at, when already known;
-/// the household's id and time zone come with it.
+/// `plan` is the source's as kept (`source_plan`), the household's id
+/// beside it.
 pub(super) fn warnings(
     conn: &Connection,
-    (household_id, tz): (i64, &TimeZone),
-    source: &Source,
+    household_id: i64,
+    plan: &SourcePlan,
     take: &MedicationTake,
     planned: Option<Planned>,
 ) -> Result<(Vec<Warning>, Option<crate::domain::Timestamp>)> {
     let taken_at = take.taken_at.to_jiff();
     let planned = match planned {
         Some(planned) => planned,
-        None => planned_for(conn, household_id, source, taken_at, None)?,
+        None => planned_for(conn, household_id, plan, taken_at, None)?,
     };
+    let source = &plan.source;
     let judged = Judged {
         conn,
-        tz: tz.clone(),
+        tz: plan.tz.clone(),
         cycle: source.dose_cycle.unwrap_or(DoseCycle::Daily),
+        plan,
         source,
         take,
         taken_at,
@@ -117,6 +121,7 @@ struct Judged<'a> {
     conn: &'a Connection,
     tz: TimeZone,
     cycle: DoseCycle,
+    plan: &'a SourcePlan,
     source: &'a Source,
     take: &'a MedicationTake,
     taken_at: Timestamp,
@@ -202,8 +207,12 @@ impl Judged<'_> {
     /// A take of the medication under another source closer than the
     /// larger of the two sources' gaps.
     fn too_soon_after_other_sources(&self) -> Result<Option<Warning>> {
-        let close =
-            too_close_to_other_sources(self.conn, &self.others, self.taken_at, self.min_gap)?;
+        let close = too_close_to_other_sources(
+            self.conn,
+            &self.others,
+            self.taken_at,
+            (self.horizon(), self.min_gap),
+        )?;
         Ok(close.map(|(gap, limit)| Warning {
             code: WarningCode::MinHoursBetweenDosesOtherSource,
             message: format!(
@@ -232,18 +241,23 @@ impl Judged<'_> {
                 message: "this dose was given after the schedule's end_date".into(),
             });
         }
-        if store::paused_at(
-            self.conn,
-            self.source.source_type,
-            self.source.id,
-            self.take.taken_at.as_str(),
-        )? {
+        if self.plan.paused_at(self.take.taken_at.as_str()) {
             warnings.push(Warning {
                 code: WarningCode::SourcePaused,
                 message: "this dose was given while its source was paused".into(),
             });
         }
         Ok(warnings)
+    }
+
+    /// The widest gap that can apply between the take and one of the same
+    /// medication under another source: the larger of this source's and
+    /// the largest of the others'. None when no source sets one.
+    fn horizon(&self) -> Option<SignedDuration> {
+        self.plan
+            .others_max_min_hours
+            .and_then(positive_gap)
+            .max(self.min_gap)
     }
 
     /// For an as-needed source, when the next dose is allowed after its
@@ -267,7 +281,7 @@ impl Judged<'_> {
         let mut next = self.min_gap.map(|min_gap| latest + min_gap);
         // A dose of the medicine under another source holds the next one
         // back as well, by the larger of the two gaps.
-        if let Some(horizon) = other_sources_horizon(self.conn, &self.others, self.min_gap)? {
+        if let Some(horizon) = self.horizon() {
             let since = latest.checked_sub(horizon).unwrap_or(Timestamp::MIN);
             for (at, their_hours) in store::other_sources_between(
                 self.conn,
@@ -296,30 +310,18 @@ fn positive_gap(hours: Dec) -> Option<SignedDuration> {
     hours.is_positive().then(|| hours_to_duration(hours))
 }
 
-/// The widest gap that can apply between a take and one of the same
-/// medication under another source: the larger of this source's and the
-/// largest of the others'. None when no source sets one.
-fn other_sources_horizon(
-    conn: &Connection,
-    others: &store::OtherSources<'_>,
-    own_gap: Option<SignedDuration>,
-) -> Result<Option<SignedDuration>> {
-    Ok(store::other_sources_max_min_hours(conn, others)?
-        .and_then(positive_gap)
-        .max(own_gap))
-}
-
 /// The closest take of the same medication under another source that came
 /// within the minimum gap, with that gap and the limit it broke. Of the two
 /// sources' min_hours_between_doses the larger applies, so the warning does
-/// not depend on which of the two doses was recorded second.
+/// not depend on which of the two doses was recorded second. `horizon` is
+/// the widest such gap, `own_gap` this source's.
 fn too_close_to_other_sources(
     conn: &Connection,
     others: &store::OtherSources<'_>,
     taken_at: Timestamp,
-    own_gap: Option<SignedDuration>,
+    (horizon, own_gap): (Option<SignedDuration>, Option<SignedDuration>),
 ) -> Result<Option<(SignedDuration, SignedDuration)>> {
-    let Some(horizon) = other_sources_horizon(conn, others, own_gap)? else {
+    let Some(horizon) = horizon else {
         return Ok(None);
     };
     let reach = |at: Option<Timestamp>, bound: Timestamp| at.unwrap_or(bound);
