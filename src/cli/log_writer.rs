@@ -13,8 +13,12 @@
 //! thread pause for [`GATHER`] after each write: the lines of a busy
 //! second then leave in a hundred writes instead of one write and one
 //! wake of the thread each (together about a tenth of a point read's
-//! time). A line at any lesser pace, such as a person's or a test's
-//! requests one after another, is written at once.
+//! time). The pace is judged both over the last second and from the
+//! lines of each write against the time since the one before, so that a
+//! server busy again after a quiet spell gathers from its first lines,
+//! not only once two thousand of them have each woken the thread. A line
+//! at any lesser pace, such as a person's or a test's requests one after
+//! another, is written at once.
 
 use std::io::{self, Write};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
@@ -129,6 +133,8 @@ struct Pace {
     started: Instant,
     current: u64,
     previous: u64,
+    /// When the last lines were written.
+    last: Instant,
 }
 
 impl Pace {
@@ -137,12 +143,17 @@ impl Pace {
             started: now,
             current: 0,
             previous: 0,
+            last: now,
         }
     }
 
     /// Counts `lines` written at `now`; true while the pace is above
-    /// [`BUSY_LINES_PER_SECOND`] in this second or the last.
+    /// [`BUSY_LINES_PER_SECOND`] in this second or the last, or these
+    /// lines came faster than that since the last write.
     fn busy(&mut self, lines: u64, now: Instant) -> bool {
+        let since_last = now.saturating_duration_since(std::mem::replace(&mut self.last, now));
+        let fast = u128::from(lines) * 1_000_000
+            > u128::from(BUSY_LINES_PER_SECOND) * since_last.as_micros();
         let elapsed = now.saturating_duration_since(self.started);
         if elapsed >= Duration::from_secs(2) {
             self.previous = 0;
@@ -153,7 +164,7 @@ impl Pace {
             self.started += Duration::from_secs(1);
         }
         self.current += lines;
-        self.current.max(self.previous) > BUSY_LINES_PER_SECOND
+        fast || self.current.max(self.previous) > BUSY_LINES_PER_SECOND
     }
 }
 
@@ -268,20 +279,25 @@ mod tests {
     #[test]
     fn the_thread_gathers_lines_only_while_they_come_fast() {
         let start = Instant::now();
-        let at = |ms: u64| start + Duration::from_millis(ms);
+        let at = |us: u64| start + Duration::from_micros(us);
         let mut pace = Pace::new(start);
         // A person's pace, and a test's requests one after another.
-        for n in 0..200 {
-            assert!(!pace.busy(1, at(n * 4)));
+        for n in 1..200 {
+            assert!(!pace.busy(1, at(n * 4_000)));
         }
-        // A busy server: past the pace within a second.
-        assert!(!pace.busy(1500, at(900)));
-        assert!(pace.busy(1500, at(950)));
-        // Still busy in the next second, by the last one's count.
-        assert!(pace.busy(10, at(1100)));
+        // A server busy again: its first line 50 µs after the last.
+        assert!(pace.busy(1, at(796_050)));
+        // Gathered lines: 25 in 10 ms.
+        assert!(pace.busy(25, at(806_100)));
+        // A few lines of a person's page at once, after a quiet spell.
+        assert!(!pace.busy(4, at(900_000)));
+        // Past the pace within the second: still busy in the next one, by
+        // the last one's count, though its own lines come slowly.
+        assert!(pace.busy(1800, at(950_000)));
+        assert!(pace.busy(10, at(1_100_000)));
         // Quiet again once a whole second has been quiet.
-        assert!(!pace.busy(10, at(2100)));
-        assert!(!pace.busy(1, at(5000)));
+        assert!(!pace.busy(10, at(2_100_000)));
+        assert!(!pace.busy(1, at(5_000_000)));
     }
 
     #[test]
