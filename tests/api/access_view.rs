@@ -257,29 +257,15 @@ async fn after_commits_that_change_no_access_a_revocation_is_still_seen_on_the_v
 
 #[test]
 fn every_write_to_a_table_the_view_keeps_changes_the_access_stamp() {
-    let conn = rusqlite::Connection::open_in_memory().unwrap();
-    conn.execute_batch(pillbox::db::SCHEMA_SQL).unwrap();
-    for table in [
-        "app_tokens",
-        "memberships",
-        "oauth_sessions",
-        "oauth_tokens",
-    ] {
-        for event in ["INSERT", "UPDATE", "DELETE"] {
-            let body: String = conn
-                .query_row(
-                    "SELECT sql FROM sqlite_master WHERE type = 'trigger' AND tbl_name = ?1
-                       AND sql LIKE '%AFTER ' || ?2 || ' ON ' || ?1 || '%'",
-                    [table, event],
-                    |r| r.get(0),
-                )
-                .unwrap_or_else(|_| panic!("no {event} trigger on {table}"));
-            assert!(
-                body.contains("UPDATE access_stamp SET stamp = random()"),
-                "{body}"
-            );
-        }
-    }
+    crate::support::assert_every_write_moves_the_stamp(
+        "access_stamp",
+        &[
+            "app_tokens",
+            "memberships",
+            "oauth_sessions",
+            "oauth_tokens",
+        ],
+    );
 }
 
 /// `pillbox token revoke` run beside `pillbox serve`: a commit by another

@@ -453,3 +453,27 @@ impl Contract {
         );
     }
 }
+
+/// Asserts that the current schema has, on each of `tables`, an insert, an
+/// update and a delete trigger that moves `stamp` (a one-row table of
+/// random stamps, such as `access_stamp` or `plan_stamp`).
+pub fn assert_every_write_moves_the_stamp(stamp: &str, tables: &[&str]) {
+    let conn = rusqlite::Connection::open_in_memory().unwrap();
+    conn.execute_batch(pillbox::db::SCHEMA_SQL).unwrap();
+    for table in tables {
+        for event in ["INSERT", "UPDATE", "DELETE"] {
+            let body: String = conn
+                .query_row(
+                    "SELECT sql FROM sqlite_master WHERE type = 'trigger' AND tbl_name = ?1
+                       AND sql LIKE '%AFTER ' || ?2 || ' ON ' || ?1 || '%'",
+                    [table, &event],
+                    |r| r.get(0),
+                )
+                .unwrap_or_else(|_| panic!("no {event} trigger on {table}"));
+            assert!(
+                body.contains(&format!("UPDATE {stamp} SET stamp = random()")),
+                "{body}"
+            );
+        }
+    }
+}

@@ -207,29 +207,15 @@ async fn a_new_time_zone_reaches_the_next_take() {
 /// Every write to a table the kept plan is read from moves the plan stamp.
 #[test]
 fn every_write_to_a_plan_table_changes_the_plan_stamp() {
-    let conn = rusqlite::Connection::open_in_memory().unwrap();
-    conn.execute_batch(pillbox::db::SCHEMA_SQL).unwrap();
-    for table in [
-        "households",
-        "people",
-        "schedules",
-        "person_medications",
-        "plan_revisions",
-        "medication_pause_periods",
-    ] {
-        for event in ["INSERT", "UPDATE", "DELETE"] {
-            let body: String = conn
-                .query_row(
-                    "SELECT sql FROM sqlite_master WHERE type = 'trigger' AND tbl_name = ?1
-                       AND sql LIKE '%AFTER ' || ?2 || ' ON ' || ?1 || '%'",
-                    [table, event],
-                    |r| r.get(0),
-                )
-                .unwrap_or_else(|_| panic!("no {event} trigger on {table}"));
-            assert!(
-                body.contains("UPDATE plan_stamp SET stamp = random()"),
-                "{body}"
-            );
-        }
-    }
+    crate::support::assert_every_write_moves_the_stamp(
+        "plan_stamp",
+        &[
+            "households",
+            "people",
+            "schedules",
+            "person_medications",
+            "plan_revisions",
+            "medication_pause_periods",
+        ],
+    );
 }
