@@ -6,8 +6,9 @@
 //! writer or by a command run beside it.
 //!
 //! What is worked out from the care plan's tables alone is also kept on
-//! the writer thread, under the plan stamp ([`kept_with_plan`]): every
-//! commit there is a recorded dose, which leaves the plan as it was.
+//! the writer thread, under the plan stamp ([`kept_with_plan`]): most of
+//! the writer's commits are recorded doses, which leave the plan as it
+//! was.
 
 use std::any::{Any, TypeId};
 use std::cell::RefCell;

@@ -390,16 +390,15 @@ macro_rules! other_sources {
 }
 
 /// Identifies the take whose other-source takes are wanted.
-pub struct OtherSources<'a> {
+pub struct OtherSources {
     pub person_id: i64,
     pub medication_id: i64,
     pub source_type: SourceType,
     pub source_id: i64,
     pub take_id: i64,
-    pub taken_at: &'a str,
 }
 
-impl OtherSources<'_> {
+impl OtherSources {
     /// The parameters of an [`other_sources!`] query, its window from `from` to `to`.
     fn params<'p>(&'p self, from: &'p &str, to: &'p &str) -> [(&'static str, &'p dyn ToSql); 7] {
         [
@@ -431,7 +430,7 @@ const OTHER_SOURCES_BETWEEN: &str = concat!(
 /// How many other-source takes fall in [start, end).
 pub fn count_other_sources_in_window(
     conn: &Connection,
-    of: &OtherSources<'_>,
+    of: &OtherSources,
     start: &str,
     end: &str,
 ) -> Result<i64> {
@@ -444,7 +443,7 @@ pub fn count_other_sources_in_window(
 /// of the source each was given under.
 pub fn other_sources_between(
     conn: &Connection,
-    of: &OtherSources<'_>,
+    of: &OtherSources,
     from: &str,
     until: &str,
 ) -> Result<Vec<(String, Option<Dec>)>> {

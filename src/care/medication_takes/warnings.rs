@@ -104,7 +104,6 @@ pub(super) fn warnings(
             source_type: source.source_type,
             source_id: source.id,
             take_id: take.id,
-            taken_at: take.taken_at.as_str(),
         },
     };
     let mut warnings = Vec::new();
@@ -127,7 +126,7 @@ struct Judged<'a> {
     taken_at: Timestamp,
     max_doses: Option<i64>,
     min_gap: Option<SignedDuration>,
-    others: store::OtherSources<'a>,
+    others: store::OtherSources,
 }
 
 impl Judged<'_> {
@@ -317,7 +316,7 @@ fn positive_gap(hours: Dec) -> Option<SignedDuration> {
 /// the widest such gap, `own_gap` this source's.
 fn too_close_to_other_sources(
     conn: &Connection,
-    others: &store::OtherSources<'_>,
+    others: &store::OtherSources,
     taken_at: Timestamp,
     (horizon, own_gap): (Option<SignedDuration>, Option<SignedDuration>),
 ) -> Result<Option<(SignedDuration, SignedDuration)>> {
