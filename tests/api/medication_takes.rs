@@ -28,7 +28,7 @@ const KEYS: [&str; 18] = [
     "created_at",
 ];
 
-fn ids(data: &Value) -> Ids {
+pub fn ids(data: &Value) -> Ids {
     Ids {
         id: data["id"].as_i64().unwrap(),
         portable: data["portable_id"].as_str().unwrap().to_string(),
@@ -82,7 +82,7 @@ async fn supply(app: &TestApp, med: &Ids) -> String {
     got.data()["current_supply"].as_str().unwrap().to_string()
 }
 
-fn codes(response: &TestResponse) -> Vec<String> {
+pub fn codes(response: &TestResponse) -> Vec<String> {
     response.body["meta"]["warnings"]
         .as_array()
         .unwrap()

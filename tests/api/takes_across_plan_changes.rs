@@ -6,6 +6,7 @@
 
 use serde_json::{Value, json};
 
+use crate::medication_takes::ids;
 use crate::schedules::{Ids, new_medication, new_person};
 use crate::support::{TestApp, TestResponse};
 
@@ -15,13 +16,6 @@ fn ago(minutes: i64) -> String {
         .round(jiff::Unit::Second)
         .unwrap()
         .to_string()
-}
-
-fn ids(data: &Value) -> Ids {
-    Ids {
-        id: data["id"].as_i64().unwrap(),
-        portable: data["portable_id"].as_str().unwrap().to_string(),
-    }
 }
 
 async fn take(app: &TestApp, source_type: &str, source: &Ids, taken_at: &str) -> TestResponse {
@@ -34,14 +28,10 @@ async fn take(app: &TestApp, source_type: &str, source: &Ids, taken_at: &str) ->
     .await
 }
 
+/// The codes of a recorded take's warnings.
 fn codes(response: &TestResponse) -> Vec<String> {
     response.assert_status(201);
-    response.body["meta"]["warnings"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|w| w["code"].as_str().unwrap().to_string())
-        .collect()
+    crate::medication_takes::codes(response)
 }
 
 async fn patch(app: &TestApp, path: &str, body: Value) {
