@@ -727,18 +727,21 @@ CREATE TABLE IF NOT EXISTS mail_outbox (
 CREATE INDEX IF NOT EXISTS mail_outbox_due ON mail_outbox (sent_at, next_attempt_at);
 
 -- Delegated sign-in (src/identity/oidc). An identity of the OpenID Connect
--- provider (issuer and subject) linked to the account it signs in as; and
+-- provider (issuer and subject) linked to the account it signs in as, with
+-- the name it was shown under (the account lists and removes it); and
 -- the sign-ins sent to the provider and not yet back, each found by the
 -- SHA-256 of its state (the browser holds the state itself in a cookie).
-CREATE TABLE IF NOT EXISTS oidc_identities (
+CREATE TABLE IF NOT EXISTS linked_identities (
+    id           INTEGER PRIMARY KEY,
     issuer       TEXT NOT NULL,
     subject      TEXT NOT NULL,
     account_id   INTEGER NOT NULL REFERENCES accounts (id) ON DELETE CASCADE,
+    label        TEXT NOT NULL,
     created_at   TEXT NOT NULL,
     last_used_at TEXT NOT NULL,
-    PRIMARY KEY (issuer, subject)
+    UNIQUE (issuer, subject)
 ) STRICT;
-CREATE INDEX IF NOT EXISTS oidc_identities_by_account ON oidc_identities (account_id);
+CREATE INDEX IF NOT EXISTS linked_identities_by_account ON linked_identities (account_id);
 
 CREATE TABLE IF NOT EXISTS oidc_pending (
     id            INTEGER PRIMARY KEY,
@@ -751,15 +754,21 @@ CREATE TABLE IF NOT EXISTS oidc_pending (
     expires_at    TEXT NOT NULL
 ) STRICT;
 
--- A provider identity no account matched, waiting for its owner to sign in
--- with a password once to link it (the token is in the sign-in form).
+-- A provider identity no account matched, waiting for the browser that
+-- came back from the provider (it holds the token in a cookie too) to sign
+-- in to an account and confirm the link: the account, the step it signed
+-- in with and the confirmation's digest are set once it has.
 CREATE TABLE IF NOT EXISTS oidc_pending_links (
-    id            INTEGER PRIMARY KEY,
-    selector      TEXT NOT NULL UNIQUE,
-    secret_sha256 BLOB NOT NULL,
-    issuer        TEXT NOT NULL,
-    subject       TEXT NOT NULL,
-    expires_at    TEXT NOT NULL
+    id             INTEGER PRIMARY KEY,
+    selector       TEXT NOT NULL UNIQUE,
+    secret_sha256  BLOB NOT NULL,
+    issuer         TEXT NOT NULL,
+    subject        TEXT NOT NULL,
+    label          TEXT NOT NULL,
+    expires_at     TEXT NOT NULL,
+    account_id     INTEGER REFERENCES accounts (id) ON DELETE CASCADE,
+    step           TEXT,
+    confirm_sha256 BLOB
 ) STRICT;
 -- Medication review prompts (src/reports): interaction evidence imported
 -- from public drug labels (`pillbox evidence import`), and the prompts a

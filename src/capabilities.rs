@@ -114,6 +114,10 @@ struct MobileOauth {
 struct DelegatedSignIn {
     supported: bool,
     provider_name: Option<String>,
+    /// Whether a provider sign-in skips the account's own second factor only when the provider says it performed one (always true here)
+    provider_mfa_required: bool,
+    /// Where a signed-in user lists and removes the identities linked to the account
+    linked_identities_endpoint: String,
 }
 
 #[derive(Debug, Serialize, JsonSchema)]
@@ -350,6 +354,11 @@ fn authentication(state: &AppState, base: &str) -> Authentication {
         delegated_sign_in: DelegatedSignIn {
             supported: state.settings.oidc.is_some(),
             provider_name: state.settings.oidc.as_ref().map(|o| o.name.clone()),
+            provider_mfa_required: true,
+            linked_identities_endpoint: format!(
+                "{}/auth/linked_identities",
+                crate::identity::API_BASE
+            ),
         },
         mobile_oauth: MobileOauth {
             supported: mobile.is_some(),
@@ -384,8 +393,10 @@ pub fn routes(api: Api) -> Api {
     )
 }
 
-async fn show(State(state): State<AppState>, headers: axum::http::HeaderMap) -> Response {
-    let base = crate::identity::base_url(&state.settings, &headers);
+async fn show(
+    State(state): State<AppState>,
+    crate::identity::BaseUrl(base): crate::identity::BaseUrl,
+) -> Response {
     let key = state
         .db
         .read(|conn| crate::reminders::vapid(conn).map(|v| v.public_key))

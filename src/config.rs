@@ -123,7 +123,6 @@ pub struct ServeArgs {
         default_value = "https://api.push.apple.com"
     )]
     pub apns_url: String,
-    /// Log format
     /// Days an invitation link stays valid (a resend starts the period again).
     #[arg(long, env = "PILLBOX_INVITATION_TTL_DAYS", default_value_t = DEFAULT_INVITATION_TTL_DAYS, value_parser = clap::value_parser!(u64).range(1..=365))]
     pub invitation_ttl_days: u64,
@@ -160,6 +159,13 @@ pub struct ServeArgs {
     /// The provider's name on the sign-in button ("Sign in with <name>").
     #[arg(long, env = "PILLBOX_OIDC_NAME", default_value = DEFAULT_OIDC_NAME)]
     pub oidc_name: String,
+
+    /// `acr` values of the provider's ID tokens that mean it performed a
+    /// second factor (comma-separated). Without one of them, or an `amr`
+    /// of `mfa`, `otp` or `hwk`, an account with TOTP is asked for its
+    /// code after signing in with the provider too.
+    #[arg(long, env = "PILLBOX_OIDC_MFA_ACR", value_delimiter = ',')]
+    pub oidc_mfa_acr: Vec<String>,
     /// dm+d client id at the NHS terminology server; medication lookup is off unless this and the client secret are both set
     #[arg(long, env = "TERMINOLOGY_DMD_CLIENT_ID", hide_env_values = true)]
     pub terminology_dmd_client_id: Option<String>,
@@ -281,6 +287,8 @@ pub struct OidcSettings {
     pub client_secret: String,
     /// Shown on the button: "Sign in with <name>".
     pub name: String,
+    /// `acr` values that mean the provider performed a second factor.
+    pub mfa_acr_values: Vec<String>,
 }
 
 impl std::fmt::Debug for OidcSettings {
@@ -289,6 +297,7 @@ impl std::fmt::Debug for OidcSettings {
             .field("issuer", &self.issuer)
             .field("client_id", &self.client_id)
             .field("name", &self.name)
+            .field("mfa_acr_values", &self.mfa_acr_values)
             .finish_non_exhaustive()
     }
 }
@@ -461,5 +470,11 @@ fn oidc_settings(args: &ServeArgs) -> Option<OidcSettings> {
         client_id: set(&args.oidc_client_id)?,
         client_secret: set(&args.oidc_client_secret)?,
         name: args.oidc_name.trim().to_string(),
+        mfa_acr_values: args
+            .oidc_mfa_acr
+            .iter()
+            .map(|v| v.trim().to_string())
+            .filter(|v| !v.is_empty())
+            .collect(),
     })
 }

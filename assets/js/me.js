@@ -1,6 +1,6 @@
 // The member's own page: the larger-text setting, "remind me on this
 // device" (Web Push with the server's VAPID key), the profile and avatar,
-// sign-in sessions and TOTP enrolment.
+// sign-in sessions, linked identity-provider identities and TOTP enrolment.
 import { html, useState, useEffect } from '../vendor/preact-htm.js';
 import { get, hh, post, request, del, BASE } from './api.js';
 import { accessToken } from './auth.js';
@@ -106,6 +106,23 @@ function Sessions() {
   </section>`;
 }
 
+// Identities of the server's identity provider that sign in as this
+// account: shown so that a link nobody here made is seen, and removable.
+function LinkedIdentities() {
+  const [list, setList] = useState(null);
+  const [error, setError] = useState(null);
+  const load = () => get('/auth/linked_identities?per_page=100').then((r) => setList(r.data)).catch(setError);
+  useEffect(() => { load(); }, []);
+  if (!error && (!list || list.length === 0)) return null;
+  return html`<section aria-labelledby="linked-h"><h2 id="linked-h">Linked sign-ins</h2>
+    <p>These identities of your identity provider sign in to this account without your password.</p>
+    <${ErrorBox} error=${error} />
+    ${list && html`<ul class="cards">${list.map((l) => html`<li class="card"><div class="row"><span class="name">${l.name}</span></div>
+      <p class="meta">${l.issuer} · linked ${formatDateTime(l.linked_at)} · last used ${formatDateTime(l.last_used_at)}</p>
+      <button onClick=${() => del(`/auth/linked_identities/${l.id}`).then(load).catch(setError)}>Unlink<span class="sr-only"> ${l.name}</span></button></li>`)}</ul>`}
+  </section>`;
+}
+
 function Profile() {
   const [profile, setProfile] = useState(null);
   const [avatar, setAvatar] = useState(null);
@@ -152,5 +169,6 @@ export function Me() {
     <${Reminders} />
     <${Profile} />
     <${Sessions} />
+    <${LinkedIdentities} />
     <${Totp} />`;
 }

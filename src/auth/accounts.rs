@@ -14,6 +14,13 @@ pub fn find_by_email(conn: &Connection, email: &str) -> Result<Option<i64>> {
         .optional()?)
 }
 
+/// The email of an account that exists.
+pub fn email_of(conn: &Connection, account_id: i64) -> Result<String> {
+    Ok(conn
+        .prepare_kept("SELECT email FROM accounts WHERE id = ?1")?
+        .query_row([account_id], |r| r.get(0))?)
+}
+
 /// Creates an account; an email already in use is a conflict.
 pub fn create(
     conn: &WriteTx,

@@ -10,7 +10,7 @@ use crate::identity::operator;
 
 #[derive(Debug, Subcommand)]
 pub enum AccountCommand {
-    /// Set an account's password (from stdin or a double prompt); every signed-in device is signed out
+    /// Set an account's password (from stdin or a double prompt); every signed-in device is signed out and every app token of the account revoked
     Password(AccountArgs),
     /// Remove an account's second factor (TOTP and recovery codes) so its owner can sign in with the password alone
     ResetMfa(AccountArgs),
@@ -53,13 +53,24 @@ async fn set_password(args: AccountArgs) -> CliResult {
     };
     let hash = password::hash(entered).await?;
     let email = args.email.clone();
+    // The old password may be what leaked, and whoever held it could have
+    // made app tokens with it: those end with the sessions.
     let result = db
-        .write(move |tx| operator::set_password(tx, &email, &hash))
+        .write(move |tx| {
+            let ended = operator::set_password(tx, &email, &hash)?;
+            let account_id = operator::account_by_email(tx, &email)?;
+            let tokens = crate::household::app_tokens::revoke_all_of_account(
+                tx,
+                account_id,
+                "password_reset",
+            )?;
+            Ok((ended, tokens))
+        })
         .await;
     db.close().await;
-    let ended = result.map_err(|e| e.to_string())?;
+    let (ended, tokens) = result.map_err(|e| e.to_string())?;
     eprintln!(
-        "Password of {} changed; {ended} signed-in session(s) signed out",
+        "Password of {} changed; {ended} signed-in session(s) signed out and {tokens} app token(s) revoked",
         args.email.trim()
     );
     Ok(())

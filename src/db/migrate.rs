@@ -30,6 +30,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("migrations/0012_access_stamp.sql"),
     include_str!("migrations/0013_change_feed_without_autoincrement.sql"),
     include_str!("migrations/0014_plan_stamp.sql"),
+    include_str!("migrations/0015_linked_identities.sql"),
 ];
 
 pub const SCHEMA_VERSION: i64 = MIGRATIONS.len() as i64;

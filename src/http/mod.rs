@@ -4,6 +4,7 @@
 pub mod extract;
 mod json;
 pub mod openapi;
+pub mod origin;
 pub mod rate_limit;
 pub mod replace;
 pub mod request_id;

@@ -92,6 +92,10 @@ const RESOURCE_TAGS: &[(&str, &str)] = &[
         "Sign-in: the OAuth 2.0 authorization server for public clients (PKCE S256)",
     ),
     ("Sessions", "Signed-in devices of the account"),
+    (
+        "Linked identities",
+        "Identity-provider identities that sign in as the account",
+    ),
     ("Multi-factor", "TOTP second factor and recovery codes"),
     ("Sync", "Snapshots and the change feed for offline clients"),
     (

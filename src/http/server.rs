@@ -14,13 +14,14 @@ use std::future::Future;
 use std::net::SocketAddr;
 use std::pin::Pin;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::task::{Context, Poll};
 use std::time::Duration;
 
 use axum::Router;
 use axum::body::{Body, Bytes};
 use axum::extract::ConnectInfo;
+use http_body::Body as _;
 use hyper::body::Incoming;
 use hyper::server::conn::http1;
 use hyper_util::rt::{TokioIo, TokioTimer};
@@ -116,6 +117,7 @@ async fn connection(
     _permit: OwnedSemaphorePermit,
 ) {
     let _ = stream.set_nodelay(true);
+    let served_at = stream.local_addr().ok().map(super::origin::ServedAt);
     let body_timeout = limits.header_read_timeout;
     let opened = Instant::now();
     // Milliseconds after `opened` of the last request started or answered.
@@ -125,17 +127,34 @@ async fn connection(
         hyper::service::service_fn(move |request: hyper::Request<Incoming>| {
             REQUESTS_STARTED.fetch_add(1, Ordering::Relaxed);
             mark_active(&last_active, opened);
-            let mut request = request.map(|body| Body::new(TimedBody::new(body, body_timeout)));
+            let read_to_end = Arc::new(AtomicBool::new(request.body().is_end_stream()));
+            let body_read = read_to_end.clone();
+            let mut request =
+                request.map(|body| Body::new(TimedBody::new(body, body_timeout, body_read)));
             request.extensions_mut().insert(ConnectInfo(remote));
+            if let Some(served_at) = served_at {
+                request.extensions_mut().insert(served_at);
+            }
             let app = app.clone();
             let last_active = last_active.clone();
             async move {
                 let response = app.oneshot(request).await;
                 mark_active(&last_active, opened);
-                Ok::<_, Infallible>(match response {
+                let mut response = match response {
                     Ok(response) => response,
                     Err(never) => match never {},
-                })
+                };
+                // An answer given before the body was read (a 401, 413 or
+                // 415 that never looked at it) leaves the rest of that body
+                // on the connection, where it would be read as the next
+                // request: the connection ends with this answer instead.
+                if !read_to_end.load(Ordering::Relaxed) {
+                    response.headers_mut().insert(
+                        axum::http::header::CONNECTION,
+                        axum::http::HeaderValue::from_static("close"),
+                    );
+                }
+                Ok::<_, Infallible>(response)
             }
         })
     };
@@ -188,15 +207,18 @@ struct TimedBody {
     timeout: Duration,
     deadline: Pin<Box<tokio::time::Sleep>>,
     waiting: bool,
+    /// Set once the body's end was read (the connection may serve another request).
+    read_to_end: Arc<AtomicBool>,
 }
 
 impl TimedBody {
-    fn new(inner: Incoming, timeout: Duration) -> TimedBody {
+    fn new(inner: Incoming, timeout: Duration, read_to_end: Arc<AtomicBool>) -> TimedBody {
         TimedBody {
             inner,
             timeout,
             deadline: Box::pin(tokio::time::sleep(timeout)),
             waiting: false,
+            read_to_end,
         }
     }
 }
@@ -213,6 +235,9 @@ impl http_body::Body for TimedBody {
         match Pin::new(&mut this.inner).poll_frame(cx) {
             Poll::Ready(frame) => {
                 this.waiting = false;
+                if frame.is_none() || this.inner.is_end_stream() {
+                    this.read_to_end.store(true, Ordering::Relaxed);
+                }
                 Poll::Ready(frame.map(|f| f.map_err(Into::into)))
             }
             Poll::Pending => {

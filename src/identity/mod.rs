@@ -36,6 +36,7 @@ pub fn routes(api: Api) -> Api {
     let api = sign_in::routes::routes(api);
     let api = sessions::routes::routes(api);
     let api = mfa::routes::routes(api);
+    let api = oidc::identity_routes::routes(api);
     removed::routes(api)
 }
 
@@ -47,22 +48,28 @@ pub fn root_router() -> Router<AppState> {
         .merge(oidc::routes::router())
 }
 
-/// The server's own origin: the configured public URL, or else the origin
-/// the request was addressed to (a home server reached by its LAN name).
-pub fn base_url(settings: &Settings, headers: &HeaderMap) -> String {
-    if let Some(url) = &settings.public_url {
-        return url.trim_end_matches('/').to_string();
+/// The server's own origin for links and the OAuth issuer: the configured
+/// public URL, or else the address the request's connection reached (never
+/// a Host the client made up; see `http::origin`).
+pub struct BaseUrl(pub String);
+
+impl axum::extract::FromRequestParts<AppState> for BaseUrl {
+    type Rejection = std::convert::Infallible;
+
+    async fn from_request_parts(
+        parts: &mut axum::http::request::Parts,
+        state: &AppState,
+    ) -> Result<Self, Self::Rejection> {
+        Ok(BaseUrl(base_url(&state.settings, parts)))
     }
-    let host = headers
-        .get(header::HOST)
-        .and_then(|v| v.to_str().ok())
-        .filter(|h| {
-            !h.is_empty()
-                && h.bytes()
-                    .all(|b| b.is_ascii_alphanumeric() || b"-.:[]".contains(&b))
-        })
-        .unwrap_or("localhost");
-    format!("http://{host}")
+}
+
+pub fn base_url(settings: &Settings, parts: &axum::http::request::Parts) -> String {
+    crate::http::origin::origin(
+        settings.public_url.as_deref(),
+        &parts.headers,
+        parts.extensions.get().copied(),
+    )
 }
 
 /// Cookies get `Secure` when the server is reached over https.

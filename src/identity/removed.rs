@@ -2,14 +2,11 @@
 //! and Versioning 4): still listed in the contract, deprecated, and
 //! answering 410 Gone with a pointer to the OAuth flow that replaced them.
 
-use axum::extract::State;
-use axum::http::HeaderMap;
 use axum::routing::{any, post};
 
 use crate::error::ApiError;
 use crate::http::openapi::{Api, Op};
-use crate::identity::{base_url, oauth};
-use crate::state::AppState;
+use crate::identity::{BaseUrl, oauth};
 
 const TAG: &str = "Sessions";
 
@@ -39,8 +36,7 @@ pub fn routes(api: Api) -> Api {
 }
 
 /// 410 naming the discovery document of the flow that replaced the endpoint.
-async fn gone(State(state): State<AppState>, headers: HeaderMap) -> ApiError {
-    let base = base_url(&state.settings, &headers);
+async fn gone(BaseUrl(base): BaseUrl) -> ApiError {
     ApiError::Gone(format!(
         "this endpoint was removed; sign in with the OAuth authorization code flow with PKCE described at {}",
         oauth::routes::metadata_url(&base)

@@ -66,6 +66,8 @@ fn account_password_sets_the_password_and_signs_every_device_out() {
         )
         .unwrap();
     }
+    // An app token made with the old password (which may have leaked).
+    crate::process::token_create(&data, "1", "owner@example.org", &[]).assert_success();
     let out = account(
         &data,
         "password",
@@ -74,7 +76,8 @@ fn account_password_sets_the_password_and_signs_every_device_out() {
     );
     out.assert_success();
     assert!(
-        out.stderr.contains("1 signed-in session(s) signed out"),
+        out.stderr
+            .contains("1 signed-in session(s) signed out and 1 app token(s) revoked"),
         "{}",
         out.stderr
     );
@@ -99,6 +102,23 @@ fn account_password_sets_the_password_and_signs_every_device_out() {
         .unwrap();
     assert_eq!(live, 0);
     assert_eq!(events(&conn, "password.reset"), 1);
+    let live_tokens: i64 = conn
+        .query_row(
+            "SELECT count(*) FROM app_tokens WHERE revoked_at IS NULL",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap();
+    assert_eq!(live_tokens, 0, "the account's app tokens are revoked too");
+    let audited: i64 = conn
+        .query_row(
+            "SELECT count(*) FROM audit_events WHERE event_type = 'app_token.revoked'
+             AND json_extract(metadata, '$.via') = 'password_reset'",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap();
+    assert_eq!(audited, 1);
 
     account(
         &data,

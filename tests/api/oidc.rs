@@ -28,9 +28,11 @@ use crate::sign_in::{
 };
 use crate::support::{TestApp, TestResponse};
 
-const CLIENT_ID: &str = "pillbox-at-idp";
-const CLIENT_SECRET: &str = "idp client secret";
-const PROVIDER: &str = "Test IdP";
+pub(crate) const CLIENT_ID: &str = "pillbox-at-idp";
+pub(crate) const CLIENT_SECRET: &str = "idp client secret";
+pub(crate) const PROVIDER: &str = "Test IdP";
+/// The `acr` the test's operator configured as "the provider did a second factor".
+pub(crate) const MFA_ACR: &str = "urn:test:mfa";
 
 /// The operating system's random source for the key generation.
 struct OsRng;
@@ -56,7 +58,7 @@ impl rsa::rand_core::TryRng for OsRng {
 impl rsa::rand_core::TryCryptoRng for OsRng {}
 
 /// The provider's signing key and another key nobody published.
-fn keys() -> &'static (rsa::PrivateKey, rsa::PrivateKey) {
+pub(crate) fn keys() -> &'static (rsa::PrivateKey, rsa::PrivateKey) {
     static KEYS: OnceLock<(rsa::PrivateKey, rsa::PrivateKey)> = OnceLock::new();
     KEYS.get_or_init(|| {
         (
@@ -66,7 +68,7 @@ fn keys() -> &'static (rsa::PrivateKey, rsa::PrivateKey) {
     })
 }
 
-fn sign(key: &rsa::PrivateKey, claims: &Value) -> String {
+pub(crate) fn sign(key: &rsa::PrivateKey, claims: &Value) -> String {
     let header =
         URL_SAFE_NO_PAD.encode(json!({"alg": "RS256", "kid": "k1", "typ": "JWT"}).to_string());
     let payload = URL_SAFE_NO_PAD.encode(claims.to_string());
@@ -84,15 +86,15 @@ struct Issued {
 }
 
 #[derive(Default)]
-struct Provider {
-    base: String,
+pub(crate) struct Provider {
+    pub(crate) base: String,
     codes: HashMap<String, Issued>,
     discovery_down: bool,
     token_down: bool,
     token_requests: usize,
 }
 
-type Shared = Arc<Mutex<Provider>>;
+pub(crate) type Shared = Arc<Mutex<Provider>>;
 
 async fn discovery(State(p): State<Shared>) -> axum::response::Response {
     let p = p.lock().unwrap();
@@ -169,7 +171,7 @@ async fn token(
     .into_response()
 }
 
-async fn start_provider() -> Shared {
+pub(crate) async fn start_provider() -> Shared {
     let shared: Shared = Arc::default();
     let app = axum::Router::new()
         .route("/.well-known/openid-configuration", get(discovery))
@@ -184,7 +186,7 @@ async fn start_provider() -> Shared {
     shared
 }
 
-async fn app_with(provider: &Shared) -> TestApp {
+pub(crate) async fn app_with(provider: &Shared) -> TestApp {
     let issuer = provider.lock().unwrap().base.clone();
     TestApp::with_settings(Settings {
         rate_limit_per_minute: 0,
@@ -193,18 +195,19 @@ async fn app_with(provider: &Shared) -> TestApp {
             client_id: CLIENT_ID.into(),
             client_secret: CLIENT_SECRET.into(),
             name: PROVIDER.into(),
+            mfa_acr_values: vec![MFA_ACR.into()],
         }),
         ..Settings::default()
     })
     .await
 }
 
-fn now() -> i64 {
+pub(crate) fn now() -> i64 {
     jiff::Timestamp::now().as_second()
 }
 
 /// The claims of a good ID token for a request with this nonce.
-fn claims(provider: &Shared, nonce: &str, sub: &str, email: &str) -> Value {
+pub(crate) fn claims(provider: &Shared, nonce: &str, sub: &str, email: &str) -> Value {
     json!({
         "iss": provider.lock().unwrap().base,
         "sub": sub,
@@ -218,7 +221,7 @@ fn claims(provider: &Shared, nonce: &str, sub: &str, email: &str) -> Value {
 }
 
 /// The cookies a response set, as one Cookie header.
-fn cookies_of(response: &TestResponse) -> String {
+pub(crate) fn cookies_of(response: &TestResponse) -> String {
     response
         .headers
         .get_all("set-cookie")
@@ -231,19 +234,19 @@ fn cookies_of(response: &TestResponse) -> String {
 
 /// A sign-in sent to the provider: its authorization request and the
 /// browser's cookies.
-struct AtProvider {
+pub(crate) struct AtProvider {
     query: Vec<(String, String)>,
     cookies: String,
 }
 
 impl AtProvider {
-    fn get(&self, name: &str) -> String {
+    pub(crate) fn get(&self, name: &str) -> String {
         param(&self.query, name).unwrap_or_default().to_string()
     }
 }
 
 /// Presses "Sign in with …" on the sign-in page of a mobile request.
-async fn press_button(app: &TestApp, challenge: &str) -> TestResponse {
+pub(crate) async fn press_button(app: &TestApp, challenge: &str) -> TestResponse {
     let page = get_authorize(app, &authorize_query(challenge, "xyz-state")).await;
     page.assert_status(200);
     assert!(html(&page).contains(&format!("Sign in with {PROVIDER}")));
@@ -266,7 +269,7 @@ async fn press_button(app: &TestApp, challenge: &str) -> TestResponse {
     response
 }
 
-fn at_provider(response: &TestResponse, provider: &Shared) -> AtProvider {
+pub(crate) fn at_provider(response: &TestResponse, provider: &Shared) -> AtProvider {
     assert_eq!(response.status.as_u16(), 303, "{}", html(response));
     let location = response.header("location").unwrap();
     let base = provider.lock().unwrap().base.clone();
@@ -294,7 +297,7 @@ fn at_provider(response: &TestResponse, provider: &Shared) -> AtProvider {
 
 /// The provider's login: a code for this ID token, then the browser back
 /// at our callback.
-async fn come_back(
+pub(crate) async fn come_back(
     app: &TestApp,
     provider: &Shared,
     at: &AtProvider,
@@ -325,7 +328,7 @@ async fn come_back(
 
 /// One delegated sign-in of the mobile app with the claims `make` builds
 /// from the nonce; answers our callback's response and the PKCE verifier.
-async fn delegated(
+pub(crate) async fn delegated(
     app: &TestApp,
     provider: &Shared,
     make: impl Fn(&str) -> String,
@@ -338,7 +341,7 @@ async fn delegated(
     (come_back(app, provider, &at, token).await, verifier)
 }
 
-async fn failures(app: &TestApp, reason: &'static str) -> i64 {
+pub(crate) async fn failures(app: &TestApp, reason: &'static str) -> i64 {
     app.db
         .read(move |c| {
             Ok(c.query_row(
@@ -353,9 +356,9 @@ async fn failures(app: &TestApp, reason: &'static str) -> i64 {
 }
 
 /// Builds an ID token from the nonce of the request it answers.
-type MakeToken<'a> = Box<dyn Fn(&str) -> String + 'a>;
+pub(crate) type MakeToken<'a> = Box<dyn Fn(&str) -> String + 'a>;
 
-fn refused(response: &TestResponse, status: u16, words: &str) {
+pub(crate) fn refused(response: &TestResponse, status: u16, words: &str) {
     assert_eq!(response.status.as_u16(), status, "{}", html(response));
     assert!(html(response).contains(words), "{}", html(response));
     assert!(html(response).contains("role=\"alert\""));
@@ -544,7 +547,7 @@ async fn bad_id_tokens_are_each_refused_with_a_page_and_audited() {
     }
     let linked: i64 = app
         .db
-        .read(|c| Ok(c.query_row("SELECT count(*) FROM oidc_identities", [], |r| r.get(0))?))
+        .read(|c| Ok(c.query_row("SELECT count(*) FROM linked_identities", [], |r| r.get(0))?))
         .await
         .unwrap();
     assert_eq!(linked, 0, "no refused token links anything");
@@ -586,6 +589,7 @@ async fn a_provider_outage_is_a_clear_page_never_a_500() {
             client_id: CLIENT_ID.into(),
             client_secret: CLIENT_SECRET.into(),
             name: PROVIDER.into(),
+            mfa_acr_values: vec![MFA_ACR.into()],
         }),
         ..Settings::default()
     })
@@ -634,7 +638,7 @@ async fn an_invitee_signs_in_with_the_provider_on_the_invitation_page() {
         .read(|c| {
             Ok(c.query_row(
                 "SELECT count(*) FROM memberships m JOIN accounts a ON a.id = m.account_id
-                 JOIN oidc_identities i ON i.account_id = a.id
+                 JOIN linked_identities i ON i.account_id = a.id
                  WHERE a.email = 'idp-user@example.org' AND m.status = 'active' AND i.subject = 'invitee-1'",
                 [],
                 |r| r.get(0),
@@ -645,60 +649,4 @@ async fn an_invitee_signs_in_with_the_provider_on_the_invitation_page() {
     assert_eq!(member, 1);
     // The link is spent.
     open(&app, &token).await.assert_status(404);
-}
-
-#[tokio::test]
-async fn an_identity_no_account_matches_is_linked_once_by_signing_in_with_the_password() {
-    let provider = start_provider().await;
-    let app = app_with(&provider).await;
-    let unverified = |nonce: &str| {
-        let mut c = claims(&provider, nonce, "user-9", "owner@example.org");
-        c["email_verified"] = json!(false);
-        sign(&keys().0, &c)
-    };
-    let (refused_page, verifier) = delegated(&app, &provider, unverified).await;
-    refused(&refused_page, 403, "has not verified your email");
-    let text = html(&refused_page);
-    assert!(text.contains("link it"), "{text}");
-    let mut fields = hidden_fields(text);
-    assert!(
-        fields
-            .iter()
-            .any(|(k, v)| k == "link_token" && v.starts_with("pbx_oidcl_"))
-    );
-    let cookie = cookies_of(&refused_page)
-        .split("; ")
-        .find(|c| c.starts_with("pillbox_sign_in_csrf="))
-        .expect("the link form's CSRF cookie")
-        .to_string();
-    // A wrong password links nothing.
-    let mut wrong = fields.clone();
-    wrong.push(("email".into(), "owner@example.org".into()));
-    wrong.push(("password".into(), "not the password".into()));
-    post_page(&app, &wrong, &cookie).await.assert_status(401);
-    fields.push(("email".into(), "owner@example.org".into()));
-    fields.push(("password".into(), crate::support::PASSWORD.into()));
-    let signed_in = post_page(&app, &fields, &cookie).await;
-    assert_eq!(signed_in.status.as_u16(), 303, "{}", html(&signed_in));
-    let code = param(&location_params(&signed_in), "code")
-        .unwrap()
-        .to_string();
-    redeem(&app, &code, &verifier).await.assert_status(200);
-    let linked: i64 = app
-        .db
-        .read(|c| {
-            Ok(c.query_row(
-                "SELECT count(*) FROM oidc_identities i JOIN accounts a ON a.id = i.account_id
-                 WHERE i.subject = 'user-9' AND a.email = 'owner@example.org'",
-                [],
-                |r| r.get(0),
-            )?)
-        })
-        .await
-        .unwrap();
-    assert_eq!(linked, 1);
-    // From now on the provider alone signs this identity in.
-    let (again, _) = delegated(&app, &provider, unverified).await;
-    assert_eq!(again.status.as_u16(), 303, "{}", html(&again));
-    assert!(again.header("location").unwrap().starts_with(REDIRECT));
 }

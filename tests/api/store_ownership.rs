@@ -38,7 +38,7 @@ const OWNERS: &[(&str, &[&str])] = &[
     ("recovery_codes", &["src/identity/mfa/store.rs"]),
     ("sign_in_pending", &["src/identity/sign_in/store.rs"]),
     ("oidc_pending", &["src/identity/oidc/store.rs"]),
-    ("oidc_identities", &["src/identity/oidc/store.rs"]),
+    ("linked_identities", &["src/identity/oidc/store.rs"]),
     ("oidc_pending_links", &["src/identity/oidc/store.rs"]),
     ("sign_in_failures", &["src/identity/events.rs"]),
     ("sign_in_events", &["src/identity/events.rs"]),

@@ -146,3 +146,22 @@ pub fn revoke_in(conn: &WriteTx, household_id: i64, id: i64, acting: Option<&Act
         json!({"membership_id": found.membership_id}),
     )
 }
+
+/// Revokes every live app token of the account's memberships, in every
+/// household, each audited there as revoked by the host operator with
+/// `via`. Answers how many were revoked.
+pub fn revoke_all_of_account(conn: &WriteTx, account_id: i64, via: &str) -> Result<usize> {
+    let live = store::live_of_account(conn, account_id)?;
+    for token in &live {
+        store::revoke(conn, token.id)?;
+        audit::record(
+            conn,
+            token.household_id,
+            None,
+            "app_token.revoked",
+            ("app_token", token.id),
+            json!({"membership_id": token.membership_id, "via": via}),
+        )?;
+    }
+    Ok(live.len())
+}

@@ -100,3 +100,27 @@ pub fn revoke_all_of_membership(conn: &WriteTx, membership_id: i64) -> Result<us
         )?
         .execute(params![membership_id, Timestamp::now()])?)
 }
+
+/// A live app token of an account, and where it is bound.
+pub struct LiveOfAccount {
+    pub id: i64,
+    pub membership_id: i64,
+    pub household_id: i64,
+}
+
+/// The live app tokens bound to any membership of the account.
+pub fn live_of_account(conn: &Connection, account_id: i64) -> Result<Vec<LiveOfAccount>> {
+    let mut stmt = conn.prepare_kept(
+        "SELECT t.id, t.membership_id, m.household_id FROM app_tokens t
+         JOIN memberships m ON m.id = t.membership_id
+         WHERE m.account_id = ?1 AND t.revoked_at IS NULL ORDER BY t.id",
+    )?;
+    let rows = stmt.query_map([account_id], |r| {
+        Ok(LiveOfAccount {
+            id: r.get(0)?,
+            membership_id: r.get(1)?,
+            household_id: r.get(2)?,
+        })
+    })?;
+    Ok(rows.collect::<rusqlite::Result<_>>()?)
+}

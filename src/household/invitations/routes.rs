@@ -1,8 +1,8 @@
 //! Invitation handlers: the administrators' collection and the
 //! account-level acceptance.
 
+use crate::identity::BaseUrl;
 use axum::extract::State;
-use axum::http::HeaderMap;
 use axum::response::Response;
 use axum::routing::{delete, get, post};
 
@@ -74,10 +74,9 @@ async fn list(State(state): State<AppState>, actor: Actor, query: QueryParams) -
 async fn create(
     State(state): State<AppState>,
     actor: Actor,
-    headers: HeaderMap,
+    BaseUrl(base): BaseUrl,
     ApiJson(body): ApiJson<InvitationBody>,
 ) -> Result<Response> {
-    let base = crate::identity::base_url(&state.settings, &headers);
     let policy = policy(&state);
     let created = state
         .db
@@ -108,10 +107,9 @@ async fn revoke(
 async fn resend(
     State(state): State<AppState>,
     actor: Actor,
-    headers: HeaderMap,
+    BaseUrl(base): BaseUrl,
     PathNumericId(id): PathNumericId,
 ) -> Result<Response> {
-    let base = crate::identity::base_url(&state.settings, &headers);
     let policy = policy(&state);
     let resent = state
         .db

@@ -16,7 +16,7 @@ use crate::household::invitations::{self, Invitee};
 use crate::identity::sign_in::page::{html, html_to};
 use crate::identity::sign_in::password::{self, PasswordCheck};
 use crate::identity::sign_in::{self, SecondFactor};
-use crate::identity::{ClientAddress, base_url, csrf, oidc, parse_form, parse_pairs};
+use crate::identity::{BaseUrl, ClientAddress, csrf, oidc, parse_form, parse_pairs};
 use crate::state::AppState;
 
 const CSRF_COOKIE: &str = "pillbox_invitation_csrf";
@@ -135,6 +135,7 @@ impl Visit {
 
 async fn show(
     State(state): State<AppState>,
+    BaseUrl(base): BaseUrl,
     headers: HeaderMap,
     ClientAddress(address): ClientAddress,
     uri: Uri,
@@ -149,7 +150,7 @@ async fn show(
         Err(e) => return e.into_response(),
     };
     let visit = Visit {
-        base: base_url(&state.settings, &headers),
+        base,
         csrf: csrf::from_cookie(&headers, CSRF_COOKIE).unwrap_or_else(csrf::generate),
         state,
         token,
@@ -161,6 +162,7 @@ async fn show(
 
 async fn submit(
     State(state): State<AppState>,
+    BaseUrl(base): BaseUrl,
     headers: HeaderMap,
     ClientAddress(address): ClientAddress,
     body: Bytes,
@@ -179,7 +181,7 @@ async fn submit(
     let cookie = csrf::from_cookie(&headers, CSRF_COOKIE);
     let csrf_ok = csrf::matches(cookie.as_deref(), form.csrf_token.as_deref());
     let visit = Visit {
-        base: base_url(&state.settings, &headers),
+        base,
         csrf: cookie.filter(|_| csrf_ok).unwrap_or_else(csrf::generate),
         state,
         token,

@@ -1,7 +1,6 @@
 //! Multi-factor handlers: status, TOTP enrolment and confirmation, disabling.
 
 use axum::extract::State;
-use axum::http::HeaderMap;
 use axum::response::Response;
 use axum::routing::{get, post};
 
@@ -13,7 +12,7 @@ use crate::error::{ApiError, Result};
 use crate::http::extract::ApiJson;
 use crate::http::openapi::{Api, Op};
 use crate::http::respond;
-use crate::identity::{ClientAddress, base_url};
+use crate::identity::{BaseUrl, ClientAddress};
 use crate::state::AppState;
 
 const TAG: &str = "Multi-factor";
@@ -62,11 +61,11 @@ async fn show(State(state): State<AppState>, auth: Authenticated) -> Result<Resp
 
 async fn begin(
     State(state): State<AppState>,
-    headers: HeaderMap,
+    BaseUrl(base): BaseUrl,
     auth: Authenticated,
 ) -> Result<Response> {
     let key = state.mfa_key()?;
-    let issuer = issuer_label(&base_url(&state.settings, &headers));
+    let issuer = issuer_label(&base);
     let enrolment = state
         .db
         .write(move |tx| super::begin(tx, &key, &auth, &issuer))

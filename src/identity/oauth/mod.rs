@@ -170,6 +170,9 @@ fn redeem_code(
         return Ok(Err(OAuthError::invalid_grant(INVALID)));
     }
     if stored.grant.client_id != client.id {
+        // Another client holding this code saw its redirect: burnt, as a
+        // wrong verifier burns it, so the right client cannot use it after.
+        store::mark_used(tx, stored.id, &now, None)?;
         return Ok(Err(OAuthError::invalid_grant(
             "the authorization code was issued to another client",
         )));
@@ -237,27 +240,34 @@ fn refresh(tx: &WriteTx, context: &Context, client: &Client, form: &TokenForm) -
 
 /// RFC 7009: revokes the session of an access or refresh token. A token
 /// that is unknown, of another client or already revoked is no error.
+/// RFC 7009: an unknown or invalid token is answered as revoked (nothing
+/// to tell); a token issued to another client than the one naming itself
+/// is refused (2.1) and stays valid.
 pub fn revoke(
     tx: &WriteTx,
     token_text: &str,
     client_id: Option<&str>,
     address: &str,
-) -> Result<()> {
+) -> Result<std::result::Result<(), OAuthError>> {
     let presented = token::parse_with(ACCESS_TOKEN_PREFIX, token_text)
         .or_else(|| token::parse_with(REFRESH_TOKEN_PREFIX, token_text));
     let Some(presented) = presented else {
-        return Ok(());
+        return Ok(Ok(()));
     };
     let Some(stored) = sessions::store::find_token(tx, presented.selector)? else {
-        return Ok(());
+        return Ok(Ok(()));
     };
-    if !presented.matches(&stored.secret_sha256)
-        || client_id.is_some_and(|id| id != stored.client_id)
-    {
-        return Ok(());
+    if !presented.matches(&stored.secret_sha256) {
+        return Ok(Ok(()));
+    }
+    if client_id.is_some_and(|id| id != stored.client_id) {
+        return Ok(Err(OAuthError::new(
+            "unauthorized_client",
+            "the token was not issued to this client",
+        )));
     }
     sessions::revoke(tx, stored.account_id, stored.session_id, "revoked", address)?;
-    Ok(())
+    Ok(Ok(()))
 }
 
 #[cfg(test)]

@@ -10,7 +10,7 @@ use serde::de::DeserializeOwned;
 
 use super::model::{Metadata, OAuthError, RevokeForm, TokenForm, TokenResponse};
 use crate::http::openapi::{Api, Op};
-use crate::identity::{ClientAddress, METADATA_PATH, base_url, clients};
+use crate::identity::{BaseUrl, ClientAddress, METADATA_PATH, clients};
 use crate::state::AppState;
 
 const TAG: &str = "OAuth";
@@ -33,10 +33,10 @@ pub fn routes(api: Api) -> Api {
     .route(
         Op::post(REVOKE_PATH, "deleteOAuthToken", TAG)
             .summary("Revocation endpoint (RFC 7009): revoke the session of an access or refresh token")
-            .description("Form-encoded. Answers 200 with no body whether or not the token was live.")
+            .description("Form-encoded. Answers 200 with no body whether or not the token was live, except for a live token issued to another client than the client_id given, which is refused (RFC 7009 2.1) and stays valid.")
             .public()
             .form_body::<RevokeForm>()
-            .plain_response::<OAuthError>(400, "invalid_request: no token given"),
+            .plain_response::<OAuthError>(400, "invalid_request: no token given; unauthorized_client: the token was issued to another client"),
         post(revoke),
     )
 }
@@ -47,6 +47,7 @@ fn parse_form<T: DeserializeOwned>(headers: &HeaderMap, body: &[u8]) -> Result<T
 
 async fn token(
     State(state): State<AppState>,
+    BaseUrl(base): BaseUrl,
     headers: HeaderMap,
     ClientAddress(address): ClientAddress,
     body: Bytes,
@@ -55,7 +56,6 @@ async fn token(
         Ok(form) => form,
         Err(e) => return e.into_response(),
     };
-    let base = base_url(&state.settings, &headers);
     let context = super::Context {
         clients: clients::registered(&state.settings, &base),
         lifetimes: (&state.settings.oauth).into(),
@@ -97,7 +97,8 @@ async fn revoke(
         .write(move |tx| super::revoke(tx, &token, client_id.as_deref(), &address))
         .await
     {
-        Ok(()) => StatusCode::OK.into_response(),
+        Ok(Ok(())) => StatusCode::OK.into_response(),
+        Ok(Err(refused)) => refused.into_response(),
         Err(e) => e.into_response(),
     }
 }
@@ -125,7 +126,6 @@ pub fn metadata_url(base: &str) -> String {
     format!("{base}{METADATA_PATH}")
 }
 
-pub async fn metadata(State(state): State<AppState>, headers: HeaderMap) -> Response {
-    let base = base_url(&state.settings, &headers);
+pub async fn metadata(BaseUrl(base): BaseUrl) -> Response {
     axum::Json(metadata_document(&base)).into_response()
 }

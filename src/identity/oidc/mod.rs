@@ -3,12 +3,19 @@
 //! verified against the provider's JWKS (`jwt`), and the identity matched
 //! to an account: one linked before (issuer and subject), or else the
 //! account of the token's email when the provider says it is verified,
-//! which links it once and for all. A sign-in that succeeds lands where a
+//! linked once that sign-in completes. An identity no account matched is
+//! linked only by the browser that came back from the provider, after the
+//! account's password, its second factor and an explicit confirmation. The
+//! account's second factor is asked after the provider too unless the
+//! provider says it performed one. A sign-in that succeeds lands where a
 //! password sign-in does: a code of our own authorization server for the
-//! app, or the acceptance of an invitation. Every outcome is audited.
+//! app, or the acceptance of an invitation. Every outcome is audited, and
+//! every link and unlink is told to the account's email.
 
+pub mod identity_routes;
 pub mod jwt;
 pub mod model;
+mod notice;
 pub mod routes;
 pub mod store;
 
@@ -17,6 +24,7 @@ use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use serde_json::json;
 use sha2::{Digest, Sha256};
+use subtle::ConstantTimeEq;
 
 use crate::config::OidcSettings;
 use crate::db::WriteTx;
@@ -51,6 +59,9 @@ pub enum Failure {
     Invalid(jwt::Invalid),
     EmailNotVerified,
     NoAccount,
+    /// The account has a second factor the provider did not check, on a
+    /// page that cannot ask for it (the invitation's).
+    SecondFactorRequired,
 }
 
 impl Failure {
@@ -62,6 +73,7 @@ impl Failure {
             Failure::Invalid(invalid) => invalid.as_str(),
             Failure::EmailNotVerified => "email_not_verified",
             Failure::NoAccount => "no_matching_account",
+            Failure::SecondFactorRequired => "second_factor_required",
         }
     }
 
@@ -70,7 +82,9 @@ impl Failure {
             Failure::Unavailable => StatusCode::BAD_GATEWAY,
             Failure::Cancelled | Failure::Invalid(_) => StatusCode::UNAUTHORIZED,
             Failure::Expired => StatusCode::BAD_REQUEST,
-            Failure::EmailNotVerified | Failure::NoAccount => StatusCode::FORBIDDEN,
+            Failure::EmailNotVerified | Failure::NoAccount | Failure::SecondFactorRequired => {
+                StatusCode::FORBIDDEN
+            }
         }
     }
 
@@ -92,6 +106,9 @@ impl Failure {
             ),
             Failure::NoAccount => format!(
                 "No Pillbox account has the email address {provider} gave. Sign in with your password, or ask your household's administrator for an invitation."
+            ),
+            Failure::SecondFactorRequired => format!(
+                "Your Pillbox account has two-step verification, and {provider} did not say it checked a second factor. Open the invitation link again and sign in with your password and your code."
             ),
         }
     }
@@ -172,27 +189,29 @@ pub enum Matched {
     Account {
         account_id: i64,
         email: String,
+        /// Whether the identity is linked already, or matched by its email
+        /// (then linked once the sign-in completes).
+        linked: bool,
     },
     /// No linked account and none of the token's (verified) email.
-    Unknown {
-        verified_email: Option<String>,
-    },
+    Unknown { verified_email: Option<String> },
 }
 
 /// Finds the account of a verified ID token: the linked one, else that of
-/// its email if the provider verified it (and links it from now on).
+/// its email if the provider verified it. Links nothing: a match by email
+/// is linked by `link_identity` once the whole sign-in has succeeded.
 pub fn match_account(
     tx: &WriteTx,
     claims: &Claims,
 ) -> Result<std::result::Result<Matched, Failure>> {
     if let Some(account_id) = store::linked_account(tx, &claims.iss, &claims.sub)? {
-        store::link(tx, &claims.iss, &claims.sub, account_id)?;
-        let email: String = tx.query_row(
-            "SELECT email FROM accounts WHERE id = ?1",
-            [account_id],
-            |r| r.get(0),
-        )?;
-        return Ok(Ok(Matched::Account { account_id, email }));
+        store::touch(tx, &claims.iss, &claims.sub)?;
+        let email = crate::auth::accounts::email_of(tx, account_id)?;
+        return Ok(Ok(Matched::Account {
+            account_id,
+            email,
+            linked: true,
+        }));
     }
     let email = claims
         .email
@@ -206,14 +225,98 @@ pub fn match_account(
         return Ok(Err(Failure::EmailNotVerified));
     }
     match crate::auth::accounts::find_by_email(tx, &email)? {
-        Some(account_id) => {
-            store::link(tx, &claims.iss, &claims.sub, account_id)?;
-            Ok(Ok(Matched::Account { account_id, email }))
-        }
+        Some(account_id) => Ok(Ok(Matched::Account {
+            account_id,
+            email,
+            linked: false,
+        })),
         None => Ok(Ok(Matched::Unknown {
             verified_email: Some(email),
         })),
     }
+}
+
+/// Whether signing in with the provider must still ask for the account's
+/// own second factor: the account has one and the provider does not say
+/// it performed one.
+pub fn needs_second_factor(
+    conn: &rusqlite::Connection,
+    settings: &OidcSettings,
+    claims: &Claims,
+    account_id: i64,
+) -> Result<bool> {
+    Ok(crate::identity::mfa::enabled(conn, account_id)?
+        && !claims.second_factor_done(&settings.mfa_acr_values))
+}
+
+/// The identity a link joins to an account, and how it came to be linked
+/// (`email`: the provider's verified email; `password`: the account's
+/// owner confirmed it after signing in; `invitation`: a new account).
+pub struct NewLink<'a> {
+    pub issuer: &'a str,
+    pub subject: &'a str,
+    pub label: &'a str,
+    pub via: &'static str,
+}
+
+/// Links an identity to an account, audited and told to the account's
+/// email when mail is on. An identity linked already stays as it is.
+pub fn link_identity(
+    tx: &WriteTx,
+    link: &NewLink<'_>,
+    account_id: i64,
+    address: &str,
+    mail_on: bool,
+) -> Result<()> {
+    if store::link(tx, link.issuer, link.subject, account_id, link.label)?.is_none() {
+        return Ok(());
+    }
+    tracing::info!(account_id, via = link.via, "provider identity linked");
+    events::record(
+        tx,
+        Some(account_id),
+        "oidc.linked",
+        address,
+        json!({"issuer": link.issuer, "via": link.via}),
+    )?;
+    if mail_on {
+        notice::linked(tx, account_id, link.label, address)?;
+    }
+    Ok(())
+}
+
+/// The account's linked identities.
+pub fn linked_identities(
+    conn: &rusqlite::Connection,
+    account_id: i64,
+    page: crate::domain::Page,
+) -> Result<(Vec<model::LinkedIdentity>, i64)> {
+    store::list_linked(conn, account_id, page)
+}
+
+/// Removes one of the account's linked identities (another account's is
+/// not found), audited and told to the account's email when mail is on.
+pub fn unlink_identity(
+    tx: &WriteTx,
+    account_id: i64,
+    id: i64,
+    address: &str,
+    mail_on: bool,
+) -> Result<()> {
+    let removed = store::unlink(tx, account_id, id)?
+        .ok_or_else(|| crate::error::ApiError::not_found("linked identity"))?;
+    tracing::info!(account_id, "provider identity unlinked");
+    events::record(
+        tx,
+        Some(account_id),
+        "oidc.unlinked",
+        address,
+        json!({"issuer": removed.issuer, "linked_identity_id": removed.id}),
+    )?;
+    if mail_on {
+        notice::unlinked(tx, account_id, &removed.name, address)?;
+    }
+    Ok(())
 }
 
 /// Records a refused delegated sign-in.
@@ -365,10 +468,104 @@ pub fn origin(url: &str) -> Option<String> {
         .then_some(origin)
 }
 
+/// The cookie that binds a pending link to the browser the provider sent
+/// back: a link is only ever taken by a form that names the same token.
+pub const LINK_COOKIE: &str = "pillbox_oidc_link";
+
 /// A link token for an identity no account matched (ten minutes, once).
 pub fn offer_link(tx: &WriteTx, claims: &Claims) -> Result<String> {
     let link = crate::auth::token::generate(crate::identity::sign_in::LINK_PREFIX);
     let expires = Timestamp::now().plus(jiff::SignedDuration::from_secs(PENDING_SECS));
-    store::insert_pending_link(tx, &link, &claims.iss, &claims.sub, &expires)?;
+    store::insert_pending_link(
+        tx,
+        &link,
+        &claims.iss,
+        &claims.sub,
+        &claims.label(),
+        &expires,
+    )?;
     Ok(link.token)
+}
+
+/// Whether this browser holds the link token its form names (the cookie
+/// set when the provider answered), compared in constant time.
+pub fn held_by_browser(headers: &axum::http::HeaderMap, sent: Option<&str>) -> bool {
+    let held = crate::identity::csrf::cookie(headers, LINK_COOKIE);
+    crate::identity::csrf::matches(held.as_deref(), sent)
+}
+
+/// What the confirmation page shows and its form sends back.
+pub struct Confirmation {
+    /// The confirmation's secret (its digest is kept with the link).
+    pub secret: String,
+    /// The identity's name at the provider.
+    pub label: String,
+}
+
+fn pending_link(tx: &WriteTx, link_token: &str) -> Result<Option<store::PendingLink>> {
+    match crate::auth::token::parse_with(crate::identity::sign_in::LINK_PREFIX, link_token) {
+        Some(presented) => store::find_pending_link(tx, &presented),
+        None => Ok(None),
+    }
+}
+
+/// After an account signed in on the link's page (password, and second
+/// factor where it has one): the link waits for that account's explicit
+/// "yes". `None` when the link is unknown, spent or expired.
+pub fn ask_to_confirm(
+    tx: &WriteTx,
+    link_token: &str,
+    account_id: i64,
+    step: &str,
+) -> Result<Option<Confirmation>> {
+    let Some(link) = pending_link(tx, link_token)? else {
+        return Ok(None);
+    };
+    let secret = random();
+    store::await_confirmation(tx, link.id, account_id, step, &digest(&secret))?;
+    Ok(Some(Confirmation {
+        secret,
+        label: link.label,
+    }))
+}
+
+/// A confirmation answered: the account that signed in and its step.
+pub struct Answered {
+    pub account_id: i64,
+    pub step: String,
+}
+
+/// The account's answer to the confirmation page: the pending link is
+/// spent either way, and linked only on a "yes". `None` when the link or
+/// the confirmation is unknown, spent or expired.
+pub fn answer(
+    tx: &WriteTx,
+    link_token: &str,
+    secret: &str,
+    yes: bool,
+    address: &str,
+    mail_on: bool,
+) -> Result<Option<Answered>> {
+    let Some(link) = pending_link(tx, link_token)? else {
+        return Ok(None);
+    };
+    let confirmed = link
+        .confirm_sha256
+        .as_deref()
+        .is_some_and(|stored| bool::from(stored.ct_eq(&digest(secret))));
+    let (Some(account_id), Some(step), true) = (link.account_id, link.step.clone(), confirmed)
+    else {
+        return Ok(None);
+    };
+    store::delete_pending_link(tx, link.id)?;
+    if yes {
+        let new = NewLink {
+            issuer: &link.issuer,
+            subject: &link.subject,
+            label: &link.label,
+            via: "password",
+        };
+        link_identity(tx, &new, account_id, address, mail_on)?;
+    }
+    Ok(Some(Answered { account_id, step }))
 }

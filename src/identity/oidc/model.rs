@@ -1,9 +1,26 @@
 //! What the provider sends: its discovery document, token response, key
 //! set and the ID token's parts. Only the fields used here are read.
 
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+use crate::domain::Timestamp;
+use crate::http::openapi;
 use crate::identity::sign_in::AuthorizeParams;
+
+/// An identity of the identity provider that signs in as this account.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+#[schemars(deny_unknown_fields)]
+pub struct LinkedIdentity {
+    #[schemars(with = "openapi::NumericId")]
+    pub id: i64,
+    /// The provider's issuer URL
+    pub issuer: String,
+    /// The name the provider gave the identity when it was linked (its email or user name)
+    pub name: String,
+    pub linked_at: Timestamp,
+    pub last_used_at: Timestamp,
+}
 
 /// OpenID Connect Discovery 1.0, section 3.
 #[derive(Debug, Clone, Deserialize)]
@@ -79,12 +96,44 @@ pub struct Claims {
     pub email: Option<String>,
     /// A boolean, though some providers send the string "true"
     pub email_verified: Option<serde_json::Value>,
+    pub preferred_username: Option<String>,
+    /// How the provider authenticated the user: an array of RFC 8176
+    /// values (a lone string from a lax provider is read as one).
+    pub amr: Option<serde_json::Value>,
+    pub acr: Option<String>,
 }
 
 impl Claims {
     pub fn email_verified(&self) -> bool {
         matches!(&self.email_verified, Some(serde_json::Value::Bool(true)))
             || matches!(&self.email_verified, Some(serde_json::Value::String(s)) if s == "true")
+    }
+
+    /// Whether the provider says it performed a second factor: an `amr` of
+    /// `mfa`, `otp` or `hwk` (RFC 8176), or an `acr` the operator named.
+    pub fn second_factor_done(&self, mfa_acr_values: &[String]) -> bool {
+        let strong = |m: &serde_json::Value| matches!(m.as_str(), Some("mfa" | "otp" | "hwk"));
+        let amr = match &self.amr {
+            Some(serde_json::Value::Array(methods)) => methods.iter().any(strong),
+            Some(method) => strong(method),
+            None => false,
+        };
+        amr || self
+            .acr
+            .as_deref()
+            .is_some_and(|acr| mfa_acr_values.iter().any(|v| v == acr))
+    }
+
+    /// The name a person knows this identity by: its email, else its user
+    /// name, else the provider's subject; printable and short.
+    pub fn label(&self) -> String {
+        let name = [self.email.as_deref(), self.preferred_username.as_deref()]
+            .into_iter()
+            .flatten()
+            .map(str::trim)
+            .find(|n| !n.is_empty())
+            .unwrap_or(&self.sub);
+        name.chars().filter(|c| !c.is_control()).take(200).collect()
     }
 }
 

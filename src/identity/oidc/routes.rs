@@ -17,7 +17,7 @@ use crate::error::{ApiError, Result};
 use crate::household::invitations;
 use crate::identity::sign_in::page::{escape, html, page};
 use crate::identity::sign_in::{self, Refusal};
-use crate::identity::{ClientAddress, base_url, csrf, events, invitation, parse_pairs};
+use crate::identity::{BaseUrl, ClientAddress, csrf, events, invitation, parse_pairs};
 use crate::state::AppState;
 
 pub fn router() -> Router<AppState> {
@@ -117,19 +117,28 @@ struct CallbackQuery {
 /// The provider's redirect back (authorization response).
 async fn callback(
     State(state): State<AppState>,
+    BaseUrl(base): BaseUrl,
     headers: HeaderMap,
     ClientAddress(address): ClientAddress,
     uri: Uri,
 ) -> Response {
-    let response = finish(&state, &headers, &address, &uri)
+    let response = finish(&state, &base, &headers, &address, &uri)
         .await
         .unwrap_or_else(ApiError::into_response);
     let response = csrf::clear(response, STATE_COOKIE, COOKIE_PATH);
     csrf::clear(response, INVITATION_COOKIE, COOKIE_PATH)
 }
 
+/// The provider's answer checked (state, issuer, code, ID token): what the
+/// sign-in was for and the verified claims, or the page that refuses it.
+struct Answer {
+    purpose: Purpose,
+    claims: super::model::Claims,
+}
+
 async fn finish(
     state: &AppState,
+    base: &str,
     headers: &HeaderMap,
     address: &str,
     uri: &Uri,
@@ -137,23 +146,56 @@ async fn finish(
     let Some(settings) = state.settings.oidc.clone() else {
         return Err(ApiError::NotFound("no such route".into()));
     };
-    let base = base_url(&state.settings, headers);
+    let answer = match verify_answer(state, &settings, headers, address, uri, base).await? {
+        Ok(answer) => answer,
+        Err(page) => return Ok(page),
+    };
+    match answer.purpose {
+        Purpose::Authorize {
+            params,
+            device_label,
+        } => {
+            let to_client = ToClient {
+                settings: &settings,
+                base,
+                address,
+                params: *params,
+                device_label,
+            };
+            to_client.sign_in(state, answer.claims).await
+        }
+        Purpose::Invitation => {
+            accept_invitation(state, headers, address, answer.claims, &settings).await
+        }
+    }
+}
+
+/// Checks the provider's redirect back: the state this browser was given
+/// and still pending, the provider's issuer, its code redeemed for an ID
+/// token that verifies. Every refusal is audited.
+async fn verify_answer(
+    state: &AppState,
+    settings: &OidcSettings,
+    headers: &HeaderMap,
+    address: &str,
+    uri: &Uri,
+    base: &str,
+) -> Result<std::result::Result<Answer, Response>> {
     let query: CallbackQuery =
         parse_pairs(uri.query().unwrap_or("").as_bytes()).unwrap_or_default();
-    let record = |failure: Failure, account_id: Option<i64>, via: &'static str| {
+    let record = |failure: Failure, via: &'static str| {
         let address = address.to_string();
         async move {
             state
                 .db
-                .write(move |tx| super::record_failure(tx, account_id, failure, &address, via))
+                .write(move |tx| super::record_failure(tx, None, failure, &address, via))
                 .await
         }
     };
-    // The state must be the one this browser was given, and still pending.
     let cookie = csrf::from_cookie(headers, STATE_COOKIE);
     if !csrf::matches(cookie.as_deref(), query.state.as_deref()) {
-        record(Failure::Expired, None, "unknown").await?;
-        return Ok(failure_page(&settings, Failure::Expired, None));
+        record(Failure::Expired, "unknown").await?;
+        return Ok(Err(failure_page(settings, Failure::Expired, None)));
     }
     let digest = super::digest(query.state.as_deref().unwrap_or(""));
     let pending = state
@@ -161,8 +203,8 @@ async fn finish(
         .write(move |tx| super::store::take_pending(tx, &digest))
         .await?;
     let Some(pending) = pending.filter(|p| p.expires_at > crate::domain::Timestamp::now()) else {
-        record(Failure::Expired, None, "unknown").await?;
-        return Ok(failure_page(&settings, Failure::Expired, None));
+        record(Failure::Expired, "unknown").await?;
+        return Ok(Err(failure_page(settings, Failure::Expired, None)));
     };
     let purpose: Purpose = serde_json::from_str(&pending.purpose).map_err(ApiError::internal)?;
     let via = via(&purpose);
@@ -175,81 +217,169 @@ async fn finish(
         )),
         Purpose::Invitation => None,
     };
-    let fail = |failure: Failure| failure_page(&settings, failure, back.as_deref());
+    let refuse = |failure: Failure| async move {
+        record(failure, via).await?;
+        Ok(Err(failure_page(settings, failure, back.as_deref())))
+    };
     // RFC 9207: a provider that names itself must name the configured one.
     if query
         .iss
         .as_deref()
         .is_some_and(|iss| iss != settings.issuer)
     {
-        record(Failure::Invalid(super::jwt::Invalid::Issuer), None, via).await?;
-        return Ok(fail(Failure::Invalid(super::jwt::Invalid::Issuer)));
+        return refuse(Failure::Invalid(super::jwt::Invalid::Issuer)).await;
     }
     let code = match (&query.error, &query.code) {
         (None, Some(code)) if !code.is_empty() => code.clone(),
-        _ => {
-            record(Failure::Cancelled, None, via).await?;
-            return Ok(fail(Failure::Cancelled));
-        }
+        _ => return refuse(Failure::Cancelled).await,
     };
     let http = crate::reminders::deliver::http_client()?;
-    let claims = match super::redeem(&http, &settings, &base, &code, &pending).await {
-        Ok(claims) => claims,
-        Err(failure) => {
-            record(failure, None, via).await?;
-            return Ok(fail(failure));
-        }
-    };
-    match purpose {
-        Purpose::Authorize {
-            params,
-            device_label,
-        } => {
-            let request = match sign_in::validate(&state.settings, &base, &params) {
-                Ok(request) => request,
-                Err(Refusal::Page(message)) => {
-                    return Ok(html(
-                        StatusCode::BAD_REQUEST,
-                        sign_in::page::error_page(message),
-                        None,
-                    ));
-                }
-                Err(Refusal::Redirect(url)) => return Ok(redirect(&url)),
-            };
-            let (address, issuer) = (address.to_string(), base.clone());
-            let done = state
-                .db
-                .write(move |tx| {
-                    let failure = match super::match_account(tx, &claims)? {
-                        Ok(Matched::Account { account_id, email }) => {
-                            return Ok(Ok(sign_in::complete(
-                                tx,
-                                &request,
-                                &issuer,
-                                account_id,
-                                &email,
-                                &device_label,
-                                &address,
-                                "oidc",
-                            )?));
+    match super::redeem(&http, settings, base, &code, &pending).await {
+        Ok(claims) => Ok(Ok(Answer { purpose, claims })),
+        Err(failure) => refuse(failure).await,
+    }
+}
+
+/// A delegated sign-in that finishes an authorization request of ours.
+struct ToClient<'a> {
+    settings: &'a OidcSettings,
+    base: &'a str,
+    address: &'a str,
+    params: sign_in::AuthorizeParams,
+    device_label: String,
+}
+
+/// Where a verified identity goes next.
+enum Onward {
+    /// Back to the client with a code.
+    Done(String),
+    /// The account's own second factor, which the provider did not check.
+    SecondStep(String),
+    /// No account: the page that offers to link the identity.
+    Link {
+        failure: Failure,
+        token: String,
+        label: String,
+    },
+}
+
+impl ToClient<'_> {
+    async fn sign_in(&self, state: &AppState, claims: super::model::Claims) -> Result<Response> {
+        let request = match sign_in::validate(&state.settings, self.base, &self.params) {
+            Ok(request) => request,
+            Err(Refusal::Page(message)) => {
+                return Ok(html(
+                    StatusCode::BAD_REQUEST,
+                    sign_in::page::error_page(message),
+                    None,
+                ));
+            }
+            Err(Refusal::Redirect(url)) => return Ok(redirect(&url)),
+        };
+        let (address, issuer, label) = (
+            self.address.to_string(),
+            self.base.to_string(),
+            self.device_label.clone(),
+        );
+        let (settings, mail_on) = (self.settings.clone(), state.settings.mail.is_some());
+        let onward = state
+            .db
+            .write(move |tx| {
+                let failure = match super::match_account(tx, &claims)? {
+                    Ok(Matched::Account {
+                        account_id,
+                        email,
+                        linked,
+                    }) => {
+                        if super::needs_second_factor(tx, &settings, &claims, account_id)? {
+                            let pending = sign_in::begin_second_step(tx, account_id)?
+                                .ok_or_else(|| ApiError::internal("the second factor is gone"))?;
+                            return Ok(Onward::SecondStep(pending));
                         }
-                        Ok(Matched::Unknown { .. }) => Failure::NoAccount,
-                        Err(failure) => failure,
-                    };
-                    super::record_failure(tx, None, failure, &address, "sign_in")?;
-                    let link = matches!(failure, Failure::NoAccount | Failure::EmailNotVerified)
-                        .then(|| super::offer_link(tx, &claims))
-                        .transpose()?;
-                    Ok(Err((failure, link)))
+                        if !linked {
+                            let link = super::NewLink {
+                                issuer: &claims.iss,
+                                subject: &claims.sub,
+                                label: &claims.label(),
+                                via: "email",
+                            };
+                            super::link_identity(tx, &link, account_id, &address, mail_on)?;
+                        }
+                        let url = sign_in::complete(
+                            tx, &request, &issuer, account_id, &email, &label, &address, "oidc",
+                        )?;
+                        return Ok(Onward::Done(url));
+                    }
+                    Ok(Matched::Unknown { .. }) => Failure::NoAccount,
+                    Err(failure) => failure,
+                };
+                // No account, or an email the provider did not verify.
+                super::record_failure(tx, None, failure, &address, "sign_in")?;
+                let token = super::offer_link(tx, &claims)?;
+                Ok(Onward::Link {
+                    failure,
+                    token,
+                    label: claims.label(),
                 })
-                .await?;
-            Ok(match done {
-                Ok(url) => redirect(&url),
-                Err((failure, Some(link))) => link_page(&settings, failure, &base, &params, &link),
-                Err((failure, None)) => fail(failure),
             })
-        }
-        Purpose::Invitation => accept_invitation(state, headers, address, claims, &settings).await,
+            .await?;
+        Ok(match onward {
+            Onward::Done(url) => redirect(&url),
+            Onward::SecondStep(pending) => self.second_step_page(&pending),
+            Onward::Link {
+                failure,
+                token,
+                label,
+            } => self.link_page(failure, &token, &label),
+        })
+    }
+
+    /// The account's second step, on the sign-in page's own form.
+    fn second_step_page(&self, pending: &str) -> Response {
+        let csrf = csrf::generate();
+        let body = sign_in::page::second_step_form(&self.params, &csrf, pending, None);
+        let targets: Vec<&str> = self.params.redirect_uri.as_deref().into_iter().collect();
+        let response = sign_in::page::html_to(StatusCode::OK, body, &targets);
+        let path = sign_in::routes::COOKIE_PATH;
+        csrf::set(
+            response,
+            sign_in::routes::CSRF_COOKIE,
+            path,
+            &csrf,
+            self.base,
+        )
+    }
+
+    /// The refusal of an identity no account matched, with the password
+    /// form that offers to link it. The link token is bound to this browser
+    /// (a cookie beside the form's field), and linking needs the account's
+    /// password, its second factor and an explicit "yes" after them.
+    fn link_page(&self, failure: Failure, token: &str, label: &str) -> Response {
+        let mut params = self.params.clone();
+        params.link_token = Some(token.to_string());
+        let csrf = csrf::generate();
+        let form = sign_in::page::password_body(&params, &csrf, "", None, None);
+        let provider = escape(&self.settings.name);
+        let body = format!(
+            "<p>Link the identity <strong>{}</strong> at {provider} to your Pillbox account? If you have an account and this identity is yours, sign in with your Pillbox password to link it; you will be asked to confirm. From then on {provider} is enough.</p>\n{form}",
+            escape(label),
+        );
+        let text = page(
+            &format!("Sign-in with {} did not work", self.settings.name),
+            Some(&failure.message(&self.settings.name)),
+            &body,
+        );
+        let targets: Vec<&str> = params.redirect_uri.as_deref().into_iter().collect();
+        let response = sign_in::page::html_to(failure.status(), text, &targets);
+        let path = sign_in::routes::COOKIE_PATH;
+        let response = csrf::set(
+            response,
+            sign_in::routes::CSRF_COOKIE,
+            path,
+            &csrf,
+            self.base,
+        );
+        csrf::set(response, super::LINK_COOKIE, path, token, self.base)
     }
 }
 
@@ -294,16 +424,41 @@ async fn accept_invitation(
         ));
     };
     let (address, invited) = (address.to_string(), invitee.email.clone());
+    let (oidc, mail_on) = (settings.clone(), state.settings.mail.is_some());
     let signed_in = state
         .db
         .write(move |tx| {
+            let label = claims.label();
+            let mut link = super::NewLink {
+                issuer: &claims.iss,
+                subject: &claims.sub,
+                label: &label,
+                via: "email",
+            };
             let (account_id, email) = match super::match_account(tx, &claims)? {
-                Ok(Matched::Account { account_id, email }) => (account_id, email),
+                Ok(Matched::Account { account_id, .. })
+                    if super::needs_second_factor(tx, &oidc, &claims, account_id)? =>
+                {
+                    let failure = Failure::SecondFactorRequired;
+                    super::record_failure(tx, Some(account_id), failure, &address, "invitation")?;
+                    return Ok(Err(failure));
+                }
+                Ok(Matched::Account {
+                    account_id,
+                    email,
+                    linked,
+                }) => {
+                    if !linked {
+                        super::link_identity(tx, &link, account_id, &address, mail_on)?;
+                    }
+                    (account_id, email)
+                }
                 Ok(Matched::Unknown {
                     verified_email: Some(email),
                 }) if email.eq_ignore_ascii_case(&invited) => {
                     let account_id = crate::auth::accounts::create(tx, &email, NO_PASSWORD, None)?;
-                    super::store::link(tx, &claims.iss, &claims.sub, account_id)?;
+                    link.via = "invitation";
+                    super::link_identity(tx, &link, account_id, &address, mail_on)?;
                     events::record(
                         tx,
                         Some(account_id),
@@ -362,39 +517,4 @@ async fn accept_invitation(
         }
         Err(e) => return Err(e),
     })
-}
-
-/// The refusal of an identity no account matched, with the password form
-/// that links it: whoever signs in with it (and their second factor) links
-/// this identity to their account, once.
-fn link_page(
-    settings: &OidcSettings,
-    failure: Failure,
-    base: &str,
-    params: &sign_in::AuthorizeParams,
-    link: &str,
-) -> Response {
-    let mut params = params.clone();
-    params.link_token = Some(link.to_string());
-    let csrf = csrf::generate();
-    let form = sign_in::page::password_body(&params, &csrf, "", None, None);
-    let body = format!(
-        "<p>If you have a Pillbox account, sign in with its password once to link it to this {} identity; from then on {} is enough.</p>\n{form}",
-        escape(&settings.name),
-        escape(&settings.name)
-    );
-    let text = page(
-        &format!("Sign-in with {} did not work", settings.name),
-        Some(&failure.message(&settings.name)),
-        &body,
-    );
-    let targets: Vec<&str> = params.redirect_uri.as_deref().into_iter().collect();
-    let response = sign_in::page::html_to(failure.status(), text, &targets);
-    csrf::set(
-        response,
-        sign_in::routes::CSRF_COOKIE,
-        "/api/v1/oauth",
-        &csrf,
-        base,
-    )
 }

@@ -22,6 +22,7 @@ use crate::db::WriteTx;
 use crate::error::Result;
 use crate::identity::clients::{self, Client, SCOPE};
 use crate::identity::mfa::{self, Factor, crypt::MfaKey};
+use crate::identity::oidc::{self, Confirmation};
 use crate::identity::{events, oauth};
 
 /// The authorization request (RFC 6749 4.1.1 with RFC 7636's challenge),
@@ -43,8 +44,10 @@ pub struct AuthorizeParams {
     pub scope: Option<String>,
     /// A name for the device shown in the session list (default: from the user agent)
     pub device_label: Option<String>,
-    /// From the page of a delegated sign-in no account matched: signing in
-    /// links that identity-provider identity to the account
+    /// From the page of a delegated sign-in no account matched, in the
+    /// browser the provider sent back (it holds the same token in a
+    /// cookie): after signing in, the account is asked to confirm linking
+    /// that identity-provider identity to it
     pub link_token: Option<String>,
 }
 
@@ -86,6 +89,10 @@ pub struct SignInForm {
     pub recovery_code: Option<String>,
     /// `oidc`: sign in with the configured identity provider instead
     pub provider: Option<String>,
+    /// The confirmation page's secret (after signing in on a link's page)
+    pub link_confirm: Option<String>,
+    /// The answer on the confirmation page: `link`, or `skip` to sign in without linking
+    pub link_answer: Option<String>,
 }
 
 /// A checked authorization request.
@@ -224,6 +231,83 @@ pub enum AfterPassword {
     Done(String),
     /// The second step, for the sign-in this token names.
     SecondStep(String),
+    /// Signed in on a link's page: the account is asked to confirm the link.
+    ConfirmLink(Confirmation),
+}
+
+/// A signed-in account, on its way back to the client.
+pub struct SignedIn<'a> {
+    pub account_id: i64,
+    pub email: &'a str,
+    pub step: &'a str,
+}
+
+/// The end of a sign-in that proved the account: back to the client, or,
+/// on a link's page this browser holds, the link's confirmation first.
+fn finish(
+    tx: &WriteTx,
+    request: &Authorization,
+    issuer: &str,
+    who: &SignedIn<'_>,
+    device_label: &str,
+    address: &str,
+) -> Result<std::result::Result<String, Confirmation>> {
+    if let Some(link) = request.link_token.as_deref()
+        && let Some(confirmation) = oidc::ask_to_confirm(tx, link, who.account_id, who.step)?
+    {
+        return Ok(Err(confirmation));
+    }
+    complete(
+        tx,
+        request,
+        issuer,
+        who.account_id,
+        who.email,
+        device_label,
+        address,
+        who.step,
+    )
+    .map(Ok)
+}
+
+/// What the link's confirmation leads to.
+pub enum AfterConfirmation {
+    Done(String),
+    /// The link or its confirmation is unknown, spent or expired.
+    Expired,
+}
+
+/// The answer of the confirmation page: link (or not), then back to the
+/// client as the account that signed in.
+#[allow(clippy::too_many_arguments)]
+pub fn answer_link(
+    tx: &WriteTx,
+    request: &Authorization,
+    issuer: &str,
+    secret: &str,
+    yes: bool,
+    device_label: &str,
+    address: &str,
+    mail_on: bool,
+) -> Result<AfterConfirmation> {
+    let Some(link) = request.link_token.as_deref() else {
+        return Ok(AfterConfirmation::Expired);
+    };
+    let Some(answered) = oidc::answer(tx, link, secret, yes, address, mail_on)? else {
+        return Ok(AfterConfirmation::Expired);
+    };
+    let email = crate::auth::accounts::email_of(tx, answered.account_id)?;
+    complete(
+        tx,
+        request,
+        issuer,
+        answered.account_id,
+        &email,
+        device_label,
+        address,
+        &answered.step,
+    )
+    .map(AfterConfirmation::Done)
 }
 
 /// Counts a failed attempt against the address and the account (or email)
@@ -284,9 +368,6 @@ pub fn complete(
         address,
         json!({"step": step, "client_id": request.client.id}),
     )?;
-    if let Some(link) = request.link_token.as_deref() {
-        link_identity(tx, link, account_id, address)?;
-    }
     let code = oauth::issue_code(
         tx,
         &oauth::Grant {
@@ -334,17 +415,17 @@ pub fn password_accepted(
     if let Some(pending) = begin_second_step(tx, account_id)? {
         return Ok(AfterPassword::SecondStep(pending));
     }
-    complete(
-        tx,
-        request,
-        issuer,
+    let who = SignedIn {
         account_id,
         email,
-        device_label,
-        address,
-        "password",
+        step: "password",
+    };
+    Ok(
+        match finish(tx, request, issuer, &who, device_label, address)? {
+            Ok(url) => AfterPassword::Done(url),
+            Err(confirmation) => AfterPassword::ConfirmLink(confirmation),
+        },
     )
-    .map(AfterPassword::Done)
 }
 
 /// What a second-step code proves.
@@ -382,11 +463,7 @@ pub fn verify_second_step(
         return Ok(SecondFactor::Expired);
     }
     let (id, account_id) = (found.id, found.account_id);
-    let email: String = tx.query_row(
-        "SELECT email FROM accounts WHERE id = ?1",
-        [account_id],
-        |r| r.get(0),
-    )?;
+    let email = crate::auth::accounts::email_of(tx, account_id)?;
     match mfa::check(tx, key, account_id, code)? {
         Some(factor) => {
             store::delete_pending(tx, id)?;
@@ -410,6 +487,8 @@ pub fn verify_second_step(
 /// What the second step leads to.
 pub enum AfterSecondStep {
     Done(String),
+    /// Signed in on a link's page: the account is asked to confirm the link.
+    ConfirmLink(Confirmation),
     /// The code was wrong; the same pending sign-in may try again.
     WrongCode,
     /// The pending sign-in is unknown or expired: start again.
@@ -432,16 +511,17 @@ pub fn second_step(
             account_id,
             email,
             step,
-        } => AfterSecondStep::Done(complete(
-            tx,
-            request,
-            issuer,
-            account_id,
-            &email,
-            device_label,
-            address,
-            step,
-        )?),
+        } => {
+            let who = SignedIn {
+                account_id,
+                email: &email,
+                step,
+            };
+            match finish(tx, request, issuer, &who, device_label, address)? {
+                Ok(url) => AfterSecondStep::Done(url),
+                Err(confirmation) => AfterSecondStep::ConfirmLink(confirmation),
+            }
+        }
         SecondFactor::WrongCode => AfterSecondStep::WrongCode,
         SecondFactor::Expired => AfterSecondStep::Expired,
     })
@@ -462,24 +542,3 @@ pub fn pending_email(conn: &Connection, pending: &str) -> Result<Option<String>>
 }
 
 pub const LINK_PREFIX: &str = "pbx_oidcl_";
-
-/// Links the identity-provider identity a link token names to the account
-/// that just signed in; a token that is unknown, used or expired links
-/// nothing (the sign-in itself stands).
-fn link_identity(tx: &WriteTx, link: &str, account_id: i64, address: &str) -> Result<()> {
-    let Some(presented) = token::parse_with(LINK_PREFIX, link) else {
-        return Ok(());
-    };
-    let Some((issuer, subject)) = crate::identity::oidc::store::take_pending_link(tx, &presented)?
-    else {
-        return Ok(());
-    };
-    crate::identity::oidc::store::link(tx, &issuer, &subject, account_id)?;
-    events::record(
-        tx,
-        Some(account_id),
-        "oidc.linked",
-        address,
-        json!({"issuer": issuer}),
-    )
-}

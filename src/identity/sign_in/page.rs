@@ -60,14 +60,12 @@ pub fn page(title: &str, error: Option<&str>, body: &str) -> String {
         .replace("{{body}}", body)
 }
 
-fn hidden(params: &AuthorizeParams, csrf: &str, pending: Option<&str>) -> String {
+/// The hidden fields of a form: the CSRF token, the authorization request,
+/// and the step's own (`extra`).
+fn hidden(params: &AuthorizeParams, csrf: &str, extra: &[(&str, &str)]) -> String {
     let mut fields: Vec<(&str, &str)> = vec![("csrf_token", csrf)];
-    for (name, value) in params.pairs() {
-        fields.push((name, value));
-    }
-    if let Some(pending) = pending {
-        fields.push(("mfa_token", pending));
-    }
+    fields.extend(params.pairs());
+    fields.extend_from_slice(extra);
     fields
         .iter()
         .map(|(name, value)| {
@@ -115,13 +113,13 @@ pub fn password_body(
 ) -> String {
     let body = PASSWORD
         .replace("{{action}}", ACTION)
-        .replace("{{hidden}}", &hidden(params, csrf, None))
+        .replace("{{hidden}}", &hidden(params, csrf, &[]))
         .replace("{{email}}", &escape(email))
         .replace("{{describedby}}", &described_by(error));
     match provider {
         Some(name) => format!(
             "{body}\n<form method=\"post\" action=\"{ACTION}\">\n{}\n<input type=\"hidden\" name=\"provider\" value=\"oidc\">\n<p><button type=\"submit\">Sign in with {}</button></p>\n</form>",
-            hidden(params, csrf, None),
+            hidden(params, csrf, &[]),
             escape(name)
         ),
         None => body,
@@ -137,9 +135,33 @@ pub fn second_step_form(
 ) -> String {
     let body = SECOND_STEP
         .replace("{{action}}", ACTION)
-        .replace("{{hidden}}", &hidden(params, csrf, Some(pending)))
+        .replace(
+            "{{hidden}}",
+            &hidden(params, csrf, &[("mfa_token", pending)]),
+        )
         .replace("{{describedby}}", &described_by(error));
     page("Two-step verification", error, &body)
+}
+
+/// The last step on a link's page: the account signed in, and is asked in
+/// words whether the provider's identity may sign in as it from now on.
+pub fn confirm_link_form(
+    params: &AuthorizeParams,
+    csrf: &str,
+    confirmation: &crate::identity::oidc::Confirmation,
+    provider: &str,
+    email: &str,
+) -> String {
+    let (label, provider, email) = (escape(&confirmation.label), escape(provider), escape(email));
+    let body = format!(
+        "<p>Link the identity <strong>{label}</strong> at {provider} to your Pillbox account <strong>{email}</strong>?</p>\n\
+         <p>Once linked, signing in with {provider} as {label} signs in to this account. Link it only if it is your own identity and you just signed in with {provider} yourself; otherwise choose not to link.</p>\n\
+         <form method=\"post\" action=\"{ACTION}\">\n{}\n\
+         <p><button type=\"submit\" name=\"link_answer\" value=\"link\">Link {label} and sign in</button></p>\n\
+         <p><button type=\"submit\" name=\"link_answer\" value=\"skip\">Do not link, just sign in</button></p>\n</form>",
+        hidden(params, csrf, &[("link_confirm", &confirmation.secret)])
+    );
+    page("Link this identity?", None, &body)
 }
 
 /// A page that cannot send the user back to the app (unknown client, a

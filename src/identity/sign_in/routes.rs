@@ -11,13 +11,16 @@ use serde_json::json;
 use super::page::{self, html, html_to};
 use super::password::{self, PasswordCheck};
 use super::{
-    AfterPassword, AfterSecondStep, Authorization, AuthorizeParams, Refusal, SignInForm,
-    device_label, validate,
+    AfterConfirmation, AfterPassword, AfterSecondStep, Authorization, AuthorizeParams, Refusal,
+    SignInForm, device_label, validate,
 };
 use crate::error::{ApiError, Result};
 use crate::http::openapi::{Api, Op};
 use crate::identity::oauth::routes::AUTHORIZE_PATH;
-use crate::identity::{ClientAddress, base_url, csrf, oidc, parse_form, parse_pairs};
+use crate::identity::{BaseUrl, ClientAddress, csrf, oidc, parse_form, parse_pairs};
+
+/// The sign-in page's cookies (its CSRF token, and a pending link's).
+pub const COOKIE_PATH: &str = "/api/v1/oauth";
 use crate::state::AppState;
 
 const TAG: &str = "OAuth";
@@ -48,7 +51,7 @@ pub fn routes(api: Api) -> Api {
             .query("code_challenge_method", json!({"const": "S256"}), "Only S256")
             .query("scope", text(), "pillbox (the default)")
             .query("device_label", text(), "A name for the device in the session list")
-            .query("link_token", text(), "From the page of a delegated sign-in no account matched: signing in links that identity to the account")
+            .query("link_token", text(), "From the page of a delegated sign-in no account matched, only in the browser the provider sent back (which holds the same token in a cookie): after signing in, the account is asked to confirm the link; anywhere else it is ignored")
             .html_ok("The sign-in page")
             .response(302, redirect_response("Back to the client's redirect URI with error, error_description, state and iss"))
             .response(400, html_response("An error page: unknown client, unregistered redirect URI or malformed request")),
@@ -101,13 +104,17 @@ fn csrf_cookie(headers: &HeaderMap) -> Option<String> {
 }
 
 fn with_cookie(response: Response, value: &str, base: &str) -> Response {
-    csrf::set(response, CSRF_COOKIE, "/api/v1/oauth", value, base)
+    csrf::set(response, CSRF_COOKIE, COOKIE_PATH, value, base)
 }
 
-async fn show(State(state): State<AppState>, headers: HeaderMap, uri: Uri) -> Response {
-    let base = base_url(&state.settings, &headers);
+async fn show(
+    State(state): State<AppState>,
+    BaseUrl(base): BaseUrl,
+    headers: HeaderMap,
+    uri: Uri,
+) -> Response {
     let params: AuthorizeParams = match parse_pairs(uri.query().unwrap_or("").as_bytes()) {
-        Ok(params) => params,
+        Ok(params) => unbound_links_dropped(params, &headers),
         Err(_) => {
             return html(
                 StatusCode::BAD_REQUEST,
@@ -128,6 +135,17 @@ async fn show(State(state): State<AppState>, headers: HeaderMap, uri: Uri) -> Re
         .chain(origin.as_deref())
         .collect();
     with_cookie(html_to(StatusCode::OK, body, &targets), &csrf, &base)
+}
+
+/// A link token in a URL or a form this browser was not given with the
+/// link cookie is someone else's: it is dropped, and the sign-in goes on
+/// as a plain one that links nothing.
+fn unbound_links_dropped(mut params: AuthorizeParams, headers: &HeaderMap) -> AuthorizeParams {
+    if params.link_token.is_some() && !oidc::held_by_browser(headers, params.link_token.as_deref())
+    {
+        params.link_token = None;
+    }
+    params
 }
 
 /// One submission, with what every step needs.
@@ -165,6 +183,31 @@ impl Submission {
         )
     }
 
+    /// Back to the client; a link cookie this sign-in held is spent.
+    fn done(&self, url: &str) -> Response {
+        let response = redirect(StatusCode::SEE_OTHER, url);
+        if self.request.link_token.is_some() {
+            csrf::clear(response, oidc::LINK_COOKIE, COOKIE_PATH)
+        } else {
+            response
+        }
+    }
+
+    /// "Link the identity … to your Pillbox account?", asked of the
+    /// account that just signed in on a link's page.
+    fn confirm_page(&self, confirmation: &oidc::Confirmation, email: &str) -> Response {
+        let provider = self
+            .state
+            .settings
+            .oidc
+            .as_ref()
+            .map_or(crate::config::DEFAULT_OIDC_NAME, |o| o.name.as_str());
+        self.page(
+            StatusCode::OK,
+            page::confirm_link_form(&self.params, &self.csrf, confirmation, provider, email),
+        )
+    }
+
     /// A page refused while waiting: recorded, with Retry-After.
     async fn throttled(&self, wait: u64, account_email: &str, page: Response) -> Result<Response> {
         super::password::throttled(&self.state.db, &self.address, account_email).await?;
@@ -177,13 +220,16 @@ impl Submission {
 
 async fn submit(
     State(state): State<AppState>,
+    BaseUrl(base): BaseUrl,
     headers: HeaderMap,
     ClientAddress(address): ClientAddress,
     body: Bytes,
 ) -> Response {
-    let base = base_url(&state.settings, &headers);
-    let form: SignInForm = match parse_form(&headers, &body) {
-        Ok(form) => form,
+    let form: SignInForm = match parse_form::<SignInForm>(&headers, &body) {
+        Ok(mut form) => {
+            form.request = unbound_links_dropped(form.request, &headers);
+            form
+        }
         Err(_) => {
             return html(
                 StatusCode::BAD_REQUEST,
@@ -236,9 +282,10 @@ async fn submit(
         )
         .await;
     }
-    let outcome = match form.mfa_token.as_deref() {
-        Some(pending) => second_step(&submission, pending, &form).await,
-        None => password_step(&submission, &form).await,
+    let outcome = match (form.link_confirm.as_deref(), form.mfa_token.as_deref()) {
+        (Some(secret), _) => confirm_link(&submission, secret, &form).await,
+        (None, Some(pending)) => second_step(&submission, pending, &form).await,
+        (None, None) => password_step(&submission, &form).await,
     };
     outcome.unwrap_or_else(ApiError::into_response)
 }
@@ -273,22 +320,26 @@ async fn password_step(s: &Submission, form: &SignInForm) -> Result<Response> {
             ));
         }
     };
-    let (request, issuer, label, address) = (
+    let (request, issuer, label, address, signed_in) = (
         s.request.clone(),
         s.base.clone(),
         s.device_label.clone(),
         s.address.clone(),
+        email.clone(),
     );
     let after = s
         .state
         .db
         .write(move |tx| {
-            super::password_accepted(tx, &request, &issuer, account_id, &email, &label, &address)
+            super::password_accepted(
+                tx, &request, &issuer, account_id, &signed_in, &label, &address,
+            )
         })
         .await?;
     Ok(match after {
-        AfterPassword::Done(url) => redirect(StatusCode::SEE_OTHER, &url),
+        AfterPassword::Done(url) => s.done(&url),
         AfterPassword::SecondStep(pending) => s.second_page(StatusCode::OK, &pending, None),
+        AfterPassword::ConfirmLink(confirmation) => s.confirm_page(&confirmation, &email),
     })
 }
 
@@ -337,12 +388,53 @@ async fn second_step(s: &Submission, pending: &str, form: &SignInForm) -> Result
         })
         .await?;
     Ok(match after {
-        AfterSecondStep::Done(url) => redirect(StatusCode::SEE_OTHER, &url),
+        AfterSecondStep::Done(url) => s.done(&url),
+        AfterSecondStep::ConfirmLink(confirmation) => s.confirm_page(&confirmation, &email),
         AfterSecondStep::WrongCode => s.second_page(
             StatusCode::UNAUTHORIZED,
             pending,
             Some("That code is not right. Try the current code, or a recovery code."),
         ),
         AfterSecondStep::Expired => s.password_page(StatusCode::UNAUTHORIZED, "", expired),
+    })
+}
+
+/// The confirmation page's answer: link (or not), then back to the client.
+async fn confirm_link(s: &Submission, secret: &str, form: &SignInForm) -> Result<Response> {
+    let yes = match form.link_answer.as_deref() {
+        Some("link") => true,
+        Some("skip") => false,
+        _ => {
+            return Ok(s.password_page(
+                StatusCode::UNPROCESSABLE_ENTITY,
+                "",
+                "Choose whether to link the identity. Please sign in again.",
+            ));
+        }
+    };
+    let mail_on = s.state.settings.mail.is_some();
+    let (request, issuer, label, address, secret) = (
+        s.request.clone(),
+        s.base.clone(),
+        s.device_label.clone(),
+        s.address.clone(),
+        secret.to_string(),
+    );
+    let after = s
+        .state
+        .db
+        .write(move |tx| {
+            super::answer_link(
+                tx, &request, &issuer, &secret, yes, &label, &address, mail_on,
+            )
+        })
+        .await?;
+    Ok(match after {
+        AfterConfirmation::Done(url) => s.done(&url),
+        AfterConfirmation::Expired => s.password_page(
+            StatusCode::UNAUTHORIZED,
+            "",
+            "This link has expired or was started in another browser. Please sign in again.",
+        ),
     })
 }
