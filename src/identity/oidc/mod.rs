@@ -468,13 +468,16 @@ pub fn origin(url: &str) -> Option<String> {
         .then_some(origin)
 }
 
+/// The prefix of a link token (`pbx_oidcl_<selector>_<secret>`).
+pub const LINK_PREFIX: &str = "pbx_oidcl_";
+
 /// The cookie that binds a pending link to the browser the provider sent
 /// back: a link is only ever taken by a form that names the same token.
 pub const LINK_COOKIE: &str = "pillbox_oidc_link";
 
 /// A link token for an identity no account matched (ten minutes, once).
 pub fn offer_link(tx: &WriteTx, claims: &Claims) -> Result<String> {
-    let link = crate::auth::token::generate(crate::identity::sign_in::LINK_PREFIX);
+    let link = crate::auth::token::generate(LINK_PREFIX);
     let expires = Timestamp::now().plus(jiff::SignedDuration::from_secs(PENDING_SECS));
     store::insert_pending_link(
         tx,
@@ -503,7 +506,7 @@ pub struct Confirmation {
 }
 
 fn pending_link(tx: &WriteTx, link_token: &str) -> Result<Option<store::PendingLink>> {
-    match crate::auth::token::parse_with(crate::identity::sign_in::LINK_PREFIX, link_token) {
+    match crate::auth::token::parse_with(LINK_PREFIX, link_token) {
         Some(presented) => store::find_pending_link(tx, &presented),
         None => Ok(None),
     }

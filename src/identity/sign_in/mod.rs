@@ -540,5 +540,3 @@ pub fn pending_email(conn: &Connection, pending: &str) -> Result<Option<String>>
         .query_row([presented.selector], |r| r.get(0))
         .optional()?)
 }
-
-pub const LINK_PREFIX: &str = "pbx_oidcl_";

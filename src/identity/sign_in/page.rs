@@ -148,18 +148,18 @@ pub fn second_step_form(
 pub fn confirm_link_form(
     params: &AuthorizeParams,
     csrf: &str,
-    confirmation: &crate::identity::oidc::Confirmation,
+    (label, secret): (&str, &str),
     provider: &str,
     email: &str,
 ) -> String {
-    let (label, provider, email) = (escape(&confirmation.label), escape(provider), escape(email));
+    let (label, provider, email) = (escape(label), escape(provider), escape(email));
     let body = format!(
         "<p>Link the identity <strong>{label}</strong> at {provider} to your Pillbox account <strong>{email}</strong>?</p>\n\
          <p>Once linked, signing in with {provider} as {label} signs in to this account. Link it only if it is your own identity and you just signed in with {provider} yourself; otherwise choose not to link.</p>\n\
          <form method=\"post\" action=\"{ACTION}\">\n{}\n\
          <p><button type=\"submit\" name=\"link_answer\" value=\"link\">Link {label} and sign in</button></p>\n\
          <p><button type=\"submit\" name=\"link_answer\" value=\"skip\">Do not link, just sign in</button></p>\n</form>",
-        hidden(params, csrf, &[("link_confirm", &confirmation.secret)])
+        hidden(params, csrf, &[("link_confirm", secret)])
     );
     page("Link this identity?", None, &body)
 }

@@ -204,7 +204,13 @@ impl Submission {
             .map_or(crate::config::DEFAULT_OIDC_NAME, |o| o.name.as_str());
         self.page(
             StatusCode::OK,
-            page::confirm_link_form(&self.params, &self.csrf, confirmation, provider, email),
+            page::confirm_link_form(
+                &self.params,
+                &self.csrf,
+                (&confirmation.label, &confirmation.secret),
+                provider,
+                email,
+            ),
         )
     }
 
