@@ -158,7 +158,7 @@ pub fn confirm_link_form(
          <p>Once linked, signing in with {provider} as {label} signs in to this account. Link it only if it is your own identity and you just signed in with {provider} yourself; otherwise choose not to link.</p>\n\
          <form method=\"post\" action=\"{ACTION}\">\n{}\n\
          <p><button type=\"submit\" name=\"link_answer\" value=\"link\">Link {label} and sign in</button></p>\n\
-         <p><button type=\"submit\" name=\"link_answer\" value=\"skip\">Do not link, just sign in</button></p>\n</form>",
+         <p><button type=\"submit\" class=\"secondary\" name=\"link_answer\" value=\"skip\">Do not link, just sign in</button></p>\n</form>",
         hidden(params, csrf, &[("link_confirm", secret)])
     );
     page("Link this identity?", None, &body)
