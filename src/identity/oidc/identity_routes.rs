@@ -7,8 +7,8 @@ use axum::response::Response;
 use axum::routing::{delete, get};
 
 use super::model::LinkedIdentity;
-use crate::auth::{Authenticated, Credential};
-use crate::error::{ApiError, Result};
+use crate::auth::Authenticated;
+use crate::error::Result;
 use crate::http::extract::{PathNumericId, QueryParams};
 use crate::http::openapi::{Api, Op};
 use crate::http::respond;
@@ -37,23 +37,12 @@ pub fn routes(api: Api) -> Api {
     )
 }
 
-/// Linked identities are the account's own sign-in methods: an app token
-/// is an integration's credential and may neither read nor change them.
-fn require_user(auth: &Authenticated) -> Result<()> {
-    match auth.credential {
-        Credential::Session { .. } => Ok(()),
-        Credential::AppToken { .. } => Err(ApiError::forbidden(
-            "linked identities are managed by a signed-in user, not with an app token",
-        )),
-    }
-}
-
 async fn list(
     State(state): State<AppState>,
     auth: Authenticated,
     query: QueryParams,
 ) -> Result<Response> {
-    require_user(&auth)?;
+    crate::identity::sessions::require_session(&auth)?;
     let (page, account_id) = (query.page()?, auth.account_id);
     let (items, total) = state
         .db
@@ -68,7 +57,7 @@ async fn remove(
     PathNumericId(id): PathNumericId,
     ClientAddress(address): ClientAddress,
 ) -> Result<Response> {
-    require_user(&auth)?;
+    crate::identity::sessions::require_session(&auth)?;
     let (account_id, mail_on) = (auth.account_id, state.settings.mail.is_some());
     state
         .db

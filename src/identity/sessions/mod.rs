@@ -109,9 +109,10 @@ pub fn revoke(
     Ok(revoked)
 }
 
-/// Managing sign-in sessions needs a signed-in user: an app token is an
-/// integration's credential and may not sign the user's devices out.
-fn require_session(auth: &Authenticated) -> Result<i64> {
+/// Managing sign-in sessions (and the account's other ways in) needs a
+/// signed-in user: an app token is an integration's credential and may not
+/// sign the user's devices out. Answers the session's id.
+pub fn require_session(auth: &Authenticated) -> Result<i64> {
     match auth.credential {
         Credential::Session { id } => Ok(id),
         Credential::AppToken { .. } => Err(ApiError::forbidden(
