@@ -33,6 +33,7 @@ mod medicine_stock;
 mod memory_return;
 mod notification_preferences;
 mod oidc;
+mod outbound;
 mod packaging;
 mod pause_periods;
 mod people;

@@ -34,14 +34,21 @@ impl Clock for ManualClock {
     }
 }
 
+/// Settings whose push may reach the services the tests start: http, on
+/// this machine's loopback address.
 pub fn allow_http() -> Settings {
     Settings {
         rate_limit_per_minute: 0,
-        reminders: ReminderSettings {
-            push_allow_http: true,
-            ..ReminderSettings::default()
-        },
+        reminders: local_delivery(),
         ..Settings::default()
+    }
+}
+
+pub fn local_delivery() -> ReminderSettings {
+    ReminderSettings {
+        push_allow_http: true,
+        push_allow_private_network: true,
+        ..ReminderSettings::default()
     }
 }
 
@@ -49,7 +56,7 @@ pub async fn engine(app: &TestApp, clock: &Arc<ManualClock>) -> Reminders {
     Reminders::new(
         app.db.clone(),
         clock.clone() as Arc<dyn Clock>,
-        ReminderSettings::default(),
+        local_delivery(),
     )
     .await
     .unwrap()
@@ -1121,7 +1128,8 @@ mod restart {
             "--rate-limit",
             "0",
         ]);
-        cmd.env("PILLBOX_PUSH_ALLOW_HTTP", "1");
+        cmd.env("PILLBOX_PUSH_ALLOW_HTTP", "1")
+            .env("PILLBOX_PUSH_ALLOW_PRIVATE_NETWORK", "1");
         let log_file = std::fs::File::create(log).unwrap();
         cmd.stdin(Stdio::null())
             .stdout(Stdio::null())
