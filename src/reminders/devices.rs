@@ -213,11 +213,8 @@ pub fn create_device_token(
     settings: &ReminderSettings,
 ) -> Result<NativeDeviceToken> {
     let token = attrs.token.trim().to_string();
-    if token.chars().any(|c| c.is_whitespace() || c.is_control()) {
-        return Err(ApiError::invalid(
-            "token",
-            "must not contain spaces or control characters",
-        ));
+    if let Some(problem) = super::native::token_problem(attrs.platform, &token) {
+        return Err(ApiError::invalid("token", problem));
     }
     let device_name = attrs.device_name.as_ref().map(|n| n.trim().to_string());
     let row = store::put_device_token(

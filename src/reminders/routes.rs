@@ -50,7 +50,7 @@ pub fn routes(api: Api) -> Api {
     .route(
         Op::post(TOKENS, "createNativeDeviceToken", TAG)
             .summary("Register a phone for reminders")
-            .description("Keeps a phone app's push token (FCM for android, APNs for ios) for the caller's membership; the same token again updates its platform and device name. Tokens are kept even while native push is off (see native_push in the capability document). The token itself is never answered.")
+            .description("Keeps a phone app's push token (FCM for android, APNs for ios) for the caller's membership; the same token again updates its platform and device name. An APNs token is 64 hexadecimal characters, an FCM token 100 to 4096 letters, digits, '-', '_' or ':' (422 naming token otherwise). Tokens are kept even while native push is off (see native_push in the capability document). The token itself is never answered.")
             .body::<NativeDeviceTokenBody>()
             .created::<NativeDeviceToken>(),
         post(create_device_token),

@@ -3,7 +3,7 @@
 //! network or a cloud's metadata service unless the operator allows it
 //! (`--push-allow-private-network`); the rule holds on the address
 //! connected to at delivery, not only on the one seen at submission;
-//! redirects are not followed.
+//! redirects are not followed; phone tokens have their documented shape.
 
 use std::sync::{Arc, Mutex};
 
@@ -13,7 +13,8 @@ use pillbox::reminders::task::Reminders;
 use serde_json::json;
 
 use crate::reminders::{
-    BrowserKeys, ManualClock, TestService, allow_http, local_delivery, subscribe,
+    APNS_TOKEN, BrowserKeys, FCM_TOKEN, ManualClock, TestService, allow_http, local_delivery,
+    subscribe,
 };
 use crate::schedules::new_medication;
 use crate::support::TestApp;
@@ -244,6 +245,49 @@ async fn a_redirect_from_a_push_destination_is_not_followed() {
     let rows = outcomes(&app).await;
     assert_eq!(rows[0].1, "failed");
     assert!(rows[0].2.contains("307"), "{}", rows[0].2);
+}
+
+async fn post_token(app: &TestApp, token: &str, platform: &str) -> crate::support::TestResponse {
+    app.post(
+        &app.hh("/native_device_tokens"),
+        &app.owner,
+        json!({"native_device_token": {"token": token, "platform": platform}}),
+    )
+    .await
+}
+
+#[tokio::test]
+async fn phone_tokens_must_have_their_documented_shape() {
+    let app = TestApp::new().await;
+    let refused = [
+        (APNS_TOKEN[1..].to_string(), "ios"),
+        (format!("{APNS_TOKEN}0"), "ios"),
+        (APNS_TOKEN.replace('a', "g"), "ios"),
+        (format!("../../{}", &APNS_TOKEN[6..]), "ios"),
+        ("fcm-registration-1".to_string(), "android"),
+        (format!("{FCM_TOKEN}/../x"), "android"),
+        (format!("{FCM_TOKEN} x"), "android"),
+        (format!("{FCM_TOKEN}%2F"), "android"),
+        (APNS_TOKEN.to_string(), "android"),
+    ];
+    for (token, platform) in refused {
+        let answer = post_token(&app, &token, platform).await;
+        answer.assert_error(422, "validation_failed");
+        assert!(
+            answer.body["error"]["errors"]["token"].is_array(),
+            "{platform} {token}"
+        );
+        assert!(!answer.body.to_string().contains(&token));
+    }
+    assert_eq!(count(&app, "native_device_tokens").await, 0);
+    post_token(&app, APNS_TOKEN, "ios").await.assert_status(201);
+    post_token(&app, &APNS_TOKEN.to_ascii_uppercase(), "ios")
+        .await
+        .assert_status(201);
+    post_token(&app, FCM_TOKEN, "android")
+        .await
+        .assert_status(201);
+    assert_eq!(count(&app, "native_device_tokens").await, 3);
 }
 
 /// The same rule in the real binary: refused without the flag, delivered
