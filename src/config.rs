@@ -88,6 +88,9 @@ pub struct ServeArgs {
     /// Accept http:// push endpoints and ntfy topics (a push service on the home network, or tests); otherwise only https
     #[arg(long, env = "PILLBOX_PUSH_ALLOW_HTTP", action = clap::ArgAction::SetTrue, value_parser = clap::builder::BoolishValueParser::new())]
     pub push_allow_http: bool,
+    /// Let push endpoints and ntfy topics point at loopback, private (RFC 1918, CGNAT, unique-local), link-local and other non-public addresses (an ntfy server on the home network); otherwise they are refused, when submitted and at every delivery
+    #[arg(long, env = "PILLBOX_PUSH_ALLOW_PRIVATE_NETWORK", action = clap::ArgAction::SetTrue, value_parser = clap::builder::BoolishValueParser::new())]
+    pub push_allow_private_network: bool,
     /// Minutes a reminder may be late (the server was down) and still be sent; older ones are dropped and counted
     #[arg(long, env = "PILLBOX_REMINDER_CATCH_UP_MINUTES", default_value_t = DEFAULT_REMINDER_CATCH_UP_MINUTES, value_parser = clap::value_parser!(i64).range(1..=2880))]
     pub reminder_catch_up_minutes: i64,
@@ -332,6 +335,9 @@ impl Default for OAuthSettings {
 pub struct ReminderSettings {
     /// http:// push endpoints and ntfy topics are accepted.
     pub push_allow_http: bool,
+    /// Push endpoints and ntfy topics may name non-public addresses
+    /// (loopback, private, link-local, ...).
+    pub push_allow_private_network: bool,
     /// How late a reminder may still be sent.
     pub catch_up: jiff::SignedDuration,
     /// The VAPID `sub` claim.
@@ -377,6 +383,7 @@ impl Default for ReminderSettings {
     fn default() -> Self {
         ReminderSettings {
             push_allow_http: false,
+            push_allow_private_network: false,
             catch_up: jiff::SignedDuration::from_mins(DEFAULT_REMINDER_CATCH_UP_MINUTES),
             push_contact: DEFAULT_PUSH_CONTACT.to_string(),
             fcm: None,
@@ -423,6 +430,7 @@ impl From<&ServeArgs> for Settings {
             },
             reminders: ReminderSettings {
                 push_allow_http: args.push_allow_http,
+                push_allow_private_network: args.push_allow_private_network,
                 catch_up: jiff::SignedDuration::from_mins(args.reminder_catch_up_minutes),
                 push_contact: args
                     .push_contact

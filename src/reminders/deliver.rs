@@ -9,6 +9,7 @@ use std::time::Duration;
 
 use jiff::{SignedDuration, Timestamp};
 
+use super::destination::{self, Forbidden, MemberClient};
 use super::outbox_store::{self, OutboxRow};
 pub use super::outcome::Outcome;
 use super::store;
@@ -27,23 +28,31 @@ const LONGEST_RETRY: SignedDuration = SignedDuration::from_hours(1);
 const BATCH: i64 = 64;
 const REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
 
-/// What delivery needs: the HTTP client, the VAPID key and the settings.
+/// What delivery needs: the HTTP clients, the VAPID key and the settings.
 pub struct Deliverer {
+    /// For the operator's services (FCM, APNs).
     http: reqwest::Client,
+    /// For push endpoints and ntfy topics, which members supply.
+    member: MemberClient,
     vapid: Vapid,
     settings: ReminderSettings,
     native: super::native::NativeSender,
 }
 
-/// The outbound HTTP client: rustls with the ring provider, no redirects
-/// (a push service answers, it does not send us elsewhere).
-pub fn http_client() -> Result<reqwest::Client> {
+/// The outbound HTTP client's settings: rustls with the ring provider, no
+/// redirects (a push service answers, it does not send us elsewhere).
+pub fn client_builder() -> reqwest::ClientBuilder {
     // Installed once per process; a second call finds it installed.
     let _ = rustls::crypto::ring::default_provider().install_default();
     reqwest::Client::builder()
         .timeout(REQUEST_TIMEOUT)
         .redirect(reqwest::redirect::Policy::none())
         .user_agent(concat!("pillbox/", env!("CARGO_PKG_VERSION")))
+}
+
+/// The HTTP client for services the operator configured.
+pub fn http_client() -> Result<reqwest::Client> {
+    client_builder()
         .build()
         .map_err(|e| ApiError::internal(format!("cannot start the HTTP client: {e}")))
 }
@@ -53,6 +62,7 @@ impl Deliverer {
         let vapid = db.read(super::vapid).await?;
         Ok(Deliverer {
             http: http_client()?,
+            member: MemberClient::new(settings.push_allow_private_network)?,
             vapid,
             settings,
             native: super::native::NativeSender::default(),
@@ -158,9 +168,11 @@ impl Deliverer {
             return Ok(Outcome::Failed("the push endpoint is not a URL".into()));
         };
         let ttl = self.settings.catch_up.as_secs().max(60);
-        let response = self
-            .http
-            .post(&subscription.endpoint)
+        let request = match self.member.post(&subscription.endpoint) {
+            Ok(request) => request,
+            Err(class) => return Ok(not_sent("push service", class)),
+        };
+        let response = request
             .header("TTL", ttl.to_string())
             .header("Content-Encoding", "aes128gcm")
             .header("Content-Type", "application/octet-stream")
@@ -222,9 +234,11 @@ impl Deliverer {
             super::LOW_STOCK => "default",
             _ => "high",
         };
-        let response = self
-            .http
-            .post(&channel.topic_url)
+        let request = match self.member.post(&channel.topic_url) {
+            Ok(request) => request,
+            Err(class) => return Ok(not_sent("ntfy server", class)),
+        };
+        let response = request
             .header("Title", row.title.as_str())
             .header("Priority", priority)
             .header("Tags", "pill")
@@ -240,9 +254,23 @@ impl Deliverer {
     }
 }
 
+/// A member-supplied destination the address rule refuses: failed at once,
+/// since retrying cannot make the address allowed.
+fn not_sent(service: &str, class: Forbidden) -> Outcome {
+    Outcome::Failed(format!(
+        "not sent: the {service}'s address is {class}, which this server does not send to (see --push-allow-private-network)"
+    ))
+}
+
 /// 2xx delivered; 404/410 gone; 429, 5xx and network errors retried; other
-/// answers failed. Error texts name the status, never the address.
+/// answers failed; a destination the address rule refused failed. Error
+/// texts name the status or the address's class, never the address.
 fn classify(service: &str, response: reqwest::Result<reqwest::Response>) -> Outcome {
+    if let Err(e) = &response
+        && let Some(class) = destination::refused(e)
+    {
+        return not_sent(service, class);
+    }
     match response {
         Ok(r) if r.status().is_success() => Outcome::Delivered,
         Ok(r) if matches!(r.status().as_u16(), 404 | 410) => Outcome::Gone,

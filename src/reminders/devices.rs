@@ -6,6 +6,7 @@
 use rusqlite::Connection;
 
 use super::TEST;
+use super::destination::{self, Forbidden};
 use super::model::{
     NativeDeviceToken, NativeDeviceTokenAttributes, NtfyChannel, NtfyChannelAttributes, Platform,
     PushSubscription, PushSubscriptionAttributes,
@@ -19,10 +20,29 @@ use crate::db::WriteTx;
 use crate::domain::Timestamp;
 use crate::error::{ApiError, Problems, Result};
 
+/// What the rules need to judge a submitted push endpoint or ntfy topic
+/// URL beyond its text: whether http is accepted, and what the address rule
+/// found of its host. Resolving the host happens before the write, as the
+/// writer must not wait on the network.
+#[derive(Debug, Clone, Copy)]
+pub struct UrlCheck {
+    pub allow_http: bool,
+    pub refused: Option<Forbidden>,
+}
+
+impl UrlCheck {
+    pub async fn of(url: &str, settings: &ReminderSettings) -> UrlCheck {
+        UrlCheck {
+            allow_http: settings.push_allow_http,
+            refused: destination::screen(url, settings.push_allow_private_network).await,
+        }
+    }
+}
+
 /// Checks a push endpoint or ntfy topic URL: absolute, with a host, https
-/// (http only when allowed). The problem names `field`; the URL itself is
-/// never echoed.
-fn check_url(problems: &mut Problems, field: &str, url: &str, allow_http: bool) {
+/// (http only when allowed), not pointing at an address the server does not
+/// send to. The problem names `field`; the URL itself is never echoed.
+fn check_url(problems: &mut Problems, field: &str, url: &str, check: UrlCheck) {
     let Ok(parsed) = reqwest::Url::parse(url.trim()) else {
         problems.add(field, "must be an absolute URL");
         return;
@@ -33,7 +53,7 @@ fn check_url(problems: &mut Problems, field: &str, url: &str, allow_http: bool) 
     }
     match parsed.scheme() {
         "https" => {}
-        "http" if allow_http => {}
+        "http" if check.allow_http => {}
         "http" => problems.add(
             field,
             "must use https (this server accepts http only when started with --push-allow-http)",
@@ -42,6 +62,9 @@ fn check_url(problems: &mut Problems, field: &str, url: &str, allow_http: bool) 
     }
     if !parsed.username().is_empty() || parsed.password().is_some() {
         problems.add(field, "must not carry a user name or password");
+    }
+    if let Some(class) = check.refused {
+        problems.add(field, destination::refusal_text(class));
     }
 }
 
@@ -73,11 +96,11 @@ pub fn create_subscription(
     conn: &WriteTx,
     actor: &Actor,
     attrs: PushSubscriptionAttributes,
-    allow_http: bool,
+    check: UrlCheck,
 ) -> Result<PushSubscription> {
     let mut problems = Problems::default();
     let endpoint = attrs.endpoint.trim().to_string();
-    check_url(&mut problems, "endpoint", &endpoint, allow_http);
+    check_url(&mut problems, "endpoint", &endpoint, check);
     let (p256dh, auth) = match (attrs.p256dh, attrs.auth, attrs.keys) {
         (Some(p256dh), Some(auth), None) => (p256dh.into_inner(), auth.into_inner()),
         (None, None, Some(keys)) => (keys.p256dh.into_inner(), keys.auth.into_inner()),
@@ -190,11 +213,8 @@ pub fn create_device_token(
     settings: &ReminderSettings,
 ) -> Result<NativeDeviceToken> {
     let token = attrs.token.trim().to_string();
-    if token.chars().any(|c| c.is_whitespace() || c.is_control()) {
-        return Err(ApiError::invalid(
-            "token",
-            "must not contain spaces or control characters",
-        ));
+    if let Some(problem) = super::native::token_problem(attrs.platform, &token) {
+        return Err(ApiError::invalid("token", problem));
     }
     let device_name = attrs.device_name.as_ref().map(|n| n.trim().to_string());
     let row = store::put_device_token(
@@ -239,11 +259,11 @@ pub fn put_ntfy(
     conn: &WriteTx,
     actor: &Actor,
     attrs: NtfyChannelAttributes,
-    allow_http: bool,
+    check: UrlCheck,
 ) -> Result<NtfyChannel> {
     let url = attrs.topic_url.trim().to_string();
     let mut problems = Problems::default();
-    check_url(&mut problems, "topic_url", &url, allow_http);
+    check_url(&mut problems, "topic_url", &url, check);
     if problems.is_empty() {
         let topic = reqwest::Url::parse(&url)
             .ok()

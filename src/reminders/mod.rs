@@ -6,6 +6,7 @@
 //! else happens in the background.
 
 pub mod deliver;
+pub mod destination;
 pub mod devices;
 pub mod engine;
 pub mod model;

@@ -5,6 +5,7 @@ use axum::extract::State;
 use axum::response::Response;
 use axum::routing::{delete, get, post};
 
+use super::devices::UrlCheck;
 use super::model::{
     NativeDeviceToken, NativeDeviceTokenBody, NtfyChannel, NtfyChannelBody, PushSubscription,
     PushSubscriptionBody,
@@ -27,7 +28,7 @@ pub fn routes(api: Api) -> Api {
     api.route(
         Op::post(PUSH, "createPushSubscription", TAG)
             .summary("Subscribe this device to Web Push reminders")
-            .description("Saves the browser's PushSubscription (endpoint with p256dh and auth, beside it or under keys) for the caller's membership and credential, replacing the one this credential had. The endpoint must be https unless the server runs with --push-allow-http; the keys must be a P-256 public key and a 16-byte secret (base64url). Reminders are encrypted for these keys (RFC 8291) and signed with the VAPID key whose public half is web_push_vapid_public_key in the capability document. The keys are never answered.")
+            .description("Saves the browser's PushSubscription (endpoint with p256dh and auth, beside it or under keys) for the caller's membership and credential, replacing the one this credential had. The endpoint must be https unless the server runs with --push-allow-http, and its host may not be or resolve to a loopback, private, link-local, multicast or other non-public address unless the server runs with --push-allow-private-network (422 naming endpoint; each delivery connects only to an address that passes the same rule); the keys must be a P-256 public key and a 16-byte secret (base64url). Reminders are encrypted for these keys (RFC 8291) and signed with the VAPID key whose public half is web_push_vapid_public_key in the capability document. The keys are never answered.")
             .body::<PushSubscriptionBody>()
             .created::<PushSubscription>(),
         post(create_subscription),
@@ -49,7 +50,7 @@ pub fn routes(api: Api) -> Api {
     .route(
         Op::post(TOKENS, "createNativeDeviceToken", TAG)
             .summary("Register a phone for reminders")
-            .description("Keeps a phone app's push token (FCM for android, APNs for ios) for the caller's membership; the same token again updates its platform and device name. Tokens are kept even while native push is off (see native_push in the capability document). The token itself is never answered.")
+            .description("Keeps a phone app's push token (FCM for android, APNs for ios) for the caller's membership; the same token again updates its platform and device name. An APNs token is 64 hexadecimal characters, an FCM token 100 to 4096 letters, digits, '-', '_' or ':' (422 naming token otherwise). Tokens are kept even while native push is off (see native_push in the capability document). The token itself is never answered.")
             .body::<NativeDeviceTokenBody>()
             .created::<NativeDeviceToken>(),
         post(create_device_token),
@@ -72,7 +73,7 @@ pub fn routes(api: Api) -> Api {
     .route(
         Op::put(NTFY, "replaceNtfyChannel", TAG)
             .summary("Set your ntfy channel")
-            .description("Sets the ntfy topic URL (an ntfy server's URL followed by the topic, e.g. https://ntfy.sh/my-topic) the caller's reminders are published to. https only unless the server runs with --push-allow-http.")
+            .description("Sets the ntfy topic URL (an ntfy server's URL followed by the topic, e.g. https://ntfy.sh/my-topic) the caller's reminders are published to. https only unless the server runs with --push-allow-http; the host may not be or resolve to a loopback, private, link-local, multicast or other non-public address unless the server runs with --push-allow-private-network (422 naming topic_url; each delivery connects only to an address that passes the same rule).")
             .body::<NtfyChannelBody>()
             .ok::<NtfyChannel>(),
         axum::routing::put(put_ntfy),
@@ -90,11 +91,11 @@ async fn create_subscription(
     actor: Actor,
     ApiJson(body): ApiJson<PushSubscriptionBody>,
 ) -> Result<Response> {
-    let allow_http = state.settings.reminders.push_allow_http;
+    let check = UrlCheck::of(&body.push_subscription.endpoint, &state.settings.reminders).await;
     let subscription = state
         .db
         .write(move |tx| {
-            super::devices::create_subscription(tx, &actor, body.push_subscription, allow_http)
+            super::devices::create_subscription(tx, &actor, body.push_subscription, check)
         })
         .await?;
     Ok(respond::created(subscription))
@@ -171,10 +172,10 @@ async fn put_ntfy(
     actor: Actor,
     ApiJson(body): ApiJson<NtfyChannelBody>,
 ) -> Result<Response> {
-    let allow_http = state.settings.reminders.push_allow_http;
+    let check = UrlCheck::of(&body.ntfy_channel.topic_url, &state.settings.reminders).await;
     let channel = state
         .db
-        .write(move |tx| super::devices::put_ntfy(tx, &actor, body.ntfy_channel, allow_http))
+        .write(move |tx| super::devices::put_ntfy(tx, &actor, body.ntfy_channel, check))
         .await?;
     Ok(respond::ok(channel))
 }

@@ -34,6 +34,7 @@ mod memory_return;
 mod notification_preferences;
 mod oidc;
 mod oidc_links;
+mod outbound;
 mod packaging;
 mod pause_periods;
 mod people;

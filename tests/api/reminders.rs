@@ -34,14 +34,26 @@ impl Clock for ManualClock {
     }
 }
 
+/// An FCM registration token and an APNs device token of the shapes the
+/// services document.
+pub const FCM_TOKEN: &str = "dQw4w9WgXcQ:APA91bPtYgjmUhBel31iEl2hpChYgCfrL1spNxnyVmihA_2O76UMFxFkM_R5Kjp1vRt-1fjORS_6ilI8ihN5KXSc7Tvo_hBKqFYY_kv5ZJr3J1TWDtkwtDDb-xHKas1VOqg6YYZYn9Zh";
+pub const APNS_TOKEN: &str = "626e53a13043b026c48bbf33feff9243a8f506b40928b5b7a767c76fb008f86b";
+
+/// Settings whose push may reach the services the tests start: http, on
+/// this machine's loopback address.
 pub fn allow_http() -> Settings {
     Settings {
         rate_limit_per_minute: 0,
-        reminders: ReminderSettings {
-            push_allow_http: true,
-            ..ReminderSettings::default()
-        },
+        reminders: local_delivery(),
         ..Settings::default()
+    }
+}
+
+pub fn local_delivery() -> ReminderSettings {
+    ReminderSettings {
+        push_allow_http: true,
+        push_allow_private_network: true,
+        ..ReminderSettings::default()
     }
 }
 
@@ -49,7 +61,7 @@ pub async fn engine(app: &TestApp, clock: &Arc<ManualClock>) -> Reminders {
     Reminders::new(
         app.db.clone(),
         clock.clone() as Arc<dyn Clock>,
-        ReminderSettings::default(),
+        local_delivery(),
     )
     .await
     .unwrap()
@@ -262,14 +274,14 @@ async fn native_device_tokens_are_kept_per_member_while_native_push_is_off() {
         .post(
             &path,
             &app.owner,
-            json!({"native_device_token": {"token": "fcm-token-owner-1", "platform": "android",
+            json!({"native_device_token": {"token": FCM_TOKEN, "platform": "android",
                 "device_name": "Olive's phone"}}),
         )
         .await;
     created.assert_status(201);
     assert_eq!(created.data()["platform"], "android");
     assert_eq!(created.data()["delivery_enabled"], false);
-    assert!(!created.body.to_string().contains("fcm-token-owner-1"));
+    assert!(!created.body.to_string().contains(FCM_TOKEN));
     app.post(
         &path,
         &app.owner,
@@ -299,13 +311,13 @@ async fn native_device_tokens_are_kept_per_member_while_native_push_is_off() {
     let (_, max) = app
         .add_member("max@example.org", Role::Member, Some("Max Member"))
         .await;
-    app.delete(&format!("{path}/fcm-token-owner-1"), &max, None)
+    app.delete(&format!("{path}/{FCM_TOKEN}"), &max, None)
         .await
         .assert_status(404);
-    app.delete(&format!("{path}/fcm-token-owner-1"), &app.owner, None)
+    app.delete(&format!("{path}/{FCM_TOKEN}"), &app.owner, None)
         .await
         .assert_status(204);
-    app.delete(&format!("{path}/fcm-token-owner-1"), &app.owner, None)
+    app.delete(&format!("{path}/{FCM_TOKEN}"), &app.owner, None)
         .await
         .assert_status(404);
     // By id too.
@@ -313,7 +325,7 @@ async fn native_device_tokens_are_kept_per_member_while_native_push_is_off() {
         .post(
             &path,
             &app.owner,
-            json!({"native_device_token": {"token": "apns-abc", "platform": "ios"}}),
+            json!({"native_device_token": {"token": APNS_TOKEN, "platform": "ios"}}),
         )
         .await;
     again.assert_status(201);
@@ -1121,7 +1133,8 @@ mod restart {
             "--rate-limit",
             "0",
         ]);
-        cmd.env("PILLBOX_PUSH_ALLOW_HTTP", "1");
+        cmd.env("PILLBOX_PUSH_ALLOW_HTTP", "1")
+            .env("PILLBOX_PUSH_ALLOW_PRIVATE_NETWORK", "1");
         let log_file = std::fs::File::create(log).unwrap();
         cmd.stdin(Stdio::null())
             .stdout(Stdio::null())

@@ -14,7 +14,7 @@ use pillbox::reminders::native::{load_apns, load_fcm};
 use pillbox::reminders::task::Reminders;
 use serde_json::{Value, json};
 
-use crate::reminders::ManualClock;
+use crate::reminders::{APNS_TOKEN, FCM_TOKEN, ManualClock};
 use crate::schedules::new_medication;
 use crate::support::TestApp;
 
@@ -170,11 +170,9 @@ async fn start_stub() -> (Arc<Stub>, String) {
     (stub, base)
 }
 
-#[tokio::test]
-async fn phone_reminders_go_through_fcm_and_apns_and_gone_tokens_are_removed() {
-    let (stub, base) = start_stub().await;
-    let dir = tempfile::tempdir().unwrap();
-    let account = dir.path().join("service-account.json");
+/// FCM and APNs, both pointed at the stub at `base`.
+fn phone_settings(dir: &std::path::Path, base: &str) -> ReminderSettings {
+    let account = dir.join("service-account.json");
     std::fs::write(
         &account,
         json!({"type": "service_account", "project_id": "test-project",
@@ -183,22 +181,22 @@ async fn phone_reminders_go_through_fcm_and_apns_and_gone_tokens_are_removed() {
         .to_string(),
     )
     .unwrap();
-    let p8 = dir.path().join("AuthKey_ABC123DEFG.p8");
+    let p8 = dir.join("AuthKey_ABC123DEFG.p8");
     std::fs::write(&p8, APNS_KEY).unwrap();
-    let reminders = ReminderSettings {
-        fcm: Some(Arc::new(load_fcm(&account, &base).unwrap())),
+    ReminderSettings {
+        fcm: Some(Arc::new(load_fcm(&account, base).unwrap())),
         apns: Some(Arc::new(
-            load_apns(
-                &p8,
-                "ABC123DEFG",
-                "TEAM123456",
-                "org.example.pillbox",
-                &base,
-            )
-            .unwrap(),
+            load_apns(&p8, "ABC123DEFG", "TEAM123456", "org.example.pillbox", base).unwrap(),
         )),
         ..ReminderSettings::default()
-    };
+    }
+}
+
+#[tokio::test]
+async fn phone_reminders_go_through_fcm_and_apns_and_gone_tokens_are_removed() {
+    let (stub, base) = start_stub().await;
+    let dir = tempfile::tempdir().unwrap();
+    let reminders = phone_settings(dir.path(), &base);
     let app = TestApp::with_settings(Settings {
         rate_limit_per_minute: 0,
         reminders: reminders.clone(),
@@ -217,7 +215,7 @@ async fn phone_reminders_go_through_fcm_and_apns_and_gone_tokens_are_removed() {
         .post(
             &tokens,
             &app.owner,
-            json!({"native_device_token": {"token": "fcm-registration-1", "platform": "android"}}),
+            json!({"native_device_token": {"token": FCM_TOKEN, "platform": "android"}}),
         )
         .await;
     android.assert_status(201);
@@ -225,7 +223,7 @@ async fn phone_reminders_go_through_fcm_and_apns_and_gone_tokens_are_removed() {
     app.post(
         &tokens,
         &app.owner,
-        json!({"native_device_token": {"token": "a1b2c3d4e5f6", "platform": "ios"}}),
+        json!({"native_device_token": {"token": APNS_TOKEN, "platform": "ios"}}),
     )
     .await
     .assert_status(201);
@@ -256,13 +254,13 @@ async fn phone_reminders_go_through_fcm_and_apns_and_gone_tokens_are_removed() {
         let messages = stub.messages.lock().unwrap();
         assert_eq!(messages.len(), 2);
         let fcm = messages.iter().find(|m| m.0.starts_with("/v1/")).unwrap();
-        assert_eq!(fcm.2["message"]["token"], "fcm-registration-1");
+        assert_eq!(fcm.2["message"]["token"], FCM_TOKEN);
         assert_eq!(
             fcm.2["message"]["notification"]["body"],
             "A dose for Olive Owner is due"
         );
         let apns = messages.iter().find(|m| m.0.starts_with("/3/")).unwrap();
-        assert_eq!(apns.0, "/3/device/a1b2c3d4e5f6");
+        assert_eq!(apns.0, format!("/3/device/{APNS_TOKEN}"));
         assert_eq!(apns.2["aps"]["alert"]["title"], "Dose due");
     }
     assert_eq!(*stub.grants.lock().unwrap(), 1);
@@ -294,4 +292,63 @@ async fn phone_reminders_go_through_fcm_and_apns_and_gone_tokens_are_removed() {
         assert_eq!(h["delivered_count"], 1);
         assert_eq!(h["failed_count"], 1);
     }
+}
+
+/// A token stored before tokens were checked (put here directly) is never
+/// made part of a request: APNs puts it in the path, where `../` would
+/// reach another of the service's endpoints.
+#[tokio::test]
+async fn a_stored_token_of_the_wrong_shape_reaches_no_url() {
+    let (stub, base) = start_stub().await;
+    let dir = tempfile::tempdir().unwrap();
+    let reminders = phone_settings(dir.path(), &base);
+    let app = TestApp::with_settings(Settings {
+        rate_limit_per_minute: 0,
+        reminders: reminders.clone(),
+        ..Settings::default()
+    })
+    .await;
+    let (household, membership) = (app.household_id, app.owner_membership_id);
+    app.db
+        .write(move |tx| {
+            for (platform, token) in [
+                ("ios", "../../v1/projects/test-project/messages:send"),
+                ("android", "short"),
+            ] {
+                tx.execute(
+                    "INSERT INTO native_device_tokens (household_id, membership_id, platform, token, created_at)
+                     VALUES (?1, ?2, ?3, ?4, '2027-04-01T00:00:00Z')",
+                    rusqlite::params![household, membership, platform, token],
+                )?;
+            }
+            Ok(())
+        })
+        .await
+        .unwrap();
+    let me = app
+        .get(&app.hh("/notification_preference"), &app.owner)
+        .await;
+    let person = me.data()["person_id"].as_i64().unwrap();
+    let med = new_medication(&app, "Metformin").await;
+    app.post(
+        &app.hh("/schedules"),
+        &app.owner,
+        json!({"schedule": {"person_id": person, "medication_id": med.id,
+            "schedule_type": "daily", "schedule_config": {"times": ["08:00"]},
+            "start_date": "2027-04-01"}}),
+    )
+    .await
+    .assert_status(201);
+    let clock = ManualClock::at("2027-04-02T06:00:00Z");
+    let engine = Reminders::new(app.db.clone(), clock.clone() as Arc<dyn Clock>, reminders)
+        .await
+        .unwrap();
+    engine.scan().await.unwrap();
+    clock.set("2027-04-02T07:00:00Z");
+    assert_eq!(engine.scan().await.unwrap().queued, 2);
+    engine.deliver().await.unwrap();
+    assert!(stub.messages.lock().unwrap().is_empty());
+    let outcomes = crate::reminders::outbox(&app).await;
+    assert_eq!(outcomes.len(), 2);
+    assert!(outcomes.iter().all(|row| row.4 == "failed"), "{outcomes:?}");
 }
