@@ -31,6 +31,7 @@ mod medication_takes;
 mod medications;
 mod medicine_stock;
 mod memory_return;
+mod mfa_reauth;
 mod notification_preferences;
 mod oidc;
 mod packaging;
