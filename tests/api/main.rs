@@ -20,6 +20,7 @@ mod dose_outcomes;
 mod durability;
 mod hardening;
 mod health_events;
+mod invitation_authority;
 mod invitation_page;
 mod invitations;
 mod location_memberships;
