@@ -69,6 +69,9 @@ function Reminders() {
   </section>`;
 }
 
+// Every change to the second factor sends the account's password with it
+// (the server asks for it each time); while enrolling, the password typed
+// to start is kept in this component's memory only, to confirm with.
 function Totp() {
   const [status, setStatus] = useState(null);
   const [enrolment, setEnrolment] = useState(null);
@@ -76,20 +79,29 @@ function Totp() {
   const [error, setError] = useState(null);
   const load = () => get('/auth/mfa').then((r) => setStatus(r.data)).catch(setError);
   useEffect(() => { load(); }, []);
+  const showCodes = (r) => { setError(null); setCodes(r.body.data.recovery_codes); load(); };
   if (!status) return error ? html`<${ErrorBox} error=${error} />` : null;
   return html`<section aria-labelledby="totp-h"><h2 id="totp-h">Second step at sign-in</h2>
     <${ErrorBox} error=${error} />
     ${codes ? html`<div class="notice"><p>Recovery codes: keep them somewhere safe. Each works once; they are shown only now.</p><ul>${codes.map((c) => html`<li class="token">${c}</li>`)}</ul><button onClick=${() => setCodes(null)}>Done</button></div>`
-      : status.totp_enabled ? html`<p>An authenticator app is set up (${status.recovery_codes_remaining} recovery codes left).</p>
+      : status.totp_enabled ? html`<p>An authenticator app is set up (${status.recovery_codes_remaining} recovery codes left). Turning it off, or on again, signs your other devices out.</p>
         <form onSubmit=${(e) => { const v = formValues(e); post('/auth/mfa/totp/disable', { mfa: { password: v.password, code: v.code } }).then(() => { setError(null); load(); }).catch(setError); }}>
           <${Field} id="totp-off-password" label="Password"><input id="totp-off-password" name="password" type="password" required autocomplete="current-password" /><//>
           <${Field} id="totp-off-code" label="Code or recovery code"><input id="totp-off-code" name="code" required autocomplete="one-time-code" /><//>
-          <button type="submit">Turn off</button></form>`
+          <button type="submit">Turn off</button></form>
+        <form onSubmit=${(e) => { const v = formValues(e); post('/auth/mfa/recovery_codes', { mfa: { password: v.password, code: v.code } }).then(showCodes).catch(setError); }}>
+          <${Field} id="totp-new-password" label="Password"><input id="totp-new-password" name="password" type="password" required autocomplete="current-password" /><//>
+          <${Field} id="totp-new-code" label="Code or recovery code"><input id="totp-new-code" name="code" required autocomplete="one-time-code" /><//>
+          <button type="submit">New recovery codes</button></form>`
       : enrolment ? html`<p>Add this key to your authenticator app, then enter the code it shows.</p><p class="token">${enrolment.secret}</p>
-        <form onSubmit=${(e) => { const v = formValues(e); post('/auth/mfa/totp/confirm', { mfa: { code: v.code } }).then((r) => { setCodes(r.body.data.recovery_codes); setEnrolment(null); load(); }).catch(setError); }}>
+        <form onSubmit=${(e) => { const v = formValues(e); post('/auth/mfa/totp/confirm', { mfa: { password: enrolment.password, code: v.code } }).then((r) => { setEnrolment(null); showCodes(r); }).catch(setError); }}>
           <${Field} id="totp-code" label="Code from the app"><input id="totp-code" name="code" required inputmode="numeric" autocomplete="one-time-code" /><//>
-          <button type="submit" class="primary">Confirm</button></form>`
-      : html`<p>Not set up.</p><button onClick=${() => post('/auth/mfa/totp', {}).then((r) => setEnrolment(r.body.data)).catch(setError)}>Set up an authenticator app</button>`}
+          <div class="actions"><button type="submit" class="primary">Confirm</button>
+          <button type="button" onClick=${() => setEnrolment(null)}>Cancel</button></div></form>`
+      : html`<p>Not set up.</p>
+        <form onSubmit=${(e) => { const v = formValues(e); post('/auth/mfa/totp', { mfa: { password: v.password } }).then((r) => { setError(null); setEnrolment({ ...r.body.data, password: v.password }); }).catch(setError); }}>
+          <${Field} id="totp-on-password" label="Password"><input id="totp-on-password" name="password" type="password" required autocomplete="current-password" /><//>
+          <button type="submit">Set up an authenticator app</button></form>`}
   </section>`;
 }
 

@@ -20,7 +20,7 @@ pub enum MemberCommand {
     List(ListArgs),
     /// Change a member's role; the household always keeps an active owner
     Role(RoleArgs),
-    /// Remove a member, revoking their app tokens and access grants at once
+    /// Remove a member, revoking their app tokens, access grants and pending invitations at once
     Remove(RemoveArgs),
 }
 
@@ -222,7 +222,7 @@ async fn remove(args: RemoveArgs) -> CliResult {
     db.close().await;
     let member = result.map_err(|e| e.to_string())?;
     eprintln!(
-        "Removed {} from household {}; their app tokens and access grants are revoked",
+        "Removed {} from household {}; their app tokens, access grants and pending invitations are revoked",
         member.email, member.household_id
     );
     Ok(())

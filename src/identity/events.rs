@@ -135,6 +135,22 @@ pub fn fail(tx: &WriteTx, key: &str, free: i64) -> Result<()> {
     Ok(())
 }
 
+/// Counts a failed attempt (a password or a code, at sign-in or before a
+/// second-factor change) against the address and the account (or email),
+/// and records it.
+pub fn failed(
+    tx: &WriteTx,
+    account_id: Option<i64>,
+    email: &str,
+    address: &str,
+    step: &str,
+) -> Result<()> {
+    fail(tx, address, FREE_FAILURES_PER_ADDRESS)?;
+    fail(tx, &account_key(email), FREE_FAILURES_PER_ACCOUNT)?;
+    tracing::info!(account_id, step, "sign-in failed");
+    record(tx, account_id, "sign_in.failed", address, self::step(step))
+}
+
 /// Forgets the failures of `key` (an account after it signed in).
 pub fn clear(tx: &WriteTx, key: &str) -> Result<()> {
     tx.prepare_kept("DELETE FROM sign_in_failures WHERE key = ?1")?

@@ -5,8 +5,6 @@
 //! subscription the push service no longer knows (404/410) is removed.
 //! Push bodies, keys and addresses never reach a log.
 
-use std::time::Duration;
-
 use jiff::{SignedDuration, Timestamp};
 
 use super::destination::{self, Forbidden, MemberClient};
@@ -26,7 +24,6 @@ const FIRST_RETRY: SignedDuration = SignedDuration::from_secs(30);
 const LONGEST_RETRY: SignedDuration = SignedDuration::from_hours(1);
 /// Notifications sent per pass; the rest wait for the next one.
 const BATCH: i64 = 64;
-const REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// What delivery needs: the HTTP clients, the VAPID key and the settings.
 pub struct Deliverer {
@@ -39,20 +36,9 @@ pub struct Deliverer {
     native: super::native::NativeSender,
 }
 
-/// The outbound HTTP client's settings: rustls with the ring provider, no
-/// redirects (a push service answers, it does not send us elsewhere).
-pub fn client_builder() -> reqwest::ClientBuilder {
-    // Installed once per process; a second call finds it installed.
-    let _ = rustls::crypto::ring::default_provider().install_default();
-    reqwest::Client::builder()
-        .timeout(REQUEST_TIMEOUT)
-        .redirect(reqwest::redirect::Policy::none())
-        .user_agent(concat!("pillbox/", env!("CARGO_PKG_VERSION")))
-}
-
 /// The HTTP client for services the operator configured.
 pub fn http_client() -> Result<reqwest::Client> {
-    client_builder()
+    super::destination::client_builder()
         .build()
         .map_err(|e| ApiError::internal(format!("cannot start the HTTP client: {e}")))
 }

@@ -170,6 +170,19 @@ pub fn refusal_text(class: Forbidden) -> String {
     )
 }
 
+const REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// The outbound HTTP client's settings: rustls with the ring provider, no
+/// redirects (a push service answers, it does not send us elsewhere).
+pub fn client_builder() -> reqwest::ClientBuilder {
+    // Installed once per process; a second call finds it installed.
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    reqwest::Client::builder()
+        .timeout(REQUEST_TIMEOUT)
+        .redirect(reqwest::redirect::Policy::none())
+        .user_agent(concat!("pillbox/", env!("CARGO_PKG_VERSION")))
+}
+
 /// A delivery refused by the rule (the error a request fails with).
 #[derive(Debug, thiserror::Error)]
 #[error("the destination is {0}, which this server does not send to")]
@@ -220,7 +233,7 @@ pub struct MemberClient {
 
 impl MemberClient {
     pub fn new(allow_private: bool) -> Result<MemberClient> {
-        let mut builder = super::deliver::client_builder().no_proxy();
+        let mut builder = client_builder().no_proxy();
         if !allow_private {
             builder = builder.dns_resolver(AllowedOnly);
         }

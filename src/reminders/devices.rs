@@ -213,7 +213,11 @@ pub fn create_device_token(
     settings: &ReminderSettings,
 ) -> Result<NativeDeviceToken> {
     let token = attrs.token.trim().to_string();
-    if let Some(problem) = super::native::token_problem(attrs.platform, &token) {
+    let problem = match attrs.platform {
+        Platform::Ios => super::native::apns_token_problem(&token),
+        Platform::Android => super::native::fcm_token_problem(&token),
+    };
+    if let Some(problem) = problem {
         return Err(ApiError::invalid("token", problem));
     }
     let device_name = attrs.device_name.as_ref().map(|n| n.trim().to_string());

@@ -14,7 +14,6 @@ use p256::ecdsa::signature::Signer;
 use serde::Deserialize;
 use sha2::Sha256;
 
-use super::model::Platform;
 use super::outcome::Outcome;
 
 const FCM_SCOPE: &str = "https://www.googleapis.com/auth/firebase.messaging";
@@ -164,22 +163,21 @@ const APNS_TOKEN_LEN: usize = 64;
 /// fixed length, so a margin either side.
 const FCM_TOKEN_LEN: std::ops::RangeInclusive<usize> = 100..=4096;
 
-/// Why `token` is not a device token of `platform`, or `None`. An APNs
-/// token becomes part of a request path, so only its documented shape
-/// passes; an FCM token is held to its alphabet.
-pub fn token_problem(platform: Platform, token: &str) -> Option<&'static str> {
-    match platform {
-        Platform::Ios => (token.len() != APNS_TOKEN_LEN
-            || !token.bytes().all(|b| b.is_ascii_hexdigit()))
-        .then_some("must be an APNs device token: 64 hexadecimal characters"),
-        Platform::Android => (!FCM_TOKEN_LEN.contains(&token.len())
-            || !token
-                .bytes()
-                .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b':')))
-        .then_some(
-            "must be an FCM registration token: 100 to 4096 letters, digits, '-', '_' or ':'",
-        ),
-    }
+/// Why `token` is not an APNs device token, or `None`. It becomes part of
+/// a request path, so only its documented shape passes.
+pub fn apns_token_problem(token: &str) -> Option<&'static str> {
+    (token.len() != APNS_TOKEN_LEN || !token.bytes().all(|b| b.is_ascii_hexdigit()))
+        .then_some("must be an APNs device token: 64 hexadecimal characters")
+}
+
+/// Why `token` is not an FCM registration token, or `None`: it is held to
+/// its alphabet and a sane length.
+pub fn fcm_token_problem(token: &str) -> Option<&'static str> {
+    (!FCM_TOKEN_LEN.contains(&token.len())
+        || !token
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b':')))
+    .then_some("must be an FCM registration token: 100 to 4096 letters, digits, '-', '_' or ':'")
 }
 
 /// A notification for a phone.
@@ -275,7 +273,7 @@ impl NativeSender {
         message: &Message<'_>,
     ) -> Outcome {
         // A token stored before tokens were checked may not be one.
-        if token_problem(Platform::Android, message.token).is_some() {
+        if fcm_token_problem(message.token).is_some() {
             return Outcome::Failed("the phone token is not an FCM registration token".into());
         }
         let access = match self.fcm_access_token(http, fcm).await {
@@ -349,7 +347,7 @@ impl NativeSender {
     ) -> Outcome {
         // The token goes into the path: one stored before tokens were
         // checked must not reach the URL unless it has the shape.
-        if token_problem(Platform::Ios, message.token).is_some() {
+        if apns_token_problem(message.token).is_some() {
             return Outcome::Failed("the phone token is not an APNs device token".into());
         }
         let provider = self.apns_provider_token(apns);
@@ -404,21 +402,18 @@ mod tests {
     #[test]
     fn device_tokens_are_held_to_their_documented_shape() {
         let apns = "a1b2c3d4e5f60718293a4b5c6d7e8f90a1b2c3d4e5f60718293a4b5c6d7e8f90";
-        assert_eq!(token_problem(Platform::Ios, apns), None);
-        assert_eq!(
-            token_problem(Platform::Ios, &apns.to_ascii_uppercase()),
-            None
-        );
+        assert_eq!(apns_token_problem(apns), None);
+        assert_eq!(apns_token_problem(&apns.to_ascii_uppercase()), None);
         for bad in [
             &apns[1..],
             &format!("{apns}0"),
             &apns.replace('a', "g"),
             "../../v1/x",
         ] {
-            assert!(token_problem(Platform::Ios, bad).is_some(), "{bad}");
+            assert!(apns_token_problem(bad).is_some(), "{bad}");
         }
         let fcm = format!("cXp1Vw3hTkS-ab_12:APA91b{}", "Hx9-_z".repeat(22));
-        assert_eq!(token_problem(Platform::Android, &fcm), None);
+        assert_eq!(fcm_token_problem(&fcm), None);
         for bad in [
             "fcm-registration-1".to_string(),
             format!("{fcm}/../x"),
@@ -426,7 +421,7 @@ mod tests {
             format!("{fcm}%2F"),
             "a".repeat(4097),
         ] {
-            assert!(token_problem(Platform::Android, &bad).is_some(), "{bad}");
+            assert!(fcm_token_problem(&bad).is_some(), "{bad}");
         }
     }
 }

@@ -37,12 +37,10 @@ fn now() -> u64 {
 /// Enrols and confirms TOTP for the owner; answers (secret, recovery codes).
 pub async fn enrol(app: &TestApp, access: &str) -> (Vec<u8>, Vec<String>) {
     let started = app
-        .send(
-            Method::POST,
+        .post(
             "/api/v1/auth/mfa/totp",
-            Some(access),
-            None,
-            &[],
+            access,
+            serde_json::json!({"mfa": {"password": PASSWORD}}),
         )
         .await;
     started.assert_status(201);
@@ -59,7 +57,7 @@ pub async fn enrol(app: &TestApp, access: &str) -> (Vec<u8>, Vec<String>) {
         .post(
             "/api/v1/auth/mfa/totp/confirm",
             access,
-            serde_json::json!({"mfa": {"code": totp::code_at(&secret, now())}}),
+            serde_json::json!({"mfa": {"password": PASSWORD, "code": totp::code_at(&secret, now())}}),
         )
         .await;
     confirmed.assert_status(200);
@@ -94,29 +92,18 @@ async fn totp_enrolment_second_step_recovery_codes_and_disabling() {
     assert_eq!(status.data()["totp_enabled"], false);
 
     // An app token cannot enrol; a wrong first code confirms nothing.
-    app.send(
-        Method::POST,
-        "/api/v1/auth/mfa/totp",
-        Some(&app.owner),
-        None,
-        &[],
-    )
-    .await
-    .assert_error(403, "forbidden");
-    app.send(
-        Method::POST,
-        "/api/v1/auth/mfa/totp",
-        Some(&access),
-        None,
-        &[],
-    )
-    .await
-    .assert_status(201);
+    let with_password = serde_json::json!({"mfa": {"password": PASSWORD}});
+    app.post("/api/v1/auth/mfa/totp", &app.owner, with_password.clone())
+        .await
+        .assert_error(403, "forbidden");
+    app.post("/api/v1/auth/mfa/totp", &access, with_password.clone())
+        .await
+        .assert_status(201);
     let wrong = app
         .post(
             "/api/v1/auth/mfa/totp/confirm",
             &access,
-            serde_json::json!({"mfa": {"code": "000000"}}),
+            serde_json::json!({"mfa": {"password": PASSWORD, "code": "000000"}}),
         )
         .await;
     wrong.assert_error(422, "validation_failed");
@@ -130,15 +117,9 @@ async fn totp_enrolment_second_step_recovery_codes_and_disabling() {
     let status = app.get("/api/v1/auth/mfa", &access).await;
     assert_eq!(status.data()["totp_enabled"], true);
     assert_eq!(status.data()["recovery_codes_remaining"], 10);
-    app.send(
-        Method::POST,
-        "/api/v1/auth/mfa/totp",
-        Some(&access),
-        None,
-        &[],
-    )
-    .await
-    .assert_error(409, "mfa_already_enabled");
+    app.post("/api/v1/auth/mfa/totp", &access, with_password)
+        .await
+        .assert_error(409, "mfa_already_enabled");
 
     // The password alone no longer signs in: a wrong code is refused...
     let (verifier, challenge) = pkce();

@@ -427,8 +427,9 @@ fn a_schedule_is_added_paused_and_resumed_a_member_invited_and_totp_enrolled() {
     // This browser is among the signed-in devices.
     browser.wait_for_text("This device");
 
-    // An authenticator app: the key is shown, a first code confirms it,
-    // and the recovery codes are shown once.
+    // An authenticator app: the password starts it, the key is shown, a
+    // first code confirms it, and the recovery codes are shown once.
+    browser.fill("#totp-on-password", PASSWORD);
     browser.click_button("Set up an authenticator app");
     browser.find("#totp-code");
     let secret = browser.run(
@@ -447,8 +448,25 @@ fn a_schedule_is_added_paused_and_resumed_a_member_invited_and_totp_enrolled() {
     browser.click_button("Confirm");
     browser.wait_for_text("Recovery codes");
     browser.assert_accessible("recovery codes");
+    let shown = "return [...document.querySelectorAll('li.token')].map(e => e.textContent)";
+    let first = browser.run(shown, json!([]));
     browser.click_button("Done");
     browser.wait_for_text("An authenticator app is set up (10 recovery codes left)");
+
+    // New recovery codes and turning the factor off each take the password
+    // and a code (here a recovery code).
+    browser.fill("#totp-new-password", PASSWORD);
+    browser.fill("#totp-new-code", first[0].as_str().unwrap());
+    browser.click_button("New recovery codes");
+    browser.wait_for_text("Recovery codes");
+    let second = browser.run(shown, json!([]));
+    assert_ne!(first, second);
+    browser.click_button("Done");
+    browser.wait_for_text("An authenticator app is set up (10 recovery codes left)");
+    browser.fill("#totp-off-password", PASSWORD);
+    browser.fill("#totp-off-code", second[0].as_str().unwrap());
+    browser.click_button("Turn off");
+    browser.wait_for_text("Not set up.");
 }
 
 /// RFC 4648 base32 without padding, as the enrolment shows the key.

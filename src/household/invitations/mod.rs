@@ -17,6 +17,7 @@ use crate::auth::{Actor, Authenticated, Credential, Permissions, Role, token};
 use crate::domain::{Page, Timestamp};
 use crate::error::{ApiError, Problems, Result};
 use crate::household::grants::{self, Relationship};
+use crate::household::memberships::model::{Membership, MembershipStatus};
 use crate::household::memberships::store as memberships_store;
 use crate::household::{audit, people};
 use model::{
@@ -328,6 +329,59 @@ pub fn revoke(conn: &WriteTx, actor: &Actor, id: i64) -> Result<()> {
     )
 }
 
+/// Whether a member of `role` may make an invitation that grants `invited`:
+/// owners and administrators invite, and only an owner invites an owner.
+fn may_invite(role: Role, invited: Role) -> bool {
+    match role {
+        Role::Owner => true,
+        Role::Administrator => invited != Role::Owner,
+        Role::Member => false,
+    }
+}
+
+/// An invitation lives on the authority of the member who made it: when
+/// that member is removed, suspended or demoted, their pending invitations
+/// that they could no longer make are revoked, in the caller's transaction,
+/// each audited. Every change of a membership's role or status calls this
+/// with the membership as it now is; `acting` is the member who made the
+/// change (`None` for the host operator). Answers how many were revoked.
+pub fn revoke_outgrown(conn: &WriteTx, inviter: &Membership, acting: Option<i64>) -> Result<usize> {
+    let reason = match inviter.status {
+        MembershipStatus::Revoked => "inviter_removed",
+        MembershipStatus::Suspended => "inviter_suspended",
+        MembershipStatus::Active => "inviter_demoted",
+    };
+    let active = inviter.status == MembershipStatus::Active;
+    let mut revoked = 0;
+    for (id, role) in store::pending_of_inviter(conn, inviter.id)? {
+        if active && may_invite(inviter.role, role) {
+            continue;
+        }
+        store::revoke(conn, id)?;
+        audit::record(
+            conn,
+            inviter.household_id,
+            acting,
+            "invitation.revoked",
+            ("invitation", id),
+            json!({"role": role.as_str(), "was": "pending", "reason": reason, "inviter_membership_id": inviter.id}),
+        )?;
+        revoked += 1;
+    }
+    Ok(revoked)
+}
+
+/// The same rule at acceptance, for invitations made before their
+/// inviter's authority was tied to them: the inviter must still be an
+/// active member who may make this invitation.
+fn inviter_still_may(conn: &Connection, row: &InvitationRow) -> Result<bool> {
+    let Some(inviter) = row.created_by_membership_id else {
+        return Ok(true);
+    };
+    Ok(memberships_store::find(conn, row.household_id, inviter)?
+        .is_some_and(|m| m.status == MembershipStatus::Active && may_invite(m.role, row.role)))
+}
+
 /// The pending invitation a token names, checked against its digest.
 pub fn by_token(conn: &Connection, presented: &str) -> Result<Option<InvitationRow>> {
     let Some(parsed) = token::parse_with(TOKEN_PREFIX, presented.trim()) else {
@@ -362,7 +416,10 @@ pub fn invitee(conn: &Connection, presented: &str) -> Result<Option<Invitee>> {
     let Some(row) = by_token(conn, presented)? else {
         return Ok(None);
     };
-    if row.status != "pending" || row.expires_at <= Timestamp::now() {
+    if row.status != "pending"
+        || row.expires_at <= Timestamp::now()
+        || !inviter_still_may(conn, &row)?
+    {
         return Ok(None);
     }
     let Some(household) = crate::household::settings::store::find(conn, row.household_id)? else {
@@ -396,7 +453,10 @@ pub fn accept_as(conn: &WriteTx, account_id: i64, presented: &str) -> Result<Acc
                 _ => Err(unavailable()),
             };
         }
-        "pending" if row.expires_at > Timestamp::now() && existing.is_none() => {}
+        "pending"
+            if row.expires_at > Timestamp::now()
+                && existing.is_none()
+                && inviter_still_may(conn, &row)? => {}
         _ => return Err(unavailable()),
     }
     let membership_id =

@@ -185,6 +185,25 @@ pub fn revoke(conn: &WriteTx, id: i64) -> Result<()> {
     Ok(())
 }
 
+/// (id, role) of every pending invitation the membership made, expired or
+/// not (a resend would bring an expired one back).
+pub fn pending_of_inviter(conn: &Connection, membership_id: i64) -> Result<Vec<(i64, Role)>> {
+    let rows = conn
+        .prepare(
+            "SELECT id, role FROM invitations
+             WHERE created_by_membership_id = ?1 AND status = 'pending' ORDER BY id",
+        )?
+        .query_map([membership_id], |r| {
+            let role: String = r.get(1)?;
+            Ok((
+                r.get(0)?,
+                Role::parse(&role).ok_or_else(|| bad(1, "unknown role"))?,
+            ))
+        })?
+        .collect::<rusqlite::Result<Vec<_>>>()?;
+    Ok(rows)
+}
+
 pub fn mark_accepted(conn: &WriteTx, id: i64, membership_id: i64) -> Result<()> {
     let now = Timestamp::now();
     conn.execute(

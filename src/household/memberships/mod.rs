@@ -15,8 +15,8 @@ use serde_json::json;
 use crate::auth::{Actor, Permissions, Role, store as auth_store};
 use crate::domain::Page;
 use crate::error::{ApiError, Problems, Result};
-use crate::household::{app_tokens, audit, grants};
-use model::{Membership, MembershipAttributes};
+use crate::household::{app_tokens, audit, grants, invitations};
+use model::{Membership, MembershipAttributes, MembershipStatus};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Mode {
@@ -152,13 +152,18 @@ fn change(
     next.lock_version += 1;
     next.updated_at = crate::domain::Timestamp::now();
     store::update(conn, &next)?;
+    let mut metadata = json!({ "changed": changed });
+    let revoked = invitations::revoke_outgrown(conn, &next, Some(actor.membership_id))?;
+    if revoked > 0 {
+        metadata["revoked_invitations"] = revoked.into();
+    }
     audit::record(
         conn,
         actor.household_id,
         Some(actor.membership_id),
         "membership.updated",
         ("membership", next.id),
-        json!({ "changed": changed }),
+        metadata,
     )?;
     find(conn, actor, id)
 }
@@ -244,8 +249,8 @@ fn validate(attrs: &MembershipAttributes, mode: Mode) -> Result<()> {
     problems.check("the membership's attributes are invalid")
 }
 
-/// Removes a member: the membership is revoked, and with it its app tokens
-/// and person access grants, at once.
+/// Removes a member: the membership is revoked, and with it its app tokens,
+/// person access grants and pending invitations, at once.
 pub fn revoke(conn: &WriteTx, actor: &Actor, id: i64) -> Result<()> {
     actor.require_manager("remove memberships")?;
     let current = find(conn, actor, id)?;
@@ -259,6 +264,11 @@ fn remove(conn: &WriteTx, current: &Membership, acting: Option<i64>) -> Result<(
     store::revoke(conn, current.id)?;
     let app_tokens = app_tokens::store::revoke_all_of_membership(conn, current.id)?;
     let grants = grants::store::revoke_all_of_membership(conn, current.id)?;
+    let removed = Membership {
+        status: MembershipStatus::Revoked,
+        ..current.clone()
+    };
+    let invitations = invitations::revoke_outgrown(conn, &removed, acting)?;
     audit::record(
         conn,
         current.household_id,
@@ -269,6 +279,7 @@ fn remove(conn: &WriteTx, current: &Membership, acting: Option<i64>) -> Result<(
             "role": current.role.as_str(),
             "revoked_app_tokens": app_tokens,
             "revoked_person_access_grants": grants,
+            "revoked_invitations": invitations,
         }),
     )
 }

@@ -1,7 +1,8 @@
 //! What the host operator does to memberships from the server's shell
 //! (`pillbox member role|remove`). The operator stands above every role, so
 //! may give or take the owner role, but the household's invariants hold as
-//! for the API: the last active owner stays. Audit events name no acting
+//! for the API: the last active owner stays, and a member's pending
+//! invitations do not outlive their authority. Audit events name no acting
 //! membership, because no member acted.
 
 use crate::db::WriteTx;
@@ -34,18 +35,23 @@ pub fn set_role(conn: &WriteTx, household_id: i64, id: i64, role: Role) -> Resul
     next.lock_version += 1;
     next.updated_at = crate::domain::Timestamp::now();
     store::update(conn, &next)?;
+    let mut metadata = json!({ "changed": changed, "via": "cli" });
+    let revoked = crate::household::invitations::revoke_outgrown(conn, &next, None)?;
+    if revoked > 0 {
+        metadata["revoked_invitations"] = revoked.into();
+    }
     audit::record(
         conn,
         household_id,
         None,
         "membership.updated",
         ("membership", next.id),
-        json!({ "changed": changed, "via": "cli" }),
+        metadata,
     )?;
     find(conn, household_id, id)
 }
 
-/// Removes a member with their app tokens and grants.
+/// Removes a member with their app tokens, grants and pending invitations.
 pub fn remove_member(conn: &WriteTx, household_id: i64, id: i64) -> Result<()> {
     let current = find(conn, household_id, id)?;
     remove(conn, &current, None)

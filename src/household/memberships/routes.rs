@@ -29,7 +29,7 @@ pub fn routes(api: Api) -> Api {
         .route_numeric(
             Op::patch(MEMBER, "updateMembership", TAG)
                 .summary("Change some of a membership's role, status, person and permissions")
-                .description("Only an owner may give the owner role or change an owner's membership; the last active owner cannot be demoted or suspended (409 last_owner).")
+                .description("Only an owner may give the owner role or change an owner's membership; the last active owner cannot be demoted or suspended (409 last_owner). Suspending a member revokes the invitations they made that nobody has accepted; demoting one revokes those their new role could not make (a member invites nobody, an administrator no owner), each audited `invitation.revoked`. Reinstating the member does not bring them back.")
                 .body::<MembershipBody>()
                 .errors(&[409])
                 .ok::<Membership>(),
@@ -46,8 +46,8 @@ pub fn routes(api: Api) -> Api {
         )
         .route_numeric(
             Op::delete(MEMBER, "deleteMembership", TAG)
-                .summary("Remove a member: revokes the membership, its app tokens and grants at once")
-                .description("Only an owner may remove an owner; the last active owner cannot be removed (409 last_owner).")
+                .summary("Remove a member: revokes the membership, its app tokens, grants and pending invitations at once")
+                .description("Only an owner may remove an owner; the last active owner cannot be removed (409 last_owner). The invitations the member made and nobody has accepted are revoked with it (each audited `invitation.revoked`, reason `inviter_removed`).")
                 .errors(&[409])
                 .no_content(),
             delete(revoke),

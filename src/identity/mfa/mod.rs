@@ -1,11 +1,14 @@
 //! Multi-factor: one TOTP authenticator per account (RFC 6238), its secret
 //! encrypted at rest with the server's key, and ten one-time recovery codes
 //! stored as SHA-256 digests. Enrolment shows the secret once and takes
-//! effect only when a first code confirms it; turning it off needs the
-//! password and a code.
+//! effect only when a first code confirms it. Every change needs the
+//! password in the same request (`proof`); new recovery codes and turning
+//! the factor off need a current code as well, and turning it on or off
+//! signs the account's other devices out.
 
 pub mod crypt;
 pub mod model;
+pub mod proof;
 pub mod routes;
 pub mod store;
 pub mod totp;
@@ -26,13 +29,53 @@ pub const RECOVERY_CODE_COUNT: usize = 10;
 const SECRET_BYTES: usize = 20;
 
 /// Second factors are managed by the signed-in user, never with an app token.
-fn require_session(auth: &Authenticated) -> Result<()> {
+fn require_session(auth: &Authenticated) -> Result<i64> {
     match auth.credential {
-        Credential::Session { .. } => Ok(()),
+        Credential::Session { id } => Ok(id),
         Credential::AppToken { .. } => Err(ApiError::forbidden(
             "second factors are managed by a signed-in user, not with an app token",
         )),
     }
+}
+
+/// A signed-in user who has just given the account's password. Only
+/// `proof::password` makes one (the fields are private to this module), so
+/// no rule below changes a second factor on a bearer token alone.
+#[derive(Debug)]
+pub struct Proven {
+    account_id: i64,
+    session_id: i64,
+    email: String,
+    address: String,
+}
+
+/// What a rule that checks a code answers. A wrong code is counted like a
+/// failed sign-in, and that count must be kept although the change is
+/// refused, so the rule answers `Ok(Err(..))` (the transaction commits) and
+/// the handler turns it into the 422 afterwards.
+pub type Checked<T> = std::result::Result<T, ApiError>;
+
+fn wrong_code<T>(tx: &WriteTx, proven: &Proven, message: &str) -> Result<Checked<T>> {
+    events::failed(
+        tx,
+        Some(proven.account_id),
+        &proven.email,
+        &proven.address,
+        "mfa_code",
+    )?;
+    Ok(Err(ApiError::invalid("mfa.code", message)))
+}
+
+/// Turning the factor on or off ends every other session of the account
+/// (one of them may be the stolen one); the caller's own stays.
+fn sign_out_others(tx: &WriteTx, proven: &Proven, reason: &str) -> Result<usize> {
+    crate::identity::sessions::store::revoke_others_of_account(
+        tx,
+        proven.account_id,
+        proven.session_id,
+        reason,
+        &crate::domain::Timestamp::now(),
+    )
 }
 
 fn unix_now() -> u64 {
@@ -53,14 +96,9 @@ pub fn status(conn: &Connection, auth: &Authenticated) -> Result<MfaStatus> {
 }
 
 /// A new secret, replacing an enrolment never confirmed.
-pub fn begin(
-    tx: &WriteTx,
-    key: &MfaKey,
-    auth: &Authenticated,
-    issuer: &str,
-) -> Result<TotpEnrolment> {
-    require_session(auth)?;
-    if enabled(tx, auth.account_id)? {
+pub fn begin(tx: &WriteTx, key: &MfaKey, proven: &Proven, issuer: &str) -> Result<TotpEnrolment> {
+    let account_id = proven.account_id;
+    if enabled(tx, account_id)? {
         return Err(ApiError::conflict(
             "mfa_already_enabled",
             "a TOTP authenticator is already enabled; disable it first to enrol another",
@@ -70,18 +108,13 @@ pub fn begin(
     getrandom::fill(&mut secret).expect("operating system random source");
     store::put_unconfirmed(
         tx,
-        auth.account_id,
+        account_id,
         &key.encrypt(&secret)?,
         &crate::domain::Timestamp::now(),
     )?;
-    let email: String = tx.query_row(
-        "SELECT email FROM accounts WHERE id = ?1",
-        [auth.account_id],
-        |r| r.get(0),
-    )?;
     Ok(TotpEnrolment {
         secret: totp::base32(&secret),
-        otpauth_uri: totp::otpauth_uri(issuer, &email, &secret),
+        otpauth_uri: totp::otpauth_uri(issuer, &proven.email, &secret),
         algorithm: "SHA1",
         digits: totp::DIGITS,
         period: totp::STEP_SECS,
@@ -121,12 +154,11 @@ fn recovery_digest(code: &str) -> Vec<u8> {
 pub fn confirm(
     tx: &WriteTx,
     key: &MfaKey,
-    auth: &Authenticated,
+    proven: &Proven,
     code: &str,
-    address: &str,
-) -> Result<RecoveryCodes> {
-    require_session(auth)?;
-    let stored = match store::find(tx, auth.account_id)? {
+) -> Result<Checked<RecoveryCodes>> {
+    let account_id = proven.account_id;
+    let stored = match store::find(tx, account_id)? {
         Some(stored) if !stored.confirmed => stored,
         Some(_) => {
             return Err(ApiError::conflict(
@@ -143,21 +175,56 @@ pub fn confirm(
     };
     let secret = key.decrypt(&stored.secret_encrypted)?;
     let Some(step) = totp::verify(&secret, code, unix_now(), None) else {
-        return Err(ApiError::invalid(
-            "mfa.code",
-            "is not the authenticator's current code",
-        ));
+        return wrong_code(tx, proven, "is not the authenticator's current code");
     };
-    store::confirm(tx, auth.account_id, step, &crate::domain::Timestamp::now())?;
-    let recovery_codes = new_recovery_codes(tx, auth.account_id)?;
+    store::confirm(tx, account_id, step, &crate::domain::Timestamp::now())?;
+    let recovery_codes = new_recovery_codes(tx, account_id)?;
+    let ended = sign_out_others(tx, proven, "mfa_enabled")?;
     events::record(
         tx,
-        Some(auth.account_id),
+        Some(account_id),
         "mfa.enabled",
-        address,
-        json!({"method": "totp"}),
+        &proven.address,
+        json!({"method": "totp", "sessions_revoked": ended}),
     )?;
-    Ok(RecoveryCodes { recovery_codes })
+    Ok(Ok(RecoveryCodes { recovery_codes }))
+}
+
+/// Ten new recovery codes in place of the old ones (all of them, used or
+/// not), for a user who gives the password and a current code.
+pub fn regenerate(
+    tx: &WriteTx,
+    key: &MfaKey,
+    proven: &Proven,
+    code: &str,
+) -> Result<Checked<RecoveryCodes>> {
+    let account_id = proven.account_id;
+    require_enabled(tx, account_id)?;
+    if check(tx, key, account_id, code)?.is_none() {
+        return wrong_code(tx, proven, NOT_A_CODE);
+    }
+    let recovery_codes = new_recovery_codes(tx, account_id)?;
+    events::record(
+        tx,
+        Some(account_id),
+        "mfa.recovery_codes_replaced",
+        &proven.address,
+        json!({"count": RECOVERY_CODE_COUNT}),
+    )?;
+    Ok(Ok(RecoveryCodes { recovery_codes }))
+}
+
+const NOT_A_CODE: &str = "is neither the authenticator's current code nor an unused recovery code";
+
+fn require_enabled(tx: &WriteTx, account_id: i64) -> Result<()> {
+    if enabled(tx, account_id)? {
+        Ok(())
+    } else {
+        Err(ApiError::conflict(
+            "mfa_not_enabled",
+            "no TOTP authenticator is enabled",
+        ))
+    }
 }
 
 /// Which second factor a sign-in or a disabling gave.
@@ -194,43 +261,24 @@ pub fn check(tx: &WriteTx, key: &MfaKey, account_id: i64, code: &str) -> Result<
     }
 }
 
-/// Turns the second factor off; the password was verified by the caller
-/// (off the writer, argon2 being slow) and `password_ok` says how it went.
-pub fn disable(
-    tx: &WriteTx,
-    key: &MfaKey,
-    auth: &Authenticated,
-    password_ok: bool,
-    code: &str,
-    address: &str,
-) -> Result<()> {
-    require_session(auth)?;
-    if !enabled(tx, auth.account_id)? {
-        return Err(ApiError::conflict(
-            "mfa_not_enabled",
-            "no TOTP authenticator is enabled",
-        ));
+/// Turns the second factor off for a user who gives the password and a
+/// current code or recovery code.
+pub fn disable(tx: &WriteTx, key: &MfaKey, proven: &Proven, code: &str) -> Result<Checked<()>> {
+    let account_id = proven.account_id;
+    require_enabled(tx, account_id)?;
+    if check(tx, key, account_id, code)?.is_none() {
+        return wrong_code(tx, proven, NOT_A_CODE);
     }
-    if !password_ok {
-        return Err(ApiError::invalid(
-            "mfa.password",
-            "is not the account's password",
-        ));
-    }
-    if check(tx, key, auth.account_id, code)?.is_none() {
-        return Err(ApiError::invalid(
-            "mfa.code",
-            "is neither the authenticator's current code nor an unused recovery code",
-        ));
-    }
-    store::remove(tx, auth.account_id)?;
+    store::remove(tx, account_id)?;
+    let ended = sign_out_others(tx, proven, "mfa_disabled")?;
     events::record(
         tx,
-        Some(auth.account_id),
+        Some(account_id),
         "mfa.disabled",
-        address,
-        json!({"via": "account"}),
-    )
+        &proven.address,
+        json!({"via": "account", "sessions_revoked": ended}),
+    )?;
+    Ok(Ok(()))
 }
 
 /// The host operator's reset of a locked-out account (`pillbox account reset-mfa`).

@@ -40,7 +40,24 @@ pub struct RecoveryCodes {
     pub recovery_codes: Vec<String>,
 }
 
-/// `{"mfa": {"code": "123456"}}`
+/// `{"mfa": {"password": "..."}}`
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct TotpEnrolmentRequest {
+    pub mfa: PasswordProof,
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct PasswordProof {
+    /// The account's current password
+    // Read as optional so that a missing one is the 422 naming
+    // `mfa.password` that a wrong one is, yet documented as required.
+    #[schemars(required, length(min = 1, max = 1024))]
+    pub password: Option<String>,
+}
+
+/// `{"mfa": {"password": "...", "code": "123456"}}`
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct TotpConfirmRequest {
@@ -50,6 +67,9 @@ pub struct TotpConfirmRequest {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct TotpConfirmation {
+    /// The account's current password
+    #[schemars(required, length(min = 1, max = 1024))]
+    pub password: Option<String>,
     /// The authenticator's current six-digit code
     #[schemars(length(min = 1, max = 64))]
     pub code: String,
@@ -59,15 +79,23 @@ pub struct TotpConfirmation {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct TotpDisableRequest {
-    pub mfa: TotpDisabling,
+    pub mfa: SecondFactorProof,
 }
 
+/// `{"mfa": {"password": "...", "code": "123456"}}`
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub struct TotpDisabling {
-    /// The account's password
-    #[schemars(length(min = 1, max = 1024))]
-    pub password: String,
+pub struct RecoveryCodesRequest {
+    pub mfa: SecondFactorProof,
+}
+
+/// The password and the second factor it guards.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SecondFactorProof {
+    /// The account's current password
+    #[schemars(required, length(min = 1, max = 1024))]
+    pub password: Option<String>,
     /// The authenticator's current code, or an unused recovery code
     #[schemars(length(min = 1, max = 64))]
     pub code: String,

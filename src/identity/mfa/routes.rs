@@ -1,21 +1,31 @@
-//! Multi-factor handlers: status, TOTP enrolment and confirmation, disabling.
+//! Multi-factor handlers: status, TOTP enrolment and confirmation, new
+//! recovery codes, disabling. Each change checks the password sent with it
+//! first (`proof`), then runs its rule in one transaction.
 
 use axum::extract::State;
 use axum::response::Response;
 use axum::routing::{get, post};
 
 use super::model::{
-    MfaStatus, RecoveryCodes, TotpConfirmRequest, TotpDisableRequest, TotpEnrolment,
+    MfaStatus, RecoveryCodes, RecoveryCodesRequest, TotpConfirmRequest, TotpDisableRequest,
+    TotpEnrolment, TotpEnrolmentRequest,
 };
 use crate::auth::Authenticated;
-use crate::error::{ApiError, Result};
-use crate::http::extract::ApiJson;
+use crate::error::Result;
+use crate::http::extract::{ApiJson, OptionalApiJson};
 use crate::http::openapi::{Api, Op};
 use crate::http::respond;
 use crate::identity::{BaseUrl, ClientAddress};
 use crate::state::AppState;
 
 const TAG: &str = "Multi-factor";
+
+/// A change's description, with what every change says about its proof.
+macro_rules! concat_proof {
+    ($text:literal) => {
+        concat!($text, " Needs a signed-in user's access token and the account's current password in the same request (`mfa.password`; there is no remembered re-authentication). A missing or wrong password is a 422 naming `mfa.password`; wrong passwords and codes count in the sign-in form's per-address and per-account throttles, and while one of them must wait the answer is 429 with Retry-After, even for the right password.")
+    };
+}
 
 pub fn routes(api: Api) -> Api {
     api.route(
@@ -28,7 +38,8 @@ pub fn routes(api: Api) -> Api {
     .route(
         Op::post("/auth/mfa/totp", "createTotpEnrolment", TAG)
             .summary("Start enrolling a TOTP authenticator: the secret is shown once")
-            .description("The secret takes effect only once confirmed with a first code. Needs a signed-in user's access token.")
+            .description(concat_proof!("The secret takes effect only once confirmed with a first code."))
+            .body::<TotpEnrolmentRequest>()
             .errors(&[403, 409])
             .created::<TotpEnrolment>(),
         post(begin),
@@ -36,14 +47,25 @@ pub fn routes(api: Api) -> Api {
     .route(
         Op::post("/auth/mfa/totp/confirm", "createTotpConfirmation", TAG)
             .summary("Confirm the TOTP enrolment with a first code; answers ten one-time recovery codes, shown once")
+            .description(concat_proof!("Turning the factor on signs every other session of the account out (their access and refresh tokens stop working); the caller's session stays."))
             .body::<TotpConfirmRequest>()
             .errors(&[403, 409])
             .ok::<RecoveryCodes>(),
         post(confirm),
     )
     .route(
+        Op::post("/auth/mfa/recovery_codes", "generateRecoveryCodes", TAG)
+            .summary("Replace the recovery codes with ten new ones, shown once (needs the password and a code or recovery code)")
+            .description(concat_proof!("Every earlier recovery code, used or not, stops working."))
+            .body::<RecoveryCodesRequest>()
+            .errors(&[403, 409])
+            .ok::<RecoveryCodes>(),
+        post(regenerate),
+    )
+    .route(
         Op::post("/auth/mfa/totp/disable", "deleteTotpAuthenticator", TAG)
             .summary("Turn the TOTP second factor off (needs the password and a code or recovery code)")
+            .description(concat_proof!("Turning the factor off signs every other session of the account out (their access and refresh tokens stop working); the caller's session stays."))
             .body::<TotpDisableRequest>()
             .errors(&[403, 409])
             .no_content(),
@@ -59,16 +81,22 @@ async fn show(State(state): State<AppState>, auth: Authenticated) -> Result<Resp
     Ok(respond::ok(status))
 }
 
+/// The body may be left out, as it could before a password was needed: it
+/// then fails as a missing password, not as a missing body.
 async fn begin(
     State(state): State<AppState>,
     BaseUrl(base): BaseUrl,
     auth: Authenticated,
+    ClientAddress(address): ClientAddress,
+    OptionalApiJson(body): OptionalApiJson<TotpEnrolmentRequest>,
 ) -> Result<Response> {
+    let password = body.and_then(|b| b.mfa.password);
+    let proven = super::proof::password(&state.db, &auth, &address, password).await?;
     let key = state.mfa_key()?;
     let issuer = issuer_label(&base);
     let enrolment = state
         .db
-        .write(move |tx| super::begin(tx, &key, &auth, &issuer))
+        .write(move |tx| super::begin(tx, &key, &proven, &issuer))
         .await?;
     Ok(respond::created(enrolment))
 }
@@ -85,11 +113,29 @@ async fn confirm(
     ClientAddress(address): ClientAddress,
     ApiJson(body): ApiJson<TotpConfirmRequest>,
 ) -> Result<Response> {
+    let proven = super::proof::password(&state.db, &auth, &address, body.mfa.password).await?;
     let key = state.mfa_key()?;
+    let code = body.mfa.code;
     let codes = state
         .db
-        .write(move |tx| super::confirm(tx, &key, &auth, &body.mfa.code, &address))
-        .await?;
+        .write(move |tx| super::confirm(tx, &key, &proven, &code))
+        .await??;
+    Ok(respond::ok(codes))
+}
+
+async fn regenerate(
+    State(state): State<AppState>,
+    auth: Authenticated,
+    ClientAddress(address): ClientAddress,
+    ApiJson(body): ApiJson<RecoveryCodesRequest>,
+) -> Result<Response> {
+    let proven = super::proof::password(&state.db, &auth, &address, body.mfa.password).await?;
+    let key = state.mfa_key()?;
+    let code = body.mfa.code;
+    let codes = state
+        .db
+        .write(move |tx| super::regenerate(tx, &key, &proven, &code))
+        .await??;
     Ok(respond::ok(codes))
 }
 
@@ -99,27 +145,12 @@ async fn disable(
     ClientAddress(address): ClientAddress,
     ApiJson(body): ApiJson<TotpDisableRequest>,
 ) -> Result<Response> {
+    let proven = super::proof::password(&state.db, &auth, &address, body.mfa.password).await?;
     let key = state.mfa_key()?;
-    let account_id = auth.account_id;
-    let hash: String = state
-        .db
-        .read(move |conn| {
-            Ok(conn.query_row(
-                "SELECT password_hash FROM accounts WHERE id = ?1",
-                [account_id],
-                |r| r.get(0),
-            )?)
-        })
-        .await?;
-    let password = body.mfa.password;
-    let password_ok =
-        tokio::task::spawn_blocking(move || crate::auth::password::verify(&password, &hash))
-            .await
-            .map_err(|e| ApiError::internal(format!("password check failed: {e}")))?;
     let code = body.mfa.code;
     state
         .db
-        .write(move |tx| super::disable(tx, &key, &auth, password_ok, &code, &address))
-        .await?;
+        .write(move |tx| super::disable(tx, &key, &proven, &code))
+        .await??;
     Ok(respond::no_content())
 }

@@ -133,6 +133,22 @@ pub fn revoke_all_of_account(
         .execute(params![account_id, now, reason])?)
 }
 
+/// Revokes every live session of the account but `keep`; answers how many.
+pub fn revoke_others_of_account(
+    tx: &WriteTx,
+    account_id: i64,
+    keep: i64,
+    reason: &str,
+    now: &str,
+) -> Result<usize> {
+    Ok(tx
+        .prepare_kept(
+            "UPDATE oauth_sessions SET revoked_at = ?3, revoked_reason = ?4
+             WHERE account_id = ?1 AND id <> ?2 AND revoked_at IS NULL",
+        )?
+        .execute(params![account_id, keep, now, reason])?)
+}
+
 /// The account of a live (not revoked, not expired) session.
 pub fn live_owner(conn: &Connection, session_id: i64, now: &str) -> Result<Option<i64>> {
     Ok(conn

@@ -310,31 +310,6 @@ pub fn answer_link(
     .map(AfterConfirmation::Done)
 }
 
-/// Counts a failed attempt against the address and the account (or email)
-/// and records it.
-pub fn failed(
-    tx: &WriteTx,
-    account_id: Option<i64>,
-    email: &str,
-    address: &str,
-    step: &str,
-) -> Result<()> {
-    events::fail(tx, address, events::FREE_FAILURES_PER_ADDRESS)?;
-    events::fail(
-        tx,
-        &events::account_key(email),
-        events::FREE_FAILURES_PER_ACCOUNT,
-    )?;
-    tracing::info!(account_id, step, "sign-in failed");
-    events::record(
-        tx,
-        account_id,
-        "sign_in.failed",
-        address,
-        events::step(step),
-    )
-}
-
 /// Records a successful sign-in (whatever it leads to) and forgets the
 /// account's failures.
 pub fn succeeded(
@@ -478,7 +453,7 @@ pub fn verify_second_step(
             })
         }
         None => {
-            failed(tx, Some(account_id), &email, address, "second_factor")?;
+            events::failed(tx, Some(account_id), &email, address, "second_factor")?;
             Ok(SecondFactor::WrongCode)
         }
     }

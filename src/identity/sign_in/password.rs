@@ -55,6 +55,18 @@ pub async fn throttled(db: &Db, address: &str, email: &str) -> Result<()> {
 
 /// Checks `password` for `email`, slowed and counted like every sign-in.
 pub async fn check(db: &Db, address: &str, email: &str, password: String) -> Result<PasswordCheck> {
+    check_as(db, address, email, password, "password").await
+}
+
+/// `check`, with the step a failure is recorded under (a second-factor
+/// change asks for the password too, and its log should say so).
+pub async fn check_as(
+    db: &Db,
+    address: &str,
+    email: &str,
+    password: String,
+    step: &'static str,
+) -> Result<PasswordCheck> {
     if let Some(wait) = wait(db, address, email).await? {
         throttled(db, address, email).await?;
         return Ok(PasswordCheck::Throttled(wait));
@@ -75,7 +87,7 @@ pub async fn check(db: &Db, address: &str, email: &str, password: String) -> Res
         other => {
             let account_id = other.map(|(id, _)| id);
             let (email, address) = (email.to_string(), address.to_string());
-            db.write(move |tx| super::failed(tx, account_id, &email, &address, "password"))
+            db.write(move |tx| events::failed(tx, account_id, &email, &address, step))
                 .await?;
             Ok(PasswordCheck::Wrong)
         }
