@@ -150,7 +150,7 @@ pub async fn export(args: ExportArgs) -> CliResult {
     db.close().await;
     let text = serde_json::to_vec(&sealed).map_err(|e| format!("cannot write the bundle: {e}"))?;
     let partial = args.out.with_extension("partial");
-    std::fs::write(&partial, &text)
+    crate::db::private_files::write(&partial, &text)
         .and_then(|_| std::fs::rename(&partial, &args.out))
         .map_err(|e| format!("cannot write {}: {e}", args.out.display()))?;
     println!(

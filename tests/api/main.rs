@@ -18,6 +18,7 @@ mod dosage_options;
 mod dose_occurrences;
 mod dose_outcomes;
 mod durability;
+mod file_modes;
 mod hardening;
 mod health_events;
 mod invitation_page;
