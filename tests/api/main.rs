@@ -21,6 +21,7 @@ mod durability;
 mod file_modes;
 mod hardening;
 mod health_events;
+mod import_hardening;
 mod invitation_page;
 mod invitations;
 mod location_memberships;
