@@ -80,8 +80,10 @@ pub fn routes(api: Api) -> Api {
                  and runs the whole import through the same rules, then rolls it back: record \
                  counts per collection, conflicts (collection, incoming portable id, field, \
                  existing portable id) and validation errors. Writes nothing. A wrong \
-                 passphrase or a changed byte is one 422 on `bundle`. Key \
-                 derivations run a few at a time; a full queue is 429 with Retry-After.",
+                 passphrase or a changed byte is one 422 on `bundle`. Only owners, \
+                 administrators and members who manage a person or hold inventory or location \
+                 management may import: anyone else is 403 before the bundle is decrypted. \
+                 Key derivations run a few at a time; a full queue is 429 with Retry-After.",
             )
             .header(PASSPHRASE_HEADER, true, passphrase.clone(), "The bundle's passphrase")
             .body::<Envelope>()
@@ -98,8 +100,8 @@ pub fn routes(api: Api) -> Api {
                  portable ids; existing takes stay authoritative; outcomes are restored without \
                  administering doses or changing stock; the importer needs manage access to \
                  every affected person. Accepts service.portable.v1 and v2 payloads. Audited \
-                 as the importing member. Bodies up to 32 MiB. A full key derivation queue is \
-                 429 with Retry-After, as for the dry run.",
+                 as the importing member. Bodies up to 32 MiB. Who may import, and the 429 of a \
+                 full key derivation queue, as for the dry run.",
             )
             .header(PASSPHRASE_HEADER, true, passphrase, "The bundle's passphrase")
             .idempotency_key()
@@ -219,13 +221,21 @@ fn body_bytes(body: std::result::Result<Bytes, BytesRejection>) -> Result<Bytes>
     })
 }
 
-/// Opens a bundle, with argon2id and AES-GCM on the key derivation pool:
-/// the payload, and a digest of the body for Idempotency-Key fingerprints.
+/// Opens a bundle for a caller who may import (checked first: nothing of
+/// the bundle is decrypted for anyone else), with argon2id and AES-GCM on
+/// the key derivation pool: the payload, and a digest of the body for
+/// Idempotency-Key fingerprints.
 pub async fn open_bundle(
     state: &AppState,
+    actor: &Actor,
     headers: &HeaderMap,
     body: std::result::Result<Bytes, BytesRejection>,
 ) -> Result<(Payload, String)> {
+    let importer = actor.clone();
+    state
+        .db
+        .read(move |conn| import::require_may_import(conn, &importer))
+        .await?;
     if !is_json(headers) {
         return Err(ApiError::UnsupportedMediaType);
     }
@@ -255,7 +265,7 @@ async fn dry_run(
     headers: HeaderMap,
     body: std::result::Result<Bytes, BytesRejection>,
 ) -> Result<Response> {
-    let (payload, _) = open_bundle(&state, &headers, body).await?;
+    let (payload, _) = open_bundle(&state, &actor, &headers, body).await?;
     let summary = state
         .db
         .write(move |tx| import::run(tx, &actor, payload, false))
@@ -271,7 +281,7 @@ async fn create_import(
     uri: axum::http::Uri,
     body: std::result::Result<Bytes, BytesRejection>,
 ) -> Result<Response> {
-    let (payload, digest) = open_bundle(&state, &headers, body).await?;
+    let (payload, digest) = open_bundle(&state, &actor, &headers, body).await?;
     let replay = Replay::new(key, "POST", uri.path(), Some(&json!({"sha256": digest})));
     let people: Vec<String> = payload
         .records

@@ -1,16 +1,20 @@
-//! Key derivations of encrypted bundles queue on a bounded pool of their
-//! own.
+//! Imports cost nothing to callers who may not import, key derivations
+//! queue on a bounded pool of their own, and a dry run tells nothing of
+//! other households' records.
 
 use axum::http::Method;
+use pillbox::auth::Role;
 use pillbox::config::Settings;
 use pillbox::portable::envelope::{self, KdfParams, Passphrase};
 use serde_json::{Value, json};
 
 use crate::portable::PASSPHRASE;
+use crate::schedules::{grant, new_person};
 use crate::support::{TestApp, TestResponse};
 
 const HEADER: &str = "X-Service-Portable-Passphrase";
 const DRY_RUN: &str = "/portable_imports/dry_run";
+const IMPORT: &str = "/portable_imports";
 
 /// Cheap parameters: the test itself seals without the server's pool.
 const CHEAP: KdfParams = KdfParams {
@@ -36,6 +40,41 @@ async fn post_as(app: &TestApp, token: &str, path: &str, bundle: &Value) -> Test
         &[(HEADER, PASSPHRASE)],
     )
     .await
+}
+
+#[tokio::test]
+async fn a_member_who_may_not_import_costs_no_key_derivation() {
+    let app = TestApp::new().await;
+    let ada = new_person(&app, "Ada").await;
+    // A carer who records Ada's doses and manages nobody.
+    let (carer, token) = app
+        .add_member("carer@example.org", Role::Member, None)
+        .await;
+    grant(&app, carer, ada.id, "record").await;
+    let cheap = sealed(json!({}));
+    // Valid parameters at the envelope's limits: derived, this would take
+    // 256 MiB and seconds before the cipher said the bundle was changed.
+    let mut costly = cheap.clone();
+    costly["kdf_params"] = json!({"memory_kib": 262144, "iterations": 10, "parallelism": 4});
+    for bundle in [&cheap, &costly] {
+        for path in [DRY_RUN, IMPORT] {
+            post_as(&app, &token, path, bundle)
+                .await
+                .assert_error(403, "forbidden");
+        }
+    }
+    assert_eq!(app.state.kdf.started(), 0, "no key derivation ran");
+    // The counter counts: the owner's dry run derives once.
+    post_as(&app, &app.owner, DRY_RUN, &cheap)
+        .await
+        .assert_status(200);
+    assert_eq!(app.state.kdf.started(), 1);
+    // Managing someone is enough to import (what it may change is checked
+    // record by record).
+    grant(&app, carer, ada.id, "manage").await;
+    post_as(&app, &token, DRY_RUN, &cheap)
+        .await
+        .assert_status(200);
 }
 
 #[tokio::test]
