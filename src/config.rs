@@ -64,6 +64,12 @@ pub struct ServeArgs {
     /// Threads for other blocking work (password hashing, backups, file reads); bounds memory under load
     #[arg(long, env = "PILLBOX_BLOCKING_THREADS", default_value_t = DEFAULT_BLOCKING_THREADS, value_parser = clap::value_parser!(u32).range(1..=1024))]
     pub blocking_threads: u32,
+    /// Key derivations (argon2id, up to 256 MiB each) of encrypted exports and imports run at once; default half the cores, 1 to 2
+    #[arg(long, env = "PILLBOX_KDF_CONCURRENCY", value_parser = clap::value_parser!(u32).range(1..=16))]
+    pub kdf_concurrency: Option<u32>,
+    /// Encrypted exports and imports that may wait for a key derivation; more are answered 429 with Retry-After
+    #[arg(long, env = "PILLBOX_KDF_QUEUE", default_value_t = crate::portable::kdf_pool::DEFAULT_QUEUE as u32, value_parser = clap::value_parser!(u32).range(0..=64))]
+    pub kdf_queue: u32,
     /// Database reader threads, each with its own read-only connection; reads beyond them wait in a queue
     #[arg(long, env = "PILLBOX_READER_THREADS", default_value_t = crate::db::DEFAULT_READERS, value_parser = clap::value_parser!(u32).range(1..=64))]
     pub reader_threads: u32,
@@ -277,6 +283,10 @@ pub struct Settings {
     pub terminology: Option<crate::lookup::TerminologySettings>,
     /// AI set-up suggestions; `None` until an endpoint and model are set.
     pub ai: Option<crate::lookup::AiSettings>,
+    /// Key derivations of encrypted bundles at once, and requests that may
+    /// wait for one (`portable::kdf_pool`).
+    pub kdf_workers: usize,
+    pub kdf_queue: usize,
 }
 
 pub const DEFAULT_OIDC_NAME: &str = "single sign-on";
@@ -409,6 +419,8 @@ impl Default for Settings {
             oidc: None,
             terminology: None,
             ai: None,
+            kdf_workers: crate::portable::kdf_pool::default_workers(),
+            kdf_queue: crate::portable::kdf_pool::DEFAULT_QUEUE,
         }
     }
 }
@@ -462,6 +474,10 @@ impl From<&ServeArgs> for Settings {
                 args.ai_model.as_deref(),
                 args.ai_api_key.as_deref(),
             ),
+            kdf_workers: args
+                .kdf_concurrency
+                .map_or_else(crate::portable::kdf_pool::default_workers, |n| n as usize),
+            kdf_queue: args.kdf_queue as usize,
         }
     }
 }

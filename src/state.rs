@@ -32,6 +32,8 @@ pub struct Shared {
     /// Outbound calls of lookup and suggestions, with the dictionary's
     /// server-wide rate limit.
     pub lookup: Arc<crate::lookup::Services>,
+    /// Where the key derivations of encrypted bundles run, a few at a time.
+    pub kdf: Arc<crate::portable::kdf_pool::KdfPool>,
 }
 
 impl AppState {
@@ -58,6 +60,10 @@ impl AppState {
             backups: Arc::default(),
             setup_link: Arc::default(),
             lookup: crate::lookup::Services::new(settings.terminology.as_ref()),
+            kdf: Arc::new(crate::portable::kdf_pool::KdfPool::new(
+                settings.kdf_workers,
+                settings.kdf_queue,
+            )),
             settings: Arc::new(settings),
         }))
     }

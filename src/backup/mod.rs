@@ -10,11 +10,12 @@
 pub mod schedule;
 
 use std::fs::File;
+use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 
 use rusqlite::{Connection, OpenFlags};
 
-use crate::db::{DATABASE_FILE, SCHEMA_VERSION};
+use crate::db::{DATABASE_FILE, SCHEMA_VERSION, private_files};
 
 pub const LOCK_FILE: &str = "pillbox.lock";
 
@@ -38,6 +39,7 @@ pub fn lock(data_dir: &Path) -> Result<ServerLock, String> {
         .create(true)
         .truncate(false)
         .write(true)
+        .mode(private_files::FILE_MODE)
         .open(&path)
         .map_err(|e| format!("cannot open {}: {e}", path.display()))?;
     rustix::fs::flock(&file, rustix::fs::FlockOperation::NonBlockingLockExclusive).map_err(
@@ -113,6 +115,9 @@ pub fn backup(
     let partial = partial_path(out);
     let _ = std::fs::remove_file(&partial);
     let result = (|| {
+        // Owner-only before SQLite opens it (its journal takes the mode).
+        private_files::create_file(&partial)
+            .map_err(|e| format!("cannot create {}: {e}", partial.display()))?;
         let mut copy = Connection::open(&partial)
             .map_err(|e| format!("cannot create {}: {e}", partial.display()))?;
         {
@@ -196,7 +201,7 @@ fn is_zip_name(out: &Path) -> bool {
 fn zip_database(database: &Path, zipped: &Path) -> Result<(), String> {
     use zip::write::SimpleFileOptions;
     let failed = |e: &dyn std::fmt::Display| format!("cannot write {}: {e}", zipped.display());
-    let file = File::create(zipped).map_err(|e| failed(&e))?;
+    let file = private_files::create_file(zipped).map_err(|e| failed(&e))?;
     let mut archive = zip::ZipWriter::new(file);
     let options = SimpleFileOptions::default()
         .compression_method(zip::CompressionMethod::Deflated)
@@ -220,8 +225,12 @@ fn unpack(backup_file: &Path, target: &Path) -> Result<(), String> {
         .is_ok()
         && magic == *b"PK\x03\x04";
     if !is_zip {
-        std::fs::copy(backup_file, target)
-            .map_err(|e| format!("cannot copy {}: {e}", backup_file.display()))?;
+        // Not `fs::copy`, which would give the database the backup's mode.
+        let copied = File::open(backup_file).and_then(|mut from| {
+            let mut to = private_files::create_file(target)?;
+            std::io::copy(&mut from, &mut to)
+        });
+        copied.map_err(|e| format!("cannot copy {}: {e}", backup_file.display()))?;
         return Ok(());
     }
     let unreadable = |e: &dyn std::fmt::Display| {
@@ -233,8 +242,8 @@ fn unpack(backup_file: &Path, target: &Path) -> Result<(), String> {
     let file = File::open(backup_file).map_err(|e| unreadable(&e))?;
     let mut archive = zip::ZipArchive::new(file).map_err(|e| unreadable(&e))?;
     let mut entry = archive.by_name(DATABASE_FILE).map_err(|e| unreadable(&e))?;
-    let mut out =
-        File::create(target).map_err(|e| format!("cannot create {}: {e}", target.display()))?;
+    let mut out = private_files::create_file(target)
+        .map_err(|e| format!("cannot create {}: {e}", target.display()))?;
     std::io::copy(&mut entry, &mut out).map_err(|e| unreadable(&e))?;
     Ok(())
 }
@@ -284,7 +293,7 @@ pub fn restore(
         return Err(format!("no backup file at {}", backup_file.display()));
     }
     if !data_dir.is_dir() {
-        std::fs::create_dir_all(data_dir)
+        private_files::create_dir(data_dir)
             .map_err(|e| format!("cannot create {}: {e}", data_dir.display()))?;
     }
     let _lock = lock(data_dir)?;

@@ -97,7 +97,7 @@ pub fn prune(dir: &Path, keep: usize) -> std::io::Result<Vec<PathBuf>> {
 
 /// One scheduled backup and the pruning after it.
 pub fn run_once(plan: &Plan) -> Result<super::Written, String> {
-    std::fs::create_dir_all(&plan.dir)
+    crate::db::private_files::create_dir(&plan.dir)
         .map_err(|e| format!("cannot create {}: {e}", plan.dir.display()))?;
     let out = plan.dir.join(file_name(jiff::Timestamp::now()));
     let written = super::backup(&plan.data_dir, &out, |_, _| {})?;

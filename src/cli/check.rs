@@ -5,7 +5,7 @@ use clap::Args;
 
 use super::CliResult;
 use crate::config::DataDirArgs;
-use crate::db::{SCHEMA_VERSION, check};
+use crate::db::{SCHEMA_VERSION, check, private_files};
 
 #[derive(Debug, Args)]
 pub struct CheckArgs {
@@ -19,6 +19,9 @@ pub async fn run(args: CheckArgs) -> CliResult {
         .await
         .map_err(|e| format!("cannot run the check: {e}"))?
         .map_err(|e| e.to_string())?;
+    if let Some(line) = private_files::exposure_warning(&args.data.data_dir) {
+        eprintln!("pillbox: warning: {line}");
+    }
     println!("database: {}", report.path.display());
     let schema_note = match report.schema_version.cmp(&SCHEMA_VERSION) {
         std::cmp::Ordering::Equal => "current".to_string(),

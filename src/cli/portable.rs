@@ -150,7 +150,7 @@ pub async fn export(args: ExportArgs) -> CliResult {
     db.close().await;
     let text = serde_json::to_vec(&sealed).map_err(|e| format!("cannot write the bundle: {e}"))?;
     let partial = args.out.with_extension("partial");
-    std::fs::write(&partial, &text)
+    crate::db::private_files::write(&partial, &text)
         .and_then(|_| std::fs::rename(&partial, &args.out))
         .map_err(|e| format!("cannot write {}: {e}", args.out.display()))?;
     println!(
@@ -167,6 +167,18 @@ pub async fn import(args: ImportArgs) -> CliResult {
     let bytes = std::fs::read(&args.file)
         .map_err(|e| format!("cannot read {}: {e}", args.file.display()))?;
     let passphrase = read_passphrase(false)?;
+    let db = open_db(&args.data, OpenMode::Existing).await?;
+    let household = args.household;
+    let apply = !args.dry_run;
+    // The same rule as the API's, before the bundle's key derivation.
+    let actor = db
+        .read(move |conn| {
+            let actor = owner_actor(conn, household)?;
+            import::require_may_import(conn, &actor)?;
+            Ok(actor)
+        })
+        .await
+        .map_err(|e| format!("household {household}: {e}"))?;
     let line = Arc::new(ProgressLine::on_stderr());
     line.step("decrypting");
     let decrypted = tokio::task::spawn_blocking(move || {
@@ -183,15 +195,15 @@ pub async fn import(args: ImportArgs) -> CliResult {
     .await;
     line.finish();
     let payload = decrypted
-        .map_err(|e| format!("the import task failed: {e}"))?
-        .map_err(describe)?;
-    let db = open_db(&args.data, OpenMode::Existing).await?;
-    let household = args.household;
-    let apply = !args.dry_run;
-    let actor = db
-        .read(move |conn| owner_actor(conn, household))
-        .await
-        .map_err(|e| format!("household {household}: {e}"))?;
+        .map_err(|e| format!("the import task failed: {e}"))
+        .and_then(|opened| opened.map_err(describe));
+    let payload = match payload {
+        Ok(payload) => payload,
+        Err(message) => {
+            db.close().await;
+            return Err(message);
+        }
+    };
     let shown = line.clone();
     let verb = if apply { "importing" } else { "checking" };
     let result = db

@@ -16,6 +16,9 @@ pub async fn run(args: ServeArgs) -> CliResult {
     .await
     .map_err(|e| format!("cannot open the database: {e}"))?
     .map_err(|e| e.to_string())?;
+    if let Some(line) = crate::db::private_files::exposure_warning(&args.data.data_dir) {
+        tracing::warn!("{line}");
+    }
     let listener = bind(&args.listen).await?;
     // Held until the process ends: `pillbox restore` (and a second server)
     // refuses while it is.

@@ -27,6 +27,7 @@ pub use kept::{kept, kept_with_plan};
 mod migrate;
 pub use migrate::check_is_ours;
 pub mod page;
+pub mod private_files;
 mod readers;
 mod statements;
 pub use kept::read_generation;
@@ -483,7 +484,7 @@ fn prepare_data_dir(data_dir: &Path, mode: OpenMode) -> std::result::Result<(), 
         }
         Ok(meta) => refuse_root_in_a_service_dir(data_dir, &meta)?,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound && mode == OpenMode::Create => {
-            std::fs::create_dir_all(data_dir).map_err(|source| match source.kind() {
+            private_files::create_dir(data_dir).map_err(|source| match source.kind() {
                 std::io::ErrorKind::PermissionDenied => denied(),
                 std::io::ErrorKind::NotADirectory => OpenError::NotADirectory {
                     path: data_dir.to_path_buf(),
@@ -504,6 +505,10 @@ fn prepare_data_dir(data_dir: &Path, mode: OpenMode) -> std::result::Result<(), 
     // SQLite needs to create its -wal and -shm files beside the database,
     // and reports a directory it cannot write to only as "unable to open".
     let probe = data_dir.join(format!(".pillbox-write-check-{}", std::process::id()));
+    let failed = |source| OpenError::DataDir {
+        path: data_dir.to_path_buf(),
+        source,
+    };
     match std::fs::OpenOptions::new()
         .write(true)
         .create_new(true)
@@ -511,14 +516,16 @@ fn prepare_data_dir(data_dir: &Path, mode: OpenMode) -> std::result::Result<(), 
     {
         Ok(_) => {
             let _ = std::fs::remove_file(&probe);
-            Ok(())
         }
-        Err(e) if e.kind() == std::io::ErrorKind::PermissionDenied => Err(denied()),
-        Err(source) => Err(OpenError::DataDir {
-            path: data_dir.to_path_buf(),
-            source,
-        }),
+        Err(e) if e.kind() == std::io::ErrorKind::PermissionDenied => return Err(denied()),
+        Err(source) => return Err(failed(source)),
     }
+    // SQLite would create a missing database with the umask's mode (and
+    // its -wal and -shm files with the database's): it opens ours instead.
+    if mode == OpenMode::Create {
+        private_files::create_database(&path).map_err(failed)?;
+    }
+    Ok(())
 }
 
 /// Root running a command on the service's data directory would leave the

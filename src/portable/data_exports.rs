@@ -61,7 +61,8 @@ pub fn routes(api: Api) -> Api {
             .summary("Download the household's data in one export mode")
             .description(
                 "mode is one of encrypted_migration_bundle (the v2 encrypted bundle; needs the \
-                 X-Service-Portable-Passphrase header), backup_zip (application/zip holding \
+                 X-Service-Portable-Passphrase header; 429 with Retry-After while too many \
+                 exports and imports wait for a key derivation), backup_zip (application/zip holding \
                  backup.json in the service.backup.v1 format and the people's avatars), \
                  health_data_json (plaintext service.health_data.v1) or takes_csv (text/csv, \
                  one RFC 4180 row per take with person, medication, dose and the time in the \

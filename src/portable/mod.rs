@@ -6,6 +6,7 @@ pub mod data_exports;
 pub mod envelope;
 pub mod export;
 pub mod import;
+pub mod kdf_pool;
 pub mod model;
 pub mod routes;
 pub mod store;

@@ -49,7 +49,8 @@ pub fn routes(api: Api) -> Api {
                  health events, pause periods or dose outcomes); portable_format=\
                  service.portable.v2 or version=2 selects v2 (with health events, pause periods \
                  and persisted dose outcomes). The whole envelope is sensitive health data. \
-                 Audited.",
+                 Key derivations run a few at a time: when too many exports and imports wait \
+                 for one, the answer is 429 with Retry-After. Audited.",
             )
             .header(
                 PASSPHRASE_HEADER,
@@ -79,7 +80,10 @@ pub fn routes(api: Api) -> Api {
                  and runs the whole import through the same rules, then rolls it back: record \
                  counts per collection, conflicts (collection, incoming portable id, field, \
                  existing portable id) and validation errors. Writes nothing. A wrong \
-                 passphrase or a changed byte is one 422 on `bundle`.",
+                 passphrase or a changed byte is one 422 on `bundle`. Only owners, \
+                 administrators and members who manage a person or hold inventory or location \
+                 management may import: anyone else is 403 before the bundle is decrypted. \
+                 Key derivations run a few at a time; a full queue is 429 with Retry-After.",
             )
             .header(PASSPHRASE_HEADER, true, passphrase.clone(), "The bundle's passphrase")
             .body::<Envelope>()
@@ -96,7 +100,8 @@ pub fn routes(api: Api) -> Api {
                  portable ids; existing takes stay authoritative; outcomes are restored without \
                  administering doses or changing stock; the importer needs manage access to \
                  every affected person. Accepts service.portable.v1 and v2 payloads. Audited \
-                 as the importing member. Bodies up to 32 MiB.",
+                 as the importing member. Bodies up to 32 MiB. Who may import, and the 429 of a \
+                 full key derivation queue, as for the dry run.",
             )
             .header(PASSPHRASE_HEADER, true, passphrase, "The bundle's passphrase")
             .idempotency_key()
@@ -146,21 +151,22 @@ fn version_of(query: &QueryParams) -> Result<Version> {
     }
 }
 
-/// Builds and seals a bundle (off the async threads), then audits it.
+/// Builds and seals a bundle, then audits it. The turn on the key
+/// derivation pool is taken first, so a busy server refuses (429) before
+/// it reads the household.
 pub async fn sealed_bundle(
     state: &AppState,
     actor: Actor,
     version: Version,
     passphrase: Passphrase,
 ) -> Result<Envelope> {
+    let slot = state.kdf.slot().await?;
     let reader = actor.clone();
-    let sealed = state
+    let plain = state
         .db
-        .read(move |conn| {
-            let plain = export::payload(conn, &reader, version)?;
-            envelope::seal(plain, &passphrase)
-        })
+        .read(move |conn| export::payload(conn, &reader, version))
         .await?;
+    let sealed = slot.run(move || envelope::seal(plain, &passphrase)).await?;
     state
         .db
         .write(move |tx| {
@@ -215,32 +221,42 @@ fn body_bytes(body: std::result::Result<Bytes, BytesRejection>) -> Result<Bytes>
     })
 }
 
-/// Opens a bundle (argon2id and AES-GCM off the async threads): the
-/// payload, and a digest of the body for Idempotency-Key fingerprints.
+/// Opens a bundle for a caller who may import (checked first: nothing of
+/// the bundle is decrypted for anyone else), with argon2id and AES-GCM on
+/// the key derivation pool: the payload, and a digest of the body for
+/// Idempotency-Key fingerprints.
 pub async fn open_bundle(
+    state: &AppState,
+    actor: &Actor,
     headers: &HeaderMap,
     body: std::result::Result<Bytes, BytesRejection>,
 ) -> Result<(Payload, String)> {
+    let importer = actor.clone();
+    state
+        .db
+        .read(move |conn| import::require_may_import(conn, &importer))
+        .await?;
     if !is_json(headers) {
         return Err(ApiError::UnsupportedMediaType);
     }
     let passphrase = passphrase(headers)?;
     let bytes = body_bytes(body)?;
-    tokio::task::spawn_blocking(move || {
-        let digest: String = Sha256::digest(&bytes)
-            .iter()
-            .map(|b| format!("{b:02x}"))
-            .collect();
-        let envelope = match serde_json::from_slice::<Body>(&bytes) {
-            Ok(Body::Wrapped { data }) | Ok(Body::Bare(data)) => data,
-            Err(_) => return Err(envelope::unreadable()),
-        };
-        drop(bytes);
-        let plain = envelope::open(envelope, &passphrase)?;
-        Ok((import::parse(&plain)?, digest))
-    })
-    .await
-    .map_err(|e| ApiError::internal(format!("import task failed: {e}")))?
+    state
+        .kdf
+        .run(move || {
+            let digest: String = Sha256::digest(&bytes)
+                .iter()
+                .map(|b| format!("{b:02x}"))
+                .collect();
+            let envelope = match serde_json::from_slice::<Body>(&bytes) {
+                Ok(Body::Wrapped { data }) | Ok(Body::Bare(data)) => data,
+                Err(_) => return Err(envelope::unreadable()),
+            };
+            drop(bytes);
+            let plain = envelope::open(envelope, &passphrase)?;
+            Ok((import::parse(&plain)?, digest))
+        })
+        .await
 }
 
 async fn dry_run(
@@ -249,7 +265,7 @@ async fn dry_run(
     headers: HeaderMap,
     body: std::result::Result<Bytes, BytesRejection>,
 ) -> Result<Response> {
-    let (payload, _) = open_bundle(&headers, body).await?;
+    let (payload, _) = open_bundle(&state, &actor, &headers, body).await?;
     let summary = state
         .db
         .write(move |tx| import::run(tx, &actor, payload, false))
@@ -265,7 +281,7 @@ async fn create_import(
     uri: axum::http::Uri,
     body: std::result::Result<Bytes, BytesRejection>,
 ) -> Result<Response> {
-    let (payload, digest) = open_bundle(&headers, body).await?;
+    let (payload, digest) = open_bundle(&state, &actor, &headers, body).await?;
     let replay = Replay::new(key, "POST", uri.path(), Some(&json!({"sha256": digest})));
     let people: Vec<String> = payload
         .records

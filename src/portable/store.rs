@@ -48,6 +48,27 @@ pub fn portable_id_owner(
         .optional()?)
 }
 
+/// Whether the member holds a live manage grant on anyone of its household.
+pub fn holds_manage_grant(conn: &Connection, actor: &Actor) -> Result<bool> {
+    Ok(conn
+        .prepare_kept(
+            "SELECT 1 FROM person_access_grants
+             WHERE membership_id = ?1 AND household_id = ?2 AND access_level = 'manage'
+               AND revoked_at IS NULL AND (expires_at IS NULL OR expires_at > ?3)
+             LIMIT 1",
+        )?
+        .query_row(
+            params![
+                actor.membership_id,
+                actor.household_id,
+                &*crate::domain::Timestamp::now()
+            ],
+            |_| Ok(()),
+        )
+        .optional()?
+        .is_some())
+}
+
 /// The one membership of the household linked to the person `portable_id`;
 /// None when none or several match (an import keeps the actor unknown).
 pub fn sole_membership_of(

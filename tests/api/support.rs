@@ -30,6 +30,8 @@ pub struct TestApp {
     #[allow(dead_code)]
     pub dir: tempfile::TempDir,
     pub db: Db,
+    /// The state the router serves (its key derivation pool, say).
+    pub state: AppState,
     pub router: Router,
     pub household_id: i64,
     /// The owner's app token.
@@ -124,10 +126,12 @@ impl TestApp {
             })
             .await
             .unwrap();
-        let router = pillbox::app(AppState::new(db.clone(), settings));
+        let state = AppState::new(db.clone(), settings);
+        let router = pillbox::app(state.clone());
         let mut app = TestApp {
             dir,
             db,
+            state,
             router,
             household_id: set_up.household_id,
             owner: String::new(),

@@ -4,7 +4,6 @@
 //! database, so a copy of the database alone does not reveal them.
 
 use std::io::Write;
-use std::os::unix::fs::OpenOptionsExt;
 use std::path::Path;
 
 use aes_gcm::aead::{Aead, KeyInit};
@@ -41,11 +40,7 @@ impl MfaKey {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
                 let mut key = [0u8; 32];
                 getrandom::fill(&mut key).expect("operating system random source");
-                let mut file = std::fs::OpenOptions::new()
-                    .write(true)
-                    .create_new(true)
-                    .mode(0o600)
-                    .open(&path)?;
+                let mut file = crate::db::private_files::create_new_file(&path)?;
                 file.write_all(&key)?;
                 file.sync_all()?;
                 Ok(MfaKey(key))
