@@ -6,11 +6,15 @@ use axum::extract::State;
 use axum::response::Response;
 use axum::routing::{get, post};
 
+use super::Checked;
+use super::Proven;
+use super::crypt::MfaKey;
 use super::model::{
     MfaStatus, RecoveryCodes, RecoveryCodesRequest, TotpConfirmRequest, TotpDisableRequest,
     TotpEnrolment, TotpEnrolmentRequest,
 };
 use crate::auth::Authenticated;
+use crate::db::WriteTx;
 use crate::error::Result;
 use crate::http::extract::{ApiJson, OptionalApiJson};
 use crate::http::openapi::{Api, Op};
@@ -107,19 +111,32 @@ fn issuer_label(base: &str) -> String {
     format!("Pillbox ({host})")
 }
 
+/// A change of the second factor: the person proven by their password,
+/// then `change` with the key, the proof and the code in one write (a wrong
+/// code's failure is committed, the change is not).
+async fn proven_change<T: Send + 'static>(
+    state: &AppState,
+    auth: &Authenticated,
+    address: &str,
+    (password, code): (Option<String>, String),
+    change: fn(&WriteTx, &MfaKey, &Proven, &str) -> Result<Checked<T>>,
+) -> Result<T> {
+    let proven = super::proof::password(&state.db, auth, address, password).await?;
+    let key = state.mfa_key()?;
+    state
+        .db
+        .write(move |tx| change(tx, &key, &proven, &code))
+        .await?
+}
+
 async fn confirm(
     State(state): State<AppState>,
     auth: Authenticated,
     ClientAddress(address): ClientAddress,
     ApiJson(body): ApiJson<TotpConfirmRequest>,
 ) -> Result<Response> {
-    let proven = super::proof::password(&state.db, &auth, &address, body.mfa.password).await?;
-    let key = state.mfa_key()?;
-    let code = body.mfa.code;
-    let codes = state
-        .db
-        .write(move |tx| super::confirm(tx, &key, &proven, &code))
-        .await??;
+    let given = (body.mfa.password, body.mfa.code);
+    let codes = proven_change(&state, &auth, &address, given, super::confirm).await?;
     Ok(respond::ok(codes))
 }
 
@@ -129,13 +146,8 @@ async fn regenerate(
     ClientAddress(address): ClientAddress,
     ApiJson(body): ApiJson<RecoveryCodesRequest>,
 ) -> Result<Response> {
-    let proven = super::proof::password(&state.db, &auth, &address, body.mfa.password).await?;
-    let key = state.mfa_key()?;
-    let code = body.mfa.code;
-    let codes = state
-        .db
-        .write(move |tx| super::regenerate(tx, &key, &proven, &code))
-        .await??;
+    let given = (body.mfa.password, body.mfa.code);
+    let codes = proven_change(&state, &auth, &address, given, super::regenerate).await?;
     Ok(respond::ok(codes))
 }
 
@@ -145,12 +157,7 @@ async fn disable(
     ClientAddress(address): ClientAddress,
     ApiJson(body): ApiJson<TotpDisableRequest>,
 ) -> Result<Response> {
-    let proven = super::proof::password(&state.db, &auth, &address, body.mfa.password).await?;
-    let key = state.mfa_key()?;
-    let code = body.mfa.code;
-    state
-        .db
-        .write(move |tx| super::disable(tx, &key, &proven, &code))
-        .await??;
+    let given = (body.mfa.password, body.mfa.code);
+    proven_change(&state, &auth, &address, given, super::disable).await?;
     Ok(respond::no_content())
 }
