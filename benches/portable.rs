@@ -26,7 +26,6 @@ use pillbox::config::Settings;
 use pillbox::db::Db;
 use pillbox::household::app_tokens::{self, TokenRequest};
 use pillbox::household::{self, NewMember};
-use pillbox::state::AppState;
 use serde_json::{Value, json};
 use tower::ServiceExt;
 
@@ -99,7 +98,7 @@ async fn server(base: &Option<std::path::PathBuf>) -> BenchResult<Server> {
         .await
         .map_err(|e| e.to_string())?
         .token;
-    let router = pillbox::app(AppState::new(
+    let router = pillbox::app(pillbox::app::state(
         db,
         Settings {
             rate_limit_per_minute: 0,

@@ -241,8 +241,8 @@ struct Features {
 /// was addressed to), which the OAuth URLs hang off.
 /// `vapid_public_key`: the server's Web Push key (base64url), when readable.
 pub fn document(state: &AppState, base: &str, vapid_public_key: Option<&str>) -> Capabilities {
-    let scheduled = state.backups.get();
-    let reminders = &state.settings.reminders;
+    let scheduled = state.part::<crate::backup::schedule::Status>().get();
+    let reminders = state.part::<crate::reminders::settings::ReminderSettings>();
     let native_push = reminders.fcm.is_some() || reminders.apns.is_some();
     Capabilities {
         format: FORMAT,
@@ -255,7 +255,7 @@ pub fn document(state: &AppState, base: &str, vapid_public_key: Option<&str>) ->
             app_tokens: true,
             audit_logs: true,
             invitations: true,
-            invitation_email: state.settings.mail.is_some(),
+            invitation_email: crate::mail::configured(state),
         },
         portable_formats: crate::portable::FORMATS.to_vec(),
         backups: Backups {
@@ -313,8 +313,10 @@ pub fn document(state: &AppState, base: &str, vapid_public_key: Option<&str>) ->
             dose_occurrences: true,
             health_events: true,
             notification_preferences: true,
-            medication_lookup: state.settings.terminology.is_some(),
-            ai_suggestions: state.settings.ai.is_some(),
+            medication_lookup: state
+                .try_part::<crate::lookup::TerminologySettings>()
+                .is_some(),
+            ai_suggestions: state.try_part::<crate::lookup::AiSettings>().is_some(),
             web_push: vapid_public_key.is_some(),
             native_push,
             ntfy: true,
@@ -341,19 +343,26 @@ pub fn document(state: &AppState, base: &str, vapid_public_key: Option<&str>) ->
 }
 
 fn authentication(state: &AppState, base: &str) -> Authentication {
-    let oauth = &state.settings.oauth;
+    let oauth = state.part::<crate::identity::settings::OAuthSettings>();
     let metadata = crate::identity::oauth::routes::metadata_document(base);
-    let mobile = crate::identity::clients::find(&state.settings, base, &oauth.mobile_client_id);
-    let web = crate::identity::clients::find(&state.settings, base, &oauth.web_client_id);
+    let mobile = crate::identity::clients::find(oauth, base, &oauth.mobile_client_id);
+    let web = crate::identity::clients::find(oauth, base, &oauth.web_client_id);
     Authentication {
-        methods: if state.settings.oidc.is_some() {
+        methods: if state
+            .try_part::<crate::identity::settings::OidcSettings>()
+            .is_some()
+        {
             vec!["oauth_authorization_code", "openid_connect", "app_token"]
         } else {
             vec!["oauth_authorization_code", "app_token"]
         },
         delegated_sign_in: DelegatedSignIn {
-            supported: state.settings.oidc.is_some(),
-            provider_name: state.settings.oidc.as_ref().map(|o| o.name.clone()),
+            supported: state
+                .try_part::<crate::identity::settings::OidcSettings>()
+                .is_some(),
+            provider_name: state
+                .try_part::<crate::identity::settings::OidcSettings>()
+                .map(|o| o.name.clone()),
             provider_mfa_required: true,
             linked_identities_endpoint: format!(
                 "{}/auth/linked_identities",
@@ -395,7 +404,7 @@ pub fn routes(api: Api) -> Api {
 
 async fn show(
     State(state): State<AppState>,
-    crate::identity::BaseUrl(base): crate::identity::BaseUrl,
+    crate::http::origin::BaseUrl(base): crate::http::origin::BaseUrl,
 ) -> Response {
     let key = state
         .db

@@ -1,10 +1,20 @@
 //! Settings of a running server, from clap flags with `PILLBOX_*` environment
-//! fallbacks. No global state: the values travel in `AppState`.
+//! fallbacks. No global state: each area's settings travel in `AppState` as
+//! that area's part (`crate::app` puts them in).
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
 
 use clap::Args;
+
+pub use crate::identity::settings::{
+    DEFAULT_ACCESS_TOKEN_TTL_SECS, DEFAULT_MOBILE_CLIENT_ID, DEFAULT_MOBILE_REDIRECT_URI,
+    DEFAULT_OIDC_NAME, DEFAULT_REFRESH_TOKEN_TTL_DAYS, DEFAULT_WEB_CLIENT_ID,
+    DEFAULT_WEB_REDIRECT_PATH, OAuthSettings, OidcSettings,
+};
+pub use crate::reminders::settings::{
+    DEFAULT_PUSH_CONTACT, DEFAULT_REMINDER_CATCH_UP_MINUTES, ReminderSettings,
+};
 
 pub const DEFAULT_DATA_DIR: &str = "./pillbox-data";
 pub const DEFAULT_LISTEN: &str = "127.0.0.1:8080";
@@ -14,14 +24,6 @@ pub const DEFAULT_HEADER_READ_TIMEOUT_SECS: u64 = 10;
 pub const DEFAULT_IDLE_TIMEOUT_SECS: u64 = 5;
 pub const DEFAULT_MAX_CONNECTIONS: u32 = 256;
 pub const DEFAULT_BLOCKING_THREADS: u32 = 8;
-pub const DEFAULT_MOBILE_CLIENT_ID: &str = "pillbox-mobile";
-pub const DEFAULT_MOBILE_REDIRECT_URI: &str = "pillbox://oauth/callback";
-pub const DEFAULT_WEB_CLIENT_ID: &str = "pillbox-web";
-/// Appended to the public URL when no web redirect URI is configured.
-pub const DEFAULT_WEB_REDIRECT_PATH: &str = "/app/oauth/callback";
-pub const DEFAULT_ACCESS_TOKEN_TTL_SECS: u64 = 3600;
-pub const DEFAULT_REFRESH_TOKEN_TTL_DAYS: u64 = 60;
-pub const DEFAULT_REMINDER_CATCH_UP_MINUTES: i64 = 360;
 pub const DEFAULT_INVITATION_TTL_DAYS: u64 = 7;
 pub const DEFAULT_SMTP_FROM: &str = "Pillbox <pillbox@localhost>";
 
@@ -265,7 +267,40 @@ pub enum LogFormat {
     Json,
 }
 
-/// What the HTTP layer needs to know at run time.
+/// Reads the FCM and APNs credentials the arguments name; one clear
+/// line when a file is unreadable or the APNs settings are incomplete.
+pub fn load_native_push(reminders: &mut ReminderSettings, args: &ServeArgs) -> Result<(), String> {
+    use crate::reminders::native;
+    if let Some(path) = &args.fcm_service_account {
+        reminders.fcm = Some(std::sync::Arc::new(native::load_fcm(
+            path,
+            &args.fcm_api_url,
+        )?));
+    }
+    let apns = [&args.apns_key_id, &args.apns_team_id, &args.apns_topic];
+    match (&args.apns_key_file, apns) {
+        (Some(path), [Some(key_id), Some(team_id), Some(topic)]) => {
+            reminders.apns = Some(std::sync::Arc::new(native::load_apns(
+                path,
+                key_id,
+                team_id,
+                topic,
+                &args.apns_url,
+            )?));
+        }
+        (None, [None, None, None]) => {}
+        _ => {
+            return Err(
+                "APNs needs all of --apns-key-file, --apns-key-id, --apns-team-id and --apns-topic"
+                    .into(),
+            );
+        }
+    }
+    Ok(())
+}
+
+/// Everything a running server is configured with, each area's part
+/// beside the server's own; the composition root hands each area its part.
 #[derive(Debug, Clone)]
 pub struct Settings {
     pub public_url: Option<String>,
@@ -288,122 +323,6 @@ pub struct Settings {
     pub kdf_workers: usize,
     pub kdf_queue: usize,
 }
-
-pub const DEFAULT_OIDC_NAME: &str = "single sign-on";
-
-/// The OpenID Connect provider of delegated sign-in.
-#[derive(Clone)]
-pub struct OidcSettings {
-    /// Exactly as the provider's ID tokens name it (`iss`).
-    pub issuer: String,
-    pub client_id: String,
-    pub client_secret: String,
-    /// Shown on the button: "Sign in with <name>".
-    pub name: String,
-    /// `acr` values that mean the provider performed a second factor.
-    pub mfa_acr_values: Vec<String>,
-}
-
-impl std::fmt::Debug for OidcSettings {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("OidcSettings")
-            .field("issuer", &self.issuer)
-            .field("client_id", &self.client_id)
-            .field("name", &self.name)
-            .field("mfa_acr_values", &self.mfa_acr_values)
-            .finish_non_exhaustive()
-    }
-}
-
-/// The registered public clients and token lifetimes of the sign-in server.
-#[derive(Debug, Clone)]
-pub struct OAuthSettings {
-    pub mobile_client_id: String,
-    pub mobile_redirect_uris: Vec<String>,
-    pub web_client_id: String,
-    /// Empty: the public URL followed by `DEFAULT_WEB_REDIRECT_PATH`.
-    pub web_redirect_uris: Vec<String>,
-    pub access_token_ttl_secs: u64,
-    pub refresh_token_ttl_days: u64,
-}
-
-impl Default for OAuthSettings {
-    fn default() -> Self {
-        OAuthSettings {
-            mobile_client_id: DEFAULT_MOBILE_CLIENT_ID.into(),
-            mobile_redirect_uris: vec![DEFAULT_MOBILE_REDIRECT_URI.into()],
-            web_client_id: DEFAULT_WEB_CLIENT_ID.into(),
-            web_redirect_uris: Vec::new(),
-            access_token_ttl_secs: DEFAULT_ACCESS_TOKEN_TTL_SECS,
-            refresh_token_ttl_days: DEFAULT_REFRESH_TOKEN_TTL_DAYS,
-        }
-    }
-}
-
-/// How reminders are delivered.
-#[derive(Debug, Clone)]
-pub struct ReminderSettings {
-    /// http:// push endpoints and ntfy topics are accepted.
-    pub push_allow_http: bool,
-    /// Push endpoints and ntfy topics may name non-public addresses
-    /// (loopback, private, link-local, ...).
-    pub push_allow_private_network: bool,
-    /// How late a reminder may still be sent.
-    pub catch_up: jiff::SignedDuration,
-    /// The VAPID `sub` claim.
-    pub push_contact: String,
-    /// FCM, when configured.
-    pub fcm: Option<std::sync::Arc<crate::reminders::native::FcmCredentials>>,
-    /// APNs, when configured.
-    pub apns: Option<std::sync::Arc<crate::reminders::native::ApnsCredentials>>,
-}
-
-impl ReminderSettings {
-    /// Reads the FCM and APNs credentials the arguments name; one clear
-    /// line when a file is unreadable or the APNs settings are incomplete.
-    pub fn load_native(&mut self, args: &ServeArgs) -> Result<(), String> {
-        use crate::reminders::native;
-        if let Some(path) = &args.fcm_service_account {
-            self.fcm = Some(std::sync::Arc::new(native::load_fcm(
-                path,
-                &args.fcm_api_url,
-            )?));
-        }
-        let apns = [&args.apns_key_id, &args.apns_team_id, &args.apns_topic];
-        match (&args.apns_key_file, apns) {
-            (Some(path), [Some(key_id), Some(team_id), Some(topic)]) => {
-                self.apns = Some(std::sync::Arc::new(native::load_apns(
-                    path,
-                    key_id,
-                    team_id,
-                    topic,
-                    &args.apns_url,
-                )?));
-            }
-            (None, [None, None, None]) => {}
-            _ => {
-                return Err("APNs needs all of --apns-key-file, --apns-key-id, --apns-team-id and --apns-topic".into());
-            }
-        }
-        Ok(())
-    }
-}
-
-impl Default for ReminderSettings {
-    fn default() -> Self {
-        ReminderSettings {
-            push_allow_http: false,
-            push_allow_private_network: false,
-            catch_up: jiff::SignedDuration::from_mins(DEFAULT_REMINDER_CATCH_UP_MINUTES),
-            push_contact: DEFAULT_PUSH_CONTACT.to_string(),
-            fcm: None,
-            apns: None,
-        }
-    }
-}
-
-/// A contact push services accept when none is configured.
-const DEFAULT_PUSH_CONTACT: &str = "mailto:pillbox@localhost.invalid";
 
 impl Default for Settings {
     fn default() -> Self {

@@ -7,7 +7,7 @@ use axum::response::{IntoResponse, Response};
 use schemars::JsonSchema;
 use serde::Serialize;
 
-use crate::http::request_id;
+use crate::domain::request_id;
 
 pub type Result<T, E = ApiError> = std::result::Result<T, E>;
 

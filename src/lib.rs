@@ -1,6 +1,7 @@
 //! Pillbox: a self-hosted household medication tracker serving the Household
 //! Medication Tracking API from one binary with SQLite inside.
 
+pub mod app;
 pub mod auth;
 pub mod backup;
 pub mod capabilities;
@@ -12,6 +13,7 @@ pub mod decimal;
 pub mod domain;
 pub mod error;
 pub mod household;
+pub mod household_settings;
 pub mod http;
 pub mod identity;
 pub mod limits;
@@ -27,5 +29,5 @@ pub mod state;
 pub mod sync;
 pub mod web;
 
-pub use http::app;
+pub use app::app;
 pub use state::AppState;

@@ -1,12 +1,19 @@
-//! Shared state handed to every handler.
+//! Shared state handed to every handler: the database, the server's own
+//! settings and rate limits, the served contract, and each area's parts.
+//!
+//! The state names no area. An area keeps what it needs at run time (its
+//! settings, a key, a pool) as a *part*, a value of the area's own type
+//! that the composition root (`crate::app`) puts in before the state is
+//! handed out; the area reads it back by type. So the floor under the areas
+//! carries their parts without knowing them, and no area reaches up to the
+//! root to find its settings.
 
+use std::any::{Any, TypeId, type_name};
 use std::sync::Arc;
 
 use axum::body::Bytes;
 
-use crate::config::Settings;
 use crate::db::Db;
-use crate::identity::mfa::crypt::MfaKey;
 use crate::limits::RateLimits;
 
 /// Cloned by every handler and middleware that takes it, on every request:
@@ -17,61 +24,79 @@ pub struct AppState(Arc<Shared>);
 #[derive(Clone)]
 pub struct Shared {
     pub db: Db,
-    pub settings: Arc<Settings>,
+    pub settings: Arc<ServerSettings>,
     pub rate_limits: Arc<RateLimits>,
     /// The served OpenAPI document, serialised once at start.
     pub openapi: Bytes,
-    /// Encrypts second-factor secrets; kept in the data directory. `None`
-    /// when it could not be read or made (logged at start; enrolment and
-    /// second-factor sign-in then fail with 500).
-    pub mfa_key: Option<MfaKey>,
-    /// Scheduled backups: whether they run and how the last one went.
-    pub backups: Arc<crate::backup::schedule::Status>,
-    /// The first-run set-up link of `serve`, while the server has no household.
-    pub setup_link: Arc<crate::web::setup_link::SetupLink>,
-    /// Outbound calls of lookup and suggestions, with the dictionary's
-    /// server-wide rate limit.
-    pub lookup: Arc<crate::lookup::Services>,
-    /// Where the key derivations of encrypted bundles run, a few at a time.
-    pub kdf: Arc<crate::portable::kdf_pool::KdfPool>,
+    /// Each part is an `Arc<T>` boxed as `Any`, so it is read back as
+    /// `&Arc<T>` and cloned cheaply by handlers that keep it.
+    parts: Vec<(TypeId, Arc<dyn Any + Send + Sync>)>,
+}
+
+/// What the server itself (not one area) is configured with.
+#[derive(Debug, Clone)]
+pub struct ServerSettings {
+    /// The address phones and browsers reach the server at; links and the
+    /// OAuth issuer are built from it when set.
+    pub public_url: Option<String>,
+    /// Reverse proxies in front of the server whose `X-Forwarded-For`
+    /// entries are believed.
+    pub trusted_proxies: usize,
 }
 
 impl AppState {
-    pub fn new(db: Db, settings: Settings) -> AppState {
-        let rate_limits = Arc::new(RateLimits::new(
-            settings.rate_limit_per_minute,
-            settings.auth_failure_limit_per_minute,
-            settings.trusted_proxies,
-        ));
-        let mfa_key = db
-            .path()
-            .parent()
-            .map(MfaKey::load_or_create)
-            .and_then(|loaded| {
-                loaded
-                    .inspect_err(|e| tracing::error!("cannot read or create the MFA key: {e}"))
-                    .ok()
-            });
+    pub fn new(db: Db, settings: ServerSettings, rate_limits: RateLimits) -> AppState {
         AppState(Arc::new(Shared {
             db,
-            rate_limits,
-            openapi: Bytes::new(),
-            mfa_key,
-            backups: Arc::default(),
-            setup_link: Arc::default(),
-            lookup: crate::lookup::Services::new(settings.terminology.as_ref()),
-            kdf: Arc::new(crate::portable::kdf_pool::KdfPool::new(
-                settings.kdf_workers,
-                settings.kdf_queue,
-            )),
             settings: Arc::new(settings),
+            rate_limits: Arc::new(rate_limits),
+            openapi: Bytes::new(),
+            parts: Vec::new(),
         }))
     }
 
-    /// The parts, to change while the state is put together, before it is
-    /// handed out (a clone taken earlier keeps what it had).
-    pub fn shared_mut(&mut self) -> &mut Shared {
-        Arc::make_mut(&mut self.0)
+    /// Puts an area's part in (replacing one of the same type), while the
+    /// state is put together, before it is handed out. A part may be a trait
+    /// object (`dyn T`): how a lower area is handed an answer from above.
+    pub fn with<T: ?Sized + Send + Sync + 'static>(mut self, part: impl Into<Arc<T>>) -> AppState {
+        self.insert(part.into());
+        self
+    }
+
+    /// As `with`, for a state already bound to a name (a clone taken
+    /// earlier keeps what it had).
+    pub fn insert<T: ?Sized + Send + Sync + 'static>(&mut self, part: Arc<T>) {
+        let parts = &mut Arc::make_mut(&mut self.0).parts;
+        parts.retain(|(id, _)| *id != TypeId::of::<T>());
+        parts.push((TypeId::of::<T>(), Arc::new(part)));
+    }
+
+    /// The served document, set once the Router is assembled.
+    pub fn set_openapi(&mut self, document: Bytes) {
+        Arc::make_mut(&mut self.0).openapi = document;
+    }
+}
+
+impl Shared {
+    /// An area's part, or `None` when the root put none in (a feature that
+    /// is not configured: no mail server, no identity provider).
+    pub fn try_part<T: ?Sized + Send + Sync + 'static>(&self) -> Option<&Arc<T>> {
+        // A dozen parts at most: a scan beats hashing the key.
+        self.parts
+            .iter()
+            .find(|(id, _)| *id == TypeId::of::<T>())
+            .and_then(|(_, part)| part.downcast_ref::<Arc<T>>())
+    }
+
+    /// A part every server has; its absence is a composition-root bug,
+    /// caught by the first test that reaches the area.
+    pub fn part<T: ?Sized + Send + Sync + 'static>(&self) -> &Arc<T> {
+        self.try_part::<T>().unwrap_or_else(|| {
+            panic!(
+                "the composition root put no {} in the state",
+                type_name::<T>()
+            )
+        })
     }
 }
 
@@ -80,13 +105,5 @@ impl std::ops::Deref for AppState {
 
     fn deref(&self) -> &Shared {
         &self.0
-    }
-}
-
-impl Shared {
-    pub fn mfa_key(&self) -> crate::error::Result<MfaKey> {
-        self.mfa_key
-            .clone()
-            .ok_or_else(|| crate::error::ApiError::internal("the MFA key is unavailable"))
     }
 }

@@ -4,8 +4,8 @@
 use rusqlite::{Connection, OptionalExtension};
 
 use super::{Actor, Role, store};
+use crate::domain::vocabulary;
 use crate::error::{ApiError, Result};
-use crate::medicine::vocab::vocabulary;
 
 vocabulary!(
     /// Ordered: `view` < `record` < `manage`. `record` may record takes and

@@ -6,6 +6,7 @@ pub mod accounts;
 mod extract;
 pub mod model;
 pub mod password;
+pub mod rate_limit;
 pub mod routes;
 pub mod store;
 pub mod token;
@@ -14,8 +15,8 @@ pub mod view;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+use crate::domain::vocabulary;
 use crate::error::{ApiError, Result};
-use crate::medicine::vocab::vocabulary;
 use crate::state::AppState;
 
 pub use access::AccessLevel;

@@ -356,7 +356,7 @@ pub fn households(
                     name: r.get(2)?,
                     time_zone: {
                         let stored: String = r.get(3)?;
-                        crate::household::canonical_time_zone(&stored).unwrap_or(stored)
+                        crate::domain::canonical_time_zone(&stored).unwrap_or(stored)
                     },
                     role: r.get(4)?,
                     membership_id: r.get(5)?,

@@ -2,6 +2,8 @@
 //! preferences, schedules, direct assignments, takes and pauses.
 
 pub mod dose_occurrences;
+pub mod forecast;
+pub mod forecast_store;
 pub mod health_events;
 pub mod medication_takes;
 pub mod notification_preferences;

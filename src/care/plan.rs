@@ -11,7 +11,8 @@ use serde_json::Value;
 
 use crate::care::schedule_config::{self, ScheduleConfig};
 use crate::decimal::Dec;
-use crate::medicine::vocab::{DoseCycle, DoseUnit, ScheduleType, vocabulary};
+use crate::domain::vocabulary;
+use crate::medicine::vocab::{DoseCycle, DoseUnit, ScheduleType};
 
 pub const SCHEDULE: &str = "schedule";
 pub const PERSON_MEDICATION: &str = "person_medication";

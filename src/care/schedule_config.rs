@@ -29,8 +29,9 @@ use jiff::civil::{Date, Time, Weekday};
 use serde_json::{Map, Value, json};
 
 use crate::decimal::{Dec, NonNegativeDecimal, PositiveDecimal};
+use crate::domain::vocabulary;
 use crate::error::{Problems, Result};
-use crate::medicine::vocab::{DoseUnit, ScheduleType, vocabulary};
+use crate::medicine::vocab::{DoseUnit, ScheduleType};
 pub use read::{parse_date, parse_time};
 use read::{read_dates, read_slots, read_steps, read_times, read_weekdays};
 

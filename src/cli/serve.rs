@@ -3,8 +3,7 @@
 use std::net::SocketAddr;
 
 use super::{CliResult, OpenMode};
-use crate::config::{ServeArgs, Settings};
-use crate::state::AppState;
+use crate::config::{ServeArgs, Settings, load_native_push};
 
 pub async fn run(args: ServeArgs) -> CliResult {
     raise_open_file_limit();
@@ -27,7 +26,7 @@ pub async fn run(args: ServeArgs) -> CliResult {
         .local_addr()
         .map_err(|e| format!("cannot read the listening address: {e}"))?;
     let mut settings = Settings::from(&args);
-    settings.reminders.load_native(&args)?;
+    load_native_push(&mut settings.reminders, &args)?;
     let reminders = crate::reminders::task::spawn(db.clone(), settings.reminders.clone())
         .await
         .map_err(|e| format!("cannot start reminders: {e}"))?;
@@ -37,10 +36,10 @@ pub async fn run(args: ServeArgs) -> CliResult {
         None => None,
     };
     let review_prompts = crate::reports::review_prompts::task::spawn(db.clone());
-    let mut state = AppState::new(db.clone(), settings);
+    let mut state = crate::app::state(db.clone(), settings);
     if let Some(dir) = &args.backup_dir {
         let status = std::sync::Arc::new(crate::backup::schedule::Status::enabled());
-        state.shared_mut().backups = status.clone();
+        state.insert(status.clone());
         let plan = crate::backup::schedule::Plan {
             data_dir: args.data.data_dir.clone(),
             dir: dir.clone(),
@@ -59,8 +58,8 @@ pub async fn run(args: ServeArgs) -> CliResult {
         Some(url) => url.trim_end_matches('/').to_string(),
         None => format!("http://{local}"),
     };
-    let setup_link = state.setup_link.clone();
-    let app = crate::http::app(state);
+    let setup_link = state.part::<crate::web::setup_link::SetupLink>().clone();
+    let app = crate::app::app(state);
     tracing::info!(
         "pillbox {} listening on http://{local} with data in {}",
         env!("CARGO_PKG_VERSION"),

@@ -7,24 +7,27 @@ pub mod invitations;
 pub mod locations;
 pub mod me;
 pub mod memberships;
+pub mod model;
 pub mod people;
 pub mod profile;
-pub mod settings;
 pub mod store;
 
 use crate::db::WriteTx;
 
 use crate::auth::{Role, accounts};
+use crate::domain::canonical_time_zone;
 use crate::error::{ApiError, Result};
 use crate::http::openapi::Api;
 use grants::Relationship;
+
+/// Longest life, in days, a household may allow its app tokens.
+pub const MAX_TOKEN_AGE_DAYS: i64 = 3650;
 
 pub fn routes(api: Api) -> Api {
     let api = people::routes::routes(api);
     let api = me::routes(api);
     let api = profile::routes::routes(api);
     let api = locations::routes::routes(api);
-    let api = settings::routes::routes(api);
     let api = memberships::routes::routes(api);
     let api = grants::routes::routes(api);
     let api = audit::routes::routes(api);
@@ -54,16 +57,6 @@ pub fn check_time_zone(name: &str) -> Result<()> {
     canonical_time_zone(name)
         .map(|_| ())
         .map_err(|_| ApiError::invalid("time_zone", "must be a known IANA time zone name"))
-}
-
-/// The bundled database's own spelling of a time zone name: the lookup
-/// forgives case (`europe/london`), and what is stored and answered is
-/// always the canonical `Europe/London`. The message never repeats the input.
-pub fn canonical_time_zone(name: &str) -> Result<String> {
-    jiff::tz::TimeZone::get(name.trim())
-        .ok()
-        .and_then(|tz| tz.iana_name().map(str::to_string))
-        .ok_or_else(|| ApiError::invalid("time_zone", "must be a known IANA time zone name"))
 }
 
 /// Creates a household with its owner, in one transaction.

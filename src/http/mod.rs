@@ -1,5 +1,7 @@
-//! Cross-cutting HTTP: extractors, responses, request ids, rate limit, cache
-//! headers, the OpenAPI document and the assembly of the Router.
+//! The HTTP toolkit every area's routes are written with: extractors,
+//! responses, JSON, the contract builder, and the envelope every request
+//! goes through (id, cache headers, log line). It names no area; the
+//! Router is assembled above it, in `crate::app`.
 
 pub mod extract;
 mod json;
@@ -7,108 +9,35 @@ pub mod openapi;
 pub mod origin;
 pub mod rate_limit;
 pub mod replace;
-pub mod request_id;
 pub mod respond;
 pub mod server;
 pub mod stream;
 
-use axum::Router;
-use axum::extract::{DefaultBodyLimit, Request, State};
-use axum::http::{HeaderValue, header};
-use axum::middleware::{self, Next};
-use axum::response::Response;
-use axum::routing::get;
+use crate::domain::request_id;
 
-use crate::error::ApiError;
-use crate::state::AppState;
-use openapi::{Api, Op};
+use axum::extract::Request;
+use axum::http::{HeaderValue, header};
+use axum::response::Response;
 
 pub const API_PREFIX: &str = "/api/v1";
 /// Largest JSON body accepted.
 pub const MAX_JSON_BODY: usize = 1024 * 1024;
 
-/// Every operation of the service, documented as it is routed.
-pub fn api() -> Api {
-    let api = Api::new();
-    let api = crate::capabilities::routes(api);
-    let api = openapi_route(api);
-    let api = crate::auth::routes::routes(api);
-    let api = crate::identity::routes(api);
-    let api = crate::household::routes(api);
-    let api = crate::medicine::routes(api);
-    let api = crate::care::routes(api);
-    let api = crate::reminders::routes::routes(api);
-    let api = crate::sync::routes(api);
-    let api = crate::reports::routes(api);
-    let api = crate::lookup::routes::routes(api);
-    crate::portable::routes(api)
-}
-
-fn openapi_route(api: Api) -> Api {
-    api.schema(
-        "OpenApiDocument",
-        serde_json::json!({"type": "object", "required": ["openapi", "paths"]}),
-    )
-    .route(
-        Op::get("/openapi.json", "getOpenApiDocument", "Contract")
-            .summary("This OpenAPI 3.1 document")
-            .public()
-            .ok_named("OpenApiDocument"),
-        get(|State(state): State<AppState>| async move {
-            (
-                [(header::CONTENT_TYPE, "application/json")],
-                state.openapi.clone(),
-            )
-        }),
-    )
-}
-
-/// The whole service as one Router (tests call this directly).
-pub fn app(mut state: AppState) -> Router {
-    let (routes, doc) = api().finish();
-    state.shared_mut().openapi = serde_json::to_vec(&doc)
-        .expect("OpenAPI document serialises")
-        .into();
-    let v1 = routes
-        .fallback(route_not_found)
-        .method_not_allowed_fallback(method_not_allowed);
-    let routes = Router::new()
-        .nest(API_PREFIX, v1)
-        .merge(crate::identity::root_router())
-        .merge(crate::web::router())
-        .merge(crate::mcp::routes::router(&state))
-        .fallback(route_not_found)
-        .with_state(state.clone());
-    // Layers go around the whole Router, not each of its routes
-    // (`Router::layer`): axum clones a route's stack of layers for every
-    // request, and each layer clones the rest again (about 40 allocations a
-    // request for four layers). A route that takes larger bodies (imports,
-    // pictures) sets its own limit, which wins over this one.
-    let around = tower::ServiceBuilder::new()
-        .layer(middleware::from_fn_with_state(state, every_request))
-        .layer(DefaultBodyLimit::max(MAX_JSON_BODY));
-    Router::new().fallback_service(around.service(routes))
-}
-
-async fn route_not_found() -> ApiError {
-    ApiError::NotFound("no such route".into())
-}
-
-async fn method_not_allowed() -> ApiError {
-    ApiError::MethodNotAllowed
-}
-
-/// What every request goes through, in this order: it gets an id, passes
-/// the rate limit, is answered, gets the cache and page headers, and is
-/// logged. One layer rather than one each: a layer costs every request a
-/// clone of the service behind it and a boxed future.
-async fn every_request(state: State<AppState>, request: Request, next: Next) -> Response {
+/// What every request goes through, around `inner` (which the composition
+/// root makes the rate limit): it gets an id, is answered, gets the cache
+/// and page headers, and is logged. One layer rather than one each: a layer
+/// costs every request a clone of the service behind it and a boxed future.
+pub async fn around<F, Fut>(request: Request, inner: F) -> Response
+where
+    F: FnOnce(Request) -> Fut,
+    Fut: std::future::Future<Output = Response>,
+{
     let id = request_id::new();
     let answered = async {
         let method = request.method().clone();
         let path = request.uri().path().to_string();
         let started = std::time::Instant::now();
-        let mut response = rate_limit::middleware(state, request, next).await;
+        let mut response = inner(request).await;
         cache_headers(&path, response.headers_mut());
         log_request(&id, &method, &path, &response, started);
         response

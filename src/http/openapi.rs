@@ -855,7 +855,9 @@ impl Api {
     }
 
     /// The router (routes without the /api/v1 prefix) and the document.
-    pub fn finish(self) -> (Router<AppState>, Value) {
+    /// The Router and its document; `scope` is the one OAuth scope the
+    /// sign-in server grants.
+    pub fn finish(self, scope: &str) -> (Router<AppState>, Value) {
         let used: BTreeSet<String> = self
             .paths
             .values()
@@ -895,7 +897,7 @@ impl Api {
                             "authorizationUrl": "/api/v1/oauth/authorize",
                             "tokenUrl": "/api/v1/oauth/token",
                             "refreshUrl": "/api/v1/oauth/token",
-                            "scopes": {crate::identity::clients::SCOPE: "The account's households, as its memberships and grants allow"},
+                            "scopes": {scope: "The account's households, as its memberships and grants allow"},
                         }}},
                 },
                 "schemas": self.schemas,

@@ -13,6 +13,8 @@ use std::sync::OnceLock;
 
 use axum::http::{HeaderMap, header};
 
+use crate::state::{AppState, ServerSettings};
+
 /// The local address a request's connection was accepted on, put beside
 /// the request by the connection loop (`server`).
 #[derive(Debug, Clone, Copy)]
@@ -81,6 +83,58 @@ pub fn origin(
     match host {
         Some(host) if own_hosts(local).contains(&host) => format!("http://{host}"),
         _ => format!("http://{local}"),
+    }
+}
+
+/// The server's own origin for links and the OAuth issuer: the configured
+/// public URL, or else the address the request's connection reached (never
+/// a Host the client made up; see `http::origin`).
+pub struct BaseUrl(pub String);
+
+impl axum::extract::FromRequestParts<AppState> for BaseUrl {
+    type Rejection = std::convert::Infallible;
+
+    async fn from_request_parts(
+        parts: &mut axum::http::request::Parts,
+        state: &AppState,
+    ) -> Result<Self, Self::Rejection> {
+        Ok(BaseUrl(base_url(&state.settings, parts)))
+    }
+}
+
+pub fn base_url(settings: &ServerSettings, parts: &axum::http::request::Parts) -> String {
+    origin(
+        settings.public_url.as_deref(),
+        &parts.headers,
+        parts.extensions.get().copied(),
+    )
+}
+
+/// Cookies get `Secure` when the server is reached over https.
+pub fn is_https(base_url: &str) -> bool {
+    base_url.starts_with("https://")
+}
+
+/// The client's address as the rate limiter keys it (behind trusted
+/// proxies, the forwarded one), for failure counters and security events.
+pub struct ClientAddress(pub String);
+
+impl axum::extract::FromRequestParts<AppState> for ClientAddress {
+    type Rejection = std::convert::Infallible;
+
+    async fn from_request_parts(
+        parts: &mut axum::http::request::Parts,
+        state: &AppState,
+    ) -> Result<Self, Self::Rejection> {
+        let peer = parts
+            .extensions
+            .get::<axum::extract::ConnectInfo<std::net::SocketAddr>>()
+            .map(|axum::extract::ConnectInfo(addr)| addr.ip());
+        Ok(ClientAddress(super::rate_limit::client_key(
+            &parts.headers,
+            peer,
+            state.settings.trusted_proxies,
+        )))
     }
 }
 

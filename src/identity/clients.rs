@@ -1,7 +1,7 @@
 //! The registered public clients: the first-party mobile app and the web
 //! app, both from configuration. Redirect URIs are compared exactly.
 
-use crate::config::{DEFAULT_WEB_REDIRECT_PATH, Settings};
+use super::settings::{DEFAULT_WEB_REDIRECT_PATH, OAuthSettings};
 
 /// The one scope: what the account's memberships and grants allow.
 pub const SCOPE: &str = "pillbox";
@@ -14,8 +14,7 @@ pub struct Client {
 
 /// Every registered client; `base` is the server's origin (the web app's
 /// default redirect URI hangs off it).
-pub fn registered(settings: &Settings, base: &str) -> Vec<Client> {
-    let oauth = &settings.oauth;
+pub fn registered(oauth: &OAuthSettings, base: &str) -> Vec<Client> {
     let web_redirects = if oauth.web_redirect_uris.is_empty() {
         vec![format!("{base}{DEFAULT_WEB_REDIRECT_PATH}")]
     } else {
@@ -33,8 +32,8 @@ pub fn registered(settings: &Settings, base: &str) -> Vec<Client> {
     ]
 }
 
-pub fn find(settings: &Settings, base: &str, client_id: &str) -> Option<Client> {
-    registered(settings, base)
+pub fn find(oauth: &OAuthSettings, base: &str, client_id: &str) -> Option<Client> {
+    registered(oauth, base)
         .into_iter()
         .find(|c| c.id == client_id)
 }

@@ -8,7 +8,7 @@ use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use subtle::ConstantTimeEq;
 
-use crate::identity::is_https;
+use crate::http::origin::is_https;
 
 /// A cookie's value as sent.
 pub fn cookie(headers: &HeaderMap, name: &str) -> Option<String> {

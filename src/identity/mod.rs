@@ -14,14 +14,15 @@ pub mod oidc;
 pub mod operator;
 pub mod removed;
 pub mod sessions;
+pub mod settings;
 pub mod sign_in;
 
 use axum::Router;
 use axum::http::{HeaderMap, header};
 use axum::routing::get;
 
-use crate::config::Settings;
 use crate::http::openapi::Api;
+pub use crate::http::origin::{BaseUrl, ClientAddress, base_url, is_https};
 use crate::state::AppState;
 
 /// The API's base path (`http::API_PREFIX`), which the OAuth endpoints sit
@@ -46,58 +47,6 @@ pub fn root_router() -> Router<AppState> {
         .route(METADATA_PATH, get(oauth::routes::metadata))
         .merge(invitation::routes::router())
         .merge(oidc::routes::router())
-}
-
-/// The server's own origin for links and the OAuth issuer: the configured
-/// public URL, or else the address the request's connection reached (never
-/// a Host the client made up; see `http::origin`).
-pub struct BaseUrl(pub String);
-
-impl axum::extract::FromRequestParts<AppState> for BaseUrl {
-    type Rejection = std::convert::Infallible;
-
-    async fn from_request_parts(
-        parts: &mut axum::http::request::Parts,
-        state: &AppState,
-    ) -> Result<Self, Self::Rejection> {
-        Ok(BaseUrl(base_url(&state.settings, parts)))
-    }
-}
-
-pub fn base_url(settings: &Settings, parts: &axum::http::request::Parts) -> String {
-    crate::http::origin::origin(
-        settings.public_url.as_deref(),
-        &parts.headers,
-        parts.extensions.get().copied(),
-    )
-}
-
-/// Cookies get `Secure` when the server is reached over https.
-pub fn is_https(base_url: &str) -> bool {
-    base_url.starts_with("https://")
-}
-
-/// The client's address as the rate limiter keys it (behind trusted
-/// proxies, the forwarded one), for failure counters and security events.
-pub struct ClientAddress(pub String);
-
-impl axum::extract::FromRequestParts<AppState> for ClientAddress {
-    type Rejection = std::convert::Infallible;
-
-    async fn from_request_parts(
-        parts: &mut axum::http::request::Parts,
-        state: &AppState,
-    ) -> Result<Self, Self::Rejection> {
-        let peer = parts
-            .extensions
-            .get::<axum::extract::ConnectInfo<std::net::SocketAddr>>()
-            .map(|axum::extract::ConnectInfo(addr)| addr.ip());
-        Ok(ClientAddress(crate::http::rate_limit::client_key(
-            &parts.headers,
-            peer,
-            state.settings.trusted_proxies,
-        )))
-    }
 }
 
 /// Parses a form body: RFC 6749 3.2 wants the form media type and each

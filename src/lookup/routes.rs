@@ -82,9 +82,17 @@ async fn lookup(
     _actor: Actor,
     query: QueryParams,
 ) -> Result<Response> {
-    let settings = state.settings.terminology.as_ref().ok_or_else(lookup_off)?;
+    let settings = state
+        .try_part::<crate::lookup::TerminologySettings>()
+        .ok_or_else(lookup_off)?;
     let (text, count) = lookup_query(&query)?;
-    let data = super::terminology::search(&state.lookup, settings, &text, count).await?;
+    let data = super::terminology::search(
+        state.part::<crate::lookup::Services>(),
+        settings,
+        &text,
+        count,
+    )
+    .await?;
     Ok(Json(MedicationLookupResults { data }).into_response())
 }
 
@@ -93,11 +101,13 @@ async fn suggest(
     actor: Actor,
     ApiJson(body): ApiJson<SuggestionBody>,
 ) -> Result<Response> {
-    let ai = state.settings.ai.as_ref().ok_or_else(|| {
-        ApiError::feature_unavailable(
-            "AI suggestions are off; the server needs PILLBOX_AI_BASE_URL and PILLBOX_AI_MODEL",
-        )
-    })?;
+    let ai = state
+        .try_part::<crate::lookup::AiSettings>()
+        .ok_or_else(|| {
+            ApiError::feature_unavailable(
+                "AI suggestions are off; the server needs PILLBOX_AI_BASE_URL and PILLBOX_AI_MODEL",
+            )
+        })?;
     let attributes = body.ai_medication_suggestion;
     if attributes.text.trim().is_empty() {
         return Err(ApiError::invalid(
@@ -106,9 +116,8 @@ async fn suggest(
         ));
     }
     let terminology = state
-        .settings
-        .terminology
-        .as_ref()
+        .try_part::<super::TerminologySettings>()
+        .map(|settings| &**settings)
         .filter(|_| attributes.use_lookup.unwrap_or(true));
     let household_id = actor.household_id;
     let names = state
@@ -121,7 +130,7 @@ async fn suggest(
         names: &names,
         text: &attributes.text,
     };
-    let suggestions = super::ai::suggest(&state.lookup, request).await?;
+    let suggestions = super::ai::suggest(state.part::<crate::lookup::Services>(), request).await?;
     Ok(respond::ok(suggestions))
 }
 
@@ -130,18 +139,4 @@ pub fn lookup_off() -> ApiError {
         "{}; the server needs TERMINOLOGY_DMD_CLIENT_ID and TERMINOLOGY_DMD_CLIENT_SECRET",
         super::LOOKUP_OFF_WARNING
     ))
-}
-
-/// What administrators are told about lookup and suggestions.
-pub fn admin_warnings(
-    config: &crate::config::Settings,
-) -> Vec<crate::household::settings::model::SettingsWarning> {
-    let mut warnings = Vec::new();
-    if config.terminology.is_none() {
-        warnings.push(crate::household::settings::model::SettingsWarning {
-            code: "medication_lookup_unavailable",
-            message: super::LOOKUP_OFF_WARNING,
-        });
-    }
-    warnings
 }

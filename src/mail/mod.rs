@@ -36,6 +36,12 @@ pub struct Email<'a> {
     pub html: &'a str,
 }
 
+/// Whether an SMTP server is configured (the root put its settings in):
+/// links then go by email, never back to the caller.
+pub fn configured(state: &crate::state::AppState) -> bool {
+    state.try_part::<MailSettings>().is_some()
+}
+
 pub fn enqueue(conn: &WriteTx, email: &Email<'_>) -> Result<i64> {
     store::insert(conn, email.to, email.subject, email.text, email.html)
 }

@@ -173,7 +173,8 @@ pub async fn call(state: &AppState, actor: Actor, name: &str, arguments: Value) 
             let paging: PageInput = input(arguments)?;
             let page = page(paging.page, paging.per_page)?;
             read(state, move |conn| {
-                let (data, total) = medications::list(conn, &actor, None, page)?;
+                let (data, total) =
+                    medications::list(conn, &actor, &crate::care::forecast::CarePlan, None, page)?;
                 Ok(Medications {
                     data,
                     meta: page.meta(total),
@@ -363,7 +364,7 @@ where
 }
 
 fn summary(conn: &rusqlite::Connection, actor: &Actor) -> Result<HouseholdSummary> {
-    let settings = crate::household::settings::store::find(conn, actor.household_id)?
+    let settings = crate::household::store::find(conn, actor.household_id)?
         .ok_or_else(|| ApiError::not_found("household"))?;
     let all = Page {
         page: 1,
@@ -381,7 +382,8 @@ fn summary(conn: &rusqlite::Connection, actor: &Actor) -> Result<HouseholdSummar
     let mut medications_low_stock = Vec::new();
     let mut page = all;
     let medications_total = loop {
-        let (batch, total) = medications::list(conn, actor, None, page)?;
+        let (batch, total) =
+            medications::list(conn, actor, &crate::care::forecast::CarePlan, None, page)?;
         let done = batch.len() < page.per_page as usize;
         medications_low_stock.extend(
             batch

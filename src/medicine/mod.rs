@@ -2,7 +2,7 @@
 
 pub mod dosage_options;
 pub mod forecast;
-pub mod forecast_store;
+pub mod locations;
 pub mod medications;
 pub mod stock;
 pub mod stock_removals;
@@ -13,5 +13,6 @@ use crate::http::openapi::Api;
 pub fn routes(api: Api) -> Api {
     let api = medications::routes::routes(api);
     let api = dosage_options::routes::routes(api);
+    let api = locations::routes(api);
     stock_removals::routes::routes(api)
 }

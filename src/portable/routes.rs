@@ -160,7 +160,10 @@ pub async fn sealed_bundle(
     version: Version,
     passphrase: Passphrase,
 ) -> Result<Envelope> {
-    let slot = state.kdf.slot().await?;
+    let slot = state
+        .part::<crate::portable::kdf_pool::KdfPool>()
+        .slot()
+        .await?;
     let reader = actor.clone();
     let plain = state
         .db
@@ -242,7 +245,7 @@ pub async fn open_bundle(
     let passphrase = passphrase(headers)?;
     let bytes = body_bytes(body)?;
     state
-        .kdf
+        .part::<super::kdf_pool::KdfPool>()
         .run(move || {
             let digest: String = Sha256::digest(&bytes)
                 .iter()

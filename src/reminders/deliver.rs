@@ -7,15 +7,15 @@
 
 use jiff::{SignedDuration, Timestamp};
 
-use super::destination::{self, Forbidden, MemberClient};
 use super::outbox_store::{self, OutboxRow};
 pub use super::outcome::Outcome;
 use super::store;
 use super::webpush::{self, ClientKeys, Vapid};
-use crate::config::ReminderSettings;
 use crate::db::Db;
 use crate::domain::Timestamp as Stored;
-use crate::error::{ApiError, Result};
+use crate::domain::outbound::{self as destination, Forbidden, MemberClient, http_client};
+use crate::error::Result;
+use crate::reminders::settings::ReminderSettings;
 
 /// Attempts before a notification is given up as failed.
 pub const MAX_ATTEMPTS: i64 = 8;
@@ -34,13 +34,6 @@ pub struct Deliverer {
     vapid: Vapid,
     settings: ReminderSettings,
     native: super::native::NativeSender,
-}
-
-/// The HTTP client for services the operator configured.
-pub fn http_client() -> Result<reqwest::Client> {
-    super::destination::client_builder()
-        .build()
-        .map_err(|e| ApiError::internal(format!("cannot start the HTTP client: {e}")))
 }
 
 impl Deliverer {

@@ -6,7 +6,6 @@
 use rusqlite::Connection;
 
 use super::TEST;
-use super::destination::{self, Forbidden};
 use super::model::{
     NativeDeviceToken, NativeDeviceTokenAttributes, NtfyChannel, NtfyChannelAttributes, Platform,
     PushSubscription, PushSubscriptionAttributes,
@@ -15,10 +14,11 @@ use super::outbox_store::{self, NewNotification};
 use super::store::{self, Target};
 use super::webpush::{ClientKeys, PushKeyError};
 use crate::auth::{Actor, Credential};
-use crate::config::ReminderSettings;
 use crate::db::WriteTx;
 use crate::domain::Timestamp;
+use crate::domain::outbound::{self as destination, Forbidden};
 use crate::error::{ApiError, Problems, Result};
+use crate::reminders::settings::ReminderSettings;
 
 /// What the rules need to judge a submitted push endpoint or ntfy topic
 /// URL beyond its text: whether http is accepted, and what the address rule

@@ -35,13 +35,13 @@ use crate::care::dose_occurrences::{
     model::{DoseOccurrence, Outcome},
 };
 use crate::care::notification_preferences::store as preference_store;
-use crate::config::ReminderSettings;
 use crate::db::WriteTx;
 use crate::decimal::Dec;
 use crate::domain::Timestamp as Stored;
 use crate::error::Result;
 use crate::household::store as household_store;
 use crate::medicine::forecast::{Holder, Plan};
+use crate::reminders::settings::ReminderSettings;
 
 /// However long the server was down, a scan looks back at most this far.
 const MAX_LOOKBACK: SignedDuration = SignedDuration::from_hours(48);

@@ -6,7 +6,6 @@
 //! else happens in the background.
 
 pub mod deliver;
-pub mod destination;
 pub mod devices;
 pub mod engine;
 pub mod model;
@@ -14,15 +13,16 @@ pub mod native;
 pub mod outbox_store;
 pub mod outcome;
 pub mod routes;
+pub mod settings;
 pub mod store;
 pub mod task;
 pub mod webpush;
 
 use rusqlite::Connection;
 
-use crate::config::ReminderSettings;
 use crate::db::instance;
 use crate::error::{ApiError, Result};
+use crate::reminders::settings::ReminderSettings;
 
 pub const DOSE_DUE: &str = "dose_due";
 pub const MISSED_DOSE: &str = "missed_dose";

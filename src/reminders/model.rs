@@ -4,9 +4,9 @@
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+use crate::domain::vocabulary;
 use crate::domain::{Name, Text, Timestamp};
 use crate::http::openapi;
-use crate::medicine::vocab::vocabulary;
 
 vocabulary!(
     /// Which push service a phone app's token belongs to.

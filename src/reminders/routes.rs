@@ -91,7 +91,11 @@ async fn create_subscription(
     actor: Actor,
     ApiJson(body): ApiJson<PushSubscriptionBody>,
 ) -> Result<Response> {
-    let check = UrlCheck::of(&body.push_subscription.endpoint, &state.settings.reminders).await;
+    let check = UrlCheck::of(
+        &body.push_subscription.endpoint,
+        state.part::<crate::reminders::settings::ReminderSettings>(),
+    )
+    .await;
     let subscription = state
         .db
         .write(move |tx| {
@@ -122,16 +126,11 @@ async fn create_device_token(
     actor: Actor,
     ApiJson(body): ApiJson<NativeDeviceTokenBody>,
 ) -> Result<Response> {
-    let config = state.settings.clone();
+    let config = state.part::<super::settings::ReminderSettings>().clone();
     let token = state
         .db
         .write(move |tx| {
-            super::devices::create_device_token(
-                tx,
-                &actor,
-                body.native_device_token,
-                &config.reminders,
-            )
+            super::devices::create_device_token(tx, &actor, body.native_device_token, &config)
         })
         .await?;
     Ok(respond::created(token))
@@ -172,7 +171,11 @@ async fn put_ntfy(
     actor: Actor,
     ApiJson(body): ApiJson<NtfyChannelBody>,
 ) -> Result<Response> {
-    let check = UrlCheck::of(&body.ntfy_channel.topic_url, &state.settings.reminders).await;
+    let check = UrlCheck::of(
+        &body.ntfy_channel.topic_url,
+        state.part::<crate::reminders::settings::ReminderSettings>(),
+    )
+    .await;
     let channel = state
         .db
         .write(move |tx| super::devices::put_ntfy(tx, &actor, body.ntfy_channel, check))

@@ -9,9 +9,9 @@ use jiff::{SignedDuration, Timestamp};
 use super::Clock;
 use super::deliver::Deliverer;
 use super::engine::{self, Scan};
-use crate::config::ReminderSettings;
 use crate::db::Db;
 use crate::error::Result;
+use crate::reminders::settings::ReminderSettings;
 
 /// The longest sleep: a grant that expires or a new day is noticed within it.
 const LONGEST_SLEEP: SignedDuration = SignedDuration::from_mins(15);

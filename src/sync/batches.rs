@@ -63,7 +63,7 @@ fn unsupported_response(index: usize) -> Response {
     let body = json!({"error": {
         "code": UNSUPPORTED,
         "message": format!("operation {index}: this resource_type and action pair is not supported in a sync batch; see sync.operations in the capability document"),
-        "request_id": crate::http::request_id::current(),
+        "request_id": crate::domain::request_id::current(),
     }});
     (StatusCode::UNPROCESSABLE_ENTITY, Json(body)).into_response()
 }

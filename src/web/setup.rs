@@ -65,7 +65,11 @@ struct SetupForm {
 
 async fn show(State(state): State<AppState>, Query(query): Query<TokenQuery>) -> Response {
     match query.token {
-        Some(token) if state.setup_link.matches(&token) => {
+        Some(token)
+            if state
+                .part::<crate::web::setup_link::SetupLink>()
+                .matches(&token) =>
+        {
             let form = SetupForm {
                 token,
                 time_zone: system_time_zone(),
@@ -82,7 +86,10 @@ async fn submit(State(state): State<AppState>, headers: HeaderMap, body: Bytes) 
         Ok(form) => form,
         Err(message) => return page(StatusCode::BAD_REQUEST, &paragraph(&message)),
     };
-    if !state.setup_link.matches(&form.token) {
+    if !state
+        .part::<crate::web::setup_link::SetupLink>()
+        .matches(&form.token)
+    {
         return dead_link();
     }
     if let Err(message) = check(&form) {
@@ -123,7 +130,7 @@ async fn submit(State(state): State<AppState>, headers: HeaderMap, body: Bytes) 
         .await;
     match result {
         Ok(set_up) => {
-            state.setup_link.spend();
+            state.part::<crate::web::setup_link::SetupLink>().spend();
             tracing::info!(
                 household_id = set_up.household_id,
                 "household created from the set-up link; the link is spent"
@@ -135,7 +142,7 @@ async fn submit(State(state): State<AppState>, headers: HeaderMap, body: Bytes) 
             response
         }
         Err(ApiError::Conflict { .. }) => {
-            state.setup_link.spend();
+            state.part::<crate::web::setup_link::SetupLink>().spend();
             dead_link()
         }
         Err(ApiError::Validation { message, .. }) => page(

@@ -1021,7 +1021,7 @@ async fn the_audit_log_lists_security_events_newest_first() {
 /// enforces, in the request and response schemas alike.
 #[tokio::test]
 async fn settings_limits_are_documented_from_the_rule() {
-    use pillbox::household::settings::MAX_TOKEN_AGE_DAYS;
+    use pillbox::household::MAX_TOKEN_AGE_DAYS;
     let app = TestApp::new().await;
     let schemas = &app.document()["components"]["schemas"];
     for schema in [

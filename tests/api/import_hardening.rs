@@ -63,12 +63,12 @@ async fn a_member_who_may_not_import_costs_no_key_derivation() {
                 .assert_error(403, "forbidden");
         }
     }
-    assert_eq!(app.state.kdf.started(), 0, "no key derivation ran");
+    assert_eq!(kdf(&app).started(), 0, "no key derivation ran");
     // The counter counts: the owner's dry run derives once.
     post_as(&app, &app.owner, DRY_RUN, &cheap)
         .await
         .assert_status(200);
-    assert_eq!(app.state.kdf.started(), 1);
+    assert_eq!(kdf(&app).started(), 1);
     // Managing someone is enough to import (what it may change is checked
     // record by record).
     grant(&app, carer, ada.id, "manage").await;
@@ -89,7 +89,7 @@ async fn derivations_beyond_the_queue_are_answered_429_with_retry_after() {
     let bundle = sealed(json!({}));
     // The one worker is busy until the test lets it go.
     let (release, held) = std::sync::mpsc::channel::<()>();
-    let pool = app.state.kdf.clone();
+    let pool = kdf(&app).clone();
     let holder = tokio::spawn(async move {
         pool.run(move || {
             let _ = held.recv();
@@ -97,16 +97,16 @@ async fn derivations_beyond_the_queue_are_answered_429_with_retry_after() {
         })
         .await
     });
-    while app.state.kdf.started() == 0 {
+    while kdf(&app).started() == 0 {
         tokio::task::yield_now().await;
     }
     let queued = post_as(&app, &app.owner, DRY_RUN, &bundle);
     let beyond = async {
         let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(10);
-        while app.state.kdf.waiting() == 0 && tokio::time::Instant::now() < deadline {
+        while kdf(&app).waiting() == 0 && tokio::time::Instant::now() < deadline {
             tokio::time::sleep(std::time::Duration::from_millis(1)).await;
         }
-        let waited = app.state.kdf.waiting() == 1;
+        let waited = kdf(&app).waiting() == 1;
         // Answered at once, or never while the worker is held.
         let soon = std::time::Duration::from_secs(10);
         let import = tokio::time::timeout(soon, post_as(&app, &app.owner, DRY_RUN, &bundle)).await;
@@ -125,5 +125,10 @@ async fn derivations_beyond_the_queue_are_answered_429_with_retry_after() {
     // The one that waited its turn ran once the worker was free.
     queued.assert_status(200);
     holder.await.unwrap().unwrap();
-    assert_eq!(app.state.kdf.waiting(), 0);
+    assert_eq!(kdf(&app).waiting(), 0);
+}
+
+/// The server's pool of key derivations.
+fn kdf(app: &TestApp) -> &std::sync::Arc<pillbox::portable::kdf_pool::KdfPool> {
+    app.state.part::<pillbox::portable::kdf_pool::KdfPool>()
 }

@@ -126,7 +126,7 @@ impl TestApp {
             })
             .await
             .unwrap();
-        let state = AppState::new(db.clone(), settings);
+        let state = pillbox::app::state(db.clone(), settings);
         let router = pillbox::app(state.clone());
         let mut app = TestApp {
             dir,

@@ -5,9 +5,10 @@ use schemars::JsonSchema;
 use serde::Serialize;
 
 use crate::decimal::{Dec, PositiveDecimal};
+use crate::domain::vocabulary;
 use crate::domain::{Timestamp, Versioned, etag};
 use crate::http::openapi;
-use crate::medicine::vocab::{DoseUnit, vocabulary};
+use crate::medicine::vocab::DoseUnit;
 
 vocabulary!(
     /// Outcome values of an expected dose (DESIGN.md: `taken` only through

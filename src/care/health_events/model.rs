@@ -4,10 +4,10 @@ use jiff::civil::Date;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+use crate::domain::vocabulary;
 use crate::domain::{Bounded, Name, ResourceId, Text, Timestamp, Versioned, etag, present};
 use crate::http::openapi;
 use crate::http::replace::Whole;
-use crate::medicine::vocab::vocabulary;
 
 vocabulary!(
     /// What kind of health event this is (DESIGN.md decision).

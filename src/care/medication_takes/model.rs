@@ -6,9 +6,10 @@ use schemars::{JsonSchema, Schema, SchemaGenerator, json_schema};
 use serde::{Deserialize, Serialize};
 
 use crate::decimal::{Dec, PositiveDecimal};
+use crate::domain::vocabulary;
 use crate::domain::{ResourceId, Timestamp, Versioned, etag};
 use crate::http::openapi;
-use crate::medicine::vocab::{DoseUnit, StockWarningCode, vocabulary};
+use crate::medicine::vocab::{DoseUnit, StockWarningCode};
 
 /// What a take was given under: a schedule or a direct assignment (the
 /// same vocabulary as a pause period's source).

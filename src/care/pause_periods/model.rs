@@ -3,9 +3,9 @@
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+use crate::domain::vocabulary;
 use crate::domain::{Text, Timestamp, Versioned, etag};
 use crate::http::openapi;
-use crate::medicine::vocab::vocabulary;
 
 vocabulary!(
     /// What a period pauses: a schedule or a direct assignment.

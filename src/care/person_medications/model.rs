@@ -9,10 +9,11 @@ use crate::care::plan::{AssignmentPlan, PERSON_MEDICATION, Planned};
 use crate::care::schedules::model::{DailyDoses, Dose, DoseAttributes, SourceNotes};
 use crate::care::source_row::Sourced;
 use crate::decimal::{NonNegativeDecimal, PositiveDecimal};
+use crate::domain::vocabulary;
 use crate::domain::{AtLeast, ResourceId, Timestamp, present};
 use crate::http::openapi;
 use crate::http::replace::Whole;
-use crate::medicine::vocab::{DoseCycle, DoseUnit, vocabulary};
+use crate::medicine::vocab::{DoseCycle, DoseUnit};
 
 /// A direct assignment as stored.
 #[derive(Debug, Clone, Serialize, JsonSchema)]

@@ -13,9 +13,9 @@ use crate::auth::{Actor, access, token};
 use crate::domain::Page;
 use crate::domain::Timestamp;
 use crate::error::{ApiError, Result};
+use crate::household::audit;
 use crate::household::memberships::model::MembershipStatus;
 use crate::household::memberships::store as memberships_store;
-use crate::household::{audit, settings};
 use model::{AppToken, CreatedAppToken, MAX_NAME};
 
 pub struct TokenRequest<'a> {
@@ -48,7 +48,7 @@ pub fn issue(conn: &WriteTx, request: &TokenRequest<'_>) -> Result<CreatedAppTok
             format!("must be 1 to {MAX_NAME} characters"),
         ));
     }
-    let max = settings::store::find(conn, request.household_id)?
+    let max = crate::household::store::find(conn, request.household_id)?
         .ok_or_else(|| ApiError::not_found("household"))?
         .app_token_max_age_days;
     let days = request.max_age_days.unwrap_or(max);

@@ -10,12 +10,12 @@ use serde_json::json;
 
 use crate::auth::access::{self, Named};
 use crate::auth::{AccessLevel, Actor};
+use crate::domain::vocabulary;
 use crate::domain::{Page, Timestamp};
 use crate::error::{ApiError, Problems, Result};
 use crate::household::audit;
 use crate::household::memberships::store as memberships_store;
 use crate::household::people::store as people_store;
-use crate::medicine::vocab::vocabulary;
 use model::{GrantAttributes, PersonAccessGrant};
 
 vocabulary!(

@@ -214,7 +214,7 @@ fn delivery(policy: Policy) -> Delivery {
 /// Puts the invitation email in the outbox, in the caller's transaction:
 /// if it cannot be queued, nothing of the invitation change is kept.
 fn queue_email(conn: &WriteTx, row: &InvitationRow, link: &str) -> Result<()> {
-    let household = crate::household::settings::store::find(conn, row.household_id)?
+    let household = crate::household::store::find(conn, row.household_id)?
         .ok_or_else(|| ApiError::not_found("household"))?
         .name;
     let subject = format!("You are invited to {household} on Pillbox");
@@ -422,7 +422,7 @@ pub fn invitee(conn: &Connection, presented: &str) -> Result<Option<Invitee>> {
     {
         return Ok(None);
     }
-    let Some(household) = crate::household::settings::store::find(conn, row.household_id)? else {
+    let Some(household) = crate::household::store::find(conn, row.household_id)? else {
         return Ok(None);
     };
     Ok(Some(Invitee {

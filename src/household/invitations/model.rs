@@ -6,10 +6,10 @@ use serde::{Deserialize, Serialize};
 
 use crate::auth::{AccessLevel, Permissions, Role};
 use crate::domain::Timestamp;
+use crate::domain::vocabulary;
 use crate::household::grants::Relationship;
 use crate::household::people::model::{PersonAttributes, PersonName, PersonType};
 use crate::http::openapi;
-use crate::medicine::vocab::vocabulary;
 
 vocabulary!(
     /// Where an invitation stands: `expired` is a pending one past its expiry.

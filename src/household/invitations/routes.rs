@@ -1,7 +1,7 @@
 //! Invitation handlers: the administrators' collection and the
 //! account-level acceptance.
 
-use crate::identity::BaseUrl;
+use crate::http::origin::BaseUrl;
 use axum::extract::State;
 use axum::response::Response;
 use axum::routing::{delete, get, post};
@@ -86,10 +86,7 @@ async fn create(
 }
 
 fn policy(state: &AppState) -> Policy {
-    Policy {
-        ttl_days: state.settings.invitation_ttl_days,
-        email: state.settings.mail.is_some(),
-    }
+    **state.part::<Policy>()
 }
 
 async fn revoke(

@@ -183,12 +183,13 @@ pub fn replace(
     save(conn, actor, row, attrs)
 }
 
-/// `deleteLocation`: soft delete; the location disappears from reads, from
-/// people's `location_ids` and from medications' `location_id` (each such
-/// person and medication moves to a new version with a change-feed entry,
-/// so a feed-following client sees it too), while records that name it
-/// keep working.
-pub fn delete(conn: &WriteTx, actor: &Actor, id: &ResourceId, if_match: &IfMatch) -> Result<()> {
+/// The household's part of `deleteLocation` (the whole rule is
+/// `crate::medicine::locations::delete`, which also moves the medications
+/// kept there on): soft delete; the location disappears from reads and from
+/// people's `location_ids` (each such person moves to a new version with a
+/// change-feed entry, so a feed-following client sees it too), while
+/// records that name it keep working. Answers the location's row id.
+pub fn delete(conn: &WriteTx, actor: &Actor, id: &ResourceId, if_match: &IfMatch) -> Result<i64> {
     let mut row = find_for_change(conn, actor, id, if_match)?;
     row.lock_version += 1;
     row.updated_at = Timestamp::now();
@@ -202,8 +203,8 @@ pub fn delete(conn: &WriteTx, actor: &Actor, id: &ResourceId, if_match: &IfMatch
             memberships::touch_person(conn, actor, person)?;
         }
     }
-    crate::medicine::medications::location_deleted(conn, actor, row.id)?;
-    record(conn, actor, &row, Action::Delete)
+    record(conn, actor, &row, Action::Delete)?;
+    Ok(row.id)
 }
 
 #[cfg(test)]

@@ -2,7 +2,7 @@
 
 use axum::extract::State;
 use axum::response::Response;
-use axum::routing::{delete, get, patch, post, put};
+use axum::routing::{get, patch, post, put};
 
 use super::model::{Location, LocationBody};
 use crate::auth::Actor;
@@ -14,9 +14,9 @@ use crate::http::replace::{ReplaceJson, Whole};
 use crate::http::respond;
 use crate::state::AppState;
 
-const TAG: &str = "Locations";
+pub const TAG: &str = "Locations";
 const COLLECTION: &str = "/households/{household_id}/locations";
-const MEMBER: &str = "/households/{household_id}/locations/{id}";
+pub const MEMBER: &str = "/households/{household_id}/locations/{id}";
 
 /// Locations, then their memberships.
 pub fn routes(api: Api) -> Api {
@@ -66,15 +66,8 @@ pub fn routes(api: Api) -> Api {
                 .ok::<Location>()
                 .etag(),
             put(replace),
-        )
-        .route(
-            Op::delete(MEMBER, "deleteLocation", TAG)
-                .summary("Delete a location")
-                .description("Removes the location from lists and from people's locations; recorded administrations and saved dose decisions that name it are kept. Only household owners, administrators and members with the location-management permission may delete locations. The current ETag is required in If-Match: missing returns 428, stale returns 409.")
-                .if_match_required()
-                .no_content(),
-            delete(remove),
         );
+
     super::membership_routes::routes(api)
 }
 
@@ -131,17 +124,4 @@ async fn replace(
         .write(move |conn| super::replace(conn, &actor, &id, &if_match, body.location))
         .await?;
     Ok(respond::ok_tagged(location))
-}
-
-async fn remove(
-    State(state): State<AppState>,
-    actor: Actor,
-    PathId(id): PathId,
-    if_match: IfMatch,
-) -> Result<Response> {
-    state
-        .db
-        .write(move |conn| super::delete(conn, &actor, &id, &if_match))
-        .await?;
-    Ok(respond::no_content())
 }

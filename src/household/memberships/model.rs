@@ -4,10 +4,10 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use crate::auth::{Permissions, Role};
+use crate::domain::vocabulary;
 use crate::domain::{Timestamp, present};
 use crate::http::openapi;
 use crate::http::replace::Whole;
-use crate::medicine::vocab::vocabulary;
 
 vocabulary!(
     /// A membership's lifecycle: `revoked` is final and never listed.

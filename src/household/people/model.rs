@@ -6,8 +6,8 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use crate::domain::Name;
+use crate::domain::vocabulary;
 use crate::http::openapi;
-use crate::medicine::vocab::vocabulary;
 
 vocabulary!(
     /// What kind of person, by age and capacity.

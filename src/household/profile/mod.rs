@@ -86,7 +86,7 @@ fn validate(attrs: &ProfileAttributes, today: Date) -> Result<()> {
     }
     if let Some(Some(name)) = &attrs.time_zone
         && let Err(ApiError::Validation { errors: found, .. }) =
-            crate::household::canonical_time_zone(name)
+            crate::domain::canonical_time_zone(name)
     {
         for (field, messages) in found {
             for message in messages {
@@ -139,7 +139,7 @@ fn apply_to_account(prefs: &mut AccountPrefs, attrs: &ProfileAttributes) -> bool
         // Validation has passed, so every name has its canonical spelling.
         prefs.time_zone = time_zone
             .as_deref()
-            .map(|name| crate::household::canonical_time_zone(name).unwrap_or_default());
+            .map(|name| crate::domain::canonical_time_zone(name).unwrap_or_default());
     }
     if let Some(Some(enabled)) = attrs.gravatar_enabled {
         prefs.gravatar_enabled = enabled;

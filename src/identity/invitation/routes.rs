@@ -73,15 +73,18 @@ impl Visit {
     }
 
     fn landing(&self, status: StatusCode, error: Option<(Step, &str)>) -> Response {
-        let button = self.state.settings.oidc.as_ref().map(|o| ProviderButton {
-            name: &o.name,
-            action: page::ACTION,
-            hidden: vec![
-                ("csrf_token", self.csrf.as_str()),
-                ("token", self.token.as_str()),
-                ("step", "provider"),
-            ],
-        });
+        let button = self
+            .state
+            .try_part::<crate::identity::settings::OidcSettings>()
+            .map(|o| ProviderButton {
+                name: &o.name,
+                action: page::ACTION,
+                hidden: vec![
+                    ("csrf_token", self.csrf.as_str()),
+                    ("token", self.token.as_str()),
+                    ("step", "provider"),
+                ],
+            });
         self.respond(
             status,
             page::landing(
@@ -206,14 +209,21 @@ async fn submit(
         (Some(pending), _) => second_step(&visit, pending, &form).await,
         (None, Some("create")) => create(&visit, &form).await,
         (None, Some("sign_in")) => sign_in_step(&visit, &form).await,
-        (None, Some("provider")) if visit.state.settings.oidc.is_some() => Ok(oidc::routes::start(
-            &visit.state,
-            &visit.base,
-            oidc::model::Purpose::Invitation,
-            Some(&visit.token),
-            &visit.address,
-        )
-        .await),
+        (None, Some("provider"))
+            if visit
+                .state
+                .try_part::<crate::identity::settings::OidcSettings>()
+                .is_some() =>
+        {
+            Ok(oidc::routes::start(
+                &visit.state,
+                &visit.base,
+                oidc::model::Purpose::Invitation,
+                Some(&visit.token),
+                &visit.address,
+            )
+            .await)
+        }
         _ => Ok(html(StatusCode::BAD_REQUEST, page::malformed(), None)),
     };
     outcome.unwrap_or_else(ApiError::into_response)
@@ -321,7 +331,7 @@ async fn second_step(v: &Visit, pending: &str, form: &InvitationForm) -> Result<
             Some("Enter the code from your authenticator app, or a recovery code."),
         ));
     };
-    let key = v.state.mfa_key()?;
+    let key = crate::identity::mfa::crypt::MfaKey::of(&v.state)?;
     let (address, token) = (v.address.clone(), pending.to_string());
     let invited = v.invitee.email.clone();
     let verified = v

@@ -25,6 +25,28 @@ impl std::fmt::Debug for MfaKey {
 
 impl MfaKey {
     /// Reads the key of `data_dir`, creating it (owner-only) on first use.
+    /// The key kept beside `db`'s file. `None` when it could not be read or
+    /// made (logged here; enrolment and second-factor sign-in then fail with
+    /// 500 through `key`).
+    pub fn for_database(db: &crate::db::Db) -> Option<MfaKey> {
+        db.path()
+            .parent()
+            .map(MfaKey::load_or_create)
+            .and_then(|loaded| {
+                loaded
+                    .inspect_err(|e| tracing::error!("cannot read or create the MFA key: {e}"))
+                    .ok()
+            })
+    }
+
+    /// The server's key, for a handler about to encrypt or decrypt.
+    pub fn of(state: &crate::state::AppState) -> Result<MfaKey> {
+        state
+            .try_part::<MfaKey>()
+            .map(|key| MfaKey::clone(key))
+            .ok_or_else(|| crate::error::ApiError::internal("the MFA key is unavailable"))
+    }
+
     pub fn load_or_create(data_dir: &Path) -> std::io::Result<MfaKey> {
         let path = data_dir.join(KEY_FILE);
         match std::fs::read(&path) {

@@ -96,7 +96,7 @@ async fn begin(
 ) -> Result<Response> {
     let password = body.and_then(|b| b.mfa.password);
     let proven = super::proof::password(&state.db, &auth, &address, password).await?;
-    let key = state.mfa_key()?;
+    let key = crate::identity::mfa::crypt::MfaKey::of(&state)?;
     let issuer = issuer_label(&base);
     let enrolment = state
         .db
@@ -122,7 +122,7 @@ async fn proven_change<T: Send + 'static>(
     change: fn(&WriteTx, &MfaKey, &Proven, &str) -> Result<Checked<T>>,
 ) -> Result<T> {
     let proven = super::proof::password(&state.db, auth, address, password).await?;
-    let key = state.mfa_key()?;
+    let key = crate::identity::mfa::crypt::MfaKey::of(state)?;
     state
         .db
         .write(move |tx| change(tx, &key, &proven, &code))

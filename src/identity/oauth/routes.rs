@@ -57,8 +57,11 @@ async fn token(
         Err(e) => return e.into_response(),
     };
     let context = super::Context {
-        clients: clients::registered(&state.settings, &base),
-        lifetimes: (&state.settings.oauth).into(),
+        clients: clients::registered(
+            state.part::<crate::identity::settings::OAuthSettings>(),
+            &base,
+        ),
+        lifetimes: (&**state.part::<crate::identity::settings::OAuthSettings>()).into(),
         address,
     };
     match state

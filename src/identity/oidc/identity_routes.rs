@@ -11,8 +11,8 @@ use crate::auth::Authenticated;
 use crate::error::Result;
 use crate::http::extract::{PathNumericId, QueryParams};
 use crate::http::openapi::{Api, Op};
+use crate::http::origin::ClientAddress;
 use crate::http::respond;
-use crate::identity::ClientAddress;
 use crate::state::AppState;
 
 const TAG: &str = "Linked identities";
@@ -58,7 +58,7 @@ async fn remove(
     ClientAddress(address): ClientAddress,
 ) -> Result<Response> {
     crate::identity::sessions::require_session(&auth)?;
-    let (account_id, mail_on) = (auth.account_id, state.settings.mail.is_some());
+    let (account_id, mail_on) = (auth.account_id, crate::mail::configured(&state));
     state
         .db
         .write(move |tx| super::unlink_identity(tx, account_id, id, &address, mail_on))

@@ -26,11 +26,11 @@ use serde_json::json;
 use sha2::{Digest, Sha256};
 use subtle::ConstantTimeEq;
 
-use crate::config::OidcSettings;
 use crate::db::WriteTx;
 use crate::domain::Timestamp;
 use crate::error::Result;
 use crate::identity::events;
+use crate::identity::settings::OidcSettings;
 use model::{Claims, Discovery, Jwks};
 
 /// Where the provider sends the browser back, outside the API.

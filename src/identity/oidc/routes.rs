@@ -12,9 +12,9 @@ use serde_json::json;
 
 use super::model::Purpose;
 use super::{CALLBACK_PATH, COOKIE_PATH, Failure, INVITATION_COOKIE, Matched, STATE_COOKIE};
-use crate::config::OidcSettings;
 use crate::error::{ApiError, Result};
 use crate::household::invitations;
+use crate::identity::settings::OidcSettings;
 use crate::identity::sign_in::page::{escape, html, page};
 use crate::identity::sign_in::{self, Refusal};
 use crate::identity::{BaseUrl, ClientAddress, csrf, events, invitation, parse_pairs};
@@ -28,9 +28,7 @@ pub fn router() -> Router<AppState> {
 /// form target (browsers apply `form-action` to the redirect after a form).
 pub fn provider_origin(state: &AppState) -> Option<String> {
     state
-        .settings
-        .oidc
-        .as_ref()
+        .try_part::<crate::identity::settings::OidcSettings>()
         .and_then(|o| super::origin(&o.issuer))
 }
 
@@ -67,10 +65,13 @@ pub async fn start(
     invitation_token: Option<&str>,
     address: &str,
 ) -> Response {
-    let Some(settings) = state.settings.oidc.clone() else {
+    let Some(settings) = state
+        .try_part::<crate::identity::settings::OidcSettings>()
+        .cloned()
+    else {
         return ApiError::NotFound("no such route".into()).into_response();
     };
-    let http = match crate::reminders::deliver::http_client() {
+    let http = match crate::domain::outbound::http_client() {
         Ok(http) => http,
         Err(e) => return e.into_response(),
     };
@@ -143,7 +144,10 @@ async fn finish(
     address: &str,
     uri: &Uri,
 ) -> Result<Response> {
-    let Some(settings) = state.settings.oidc.clone() else {
+    let Some(settings) = state
+        .try_part::<crate::identity::settings::OidcSettings>()
+        .cloned()
+    else {
         return Err(ApiError::NotFound("no such route".into()));
     };
     let answer = match verify_answer(state, &settings, headers, address, uri, base).await? {
@@ -233,7 +237,7 @@ async fn verify_answer(
         (None, Some(code)) if !code.is_empty() => code.clone(),
         _ => return refuse(Failure::Cancelled).await,
     };
-    let http = crate::reminders::deliver::http_client()?;
+    let http = crate::domain::outbound::http_client()?;
     match super::redeem(&http, settings, base, &code, &pending).await {
         Ok(claims) => Ok(Ok(Answer { purpose, claims })),
         Err(failure) => refuse(failure).await,
@@ -265,7 +269,11 @@ enum Onward {
 
 impl ToClient<'_> {
     async fn sign_in(&self, state: &AppState, claims: super::model::Claims) -> Result<Response> {
-        let request = match sign_in::validate(&state.settings, self.base, &self.params) {
+        let request = match sign_in::validate(
+            state.part::<crate::identity::settings::OAuthSettings>(),
+            self.base,
+            &self.params,
+        ) {
             Ok(request) => request,
             Err(Refusal::Page(message)) => {
                 return Ok(html(
@@ -281,7 +289,7 @@ impl ToClient<'_> {
             self.base.to_string(),
             self.device_label.clone(),
         );
-        let (settings, mail_on) = (self.settings.clone(), state.settings.mail.is_some());
+        let (settings, mail_on) = (self.settings.clone(), crate::mail::configured(state));
         let onward = state
             .db
             .write(move |tx| {
@@ -424,7 +432,7 @@ async fn accept_invitation(
         ));
     };
     let (address, invited) = (address.to_string(), invitee.email.clone());
-    let (oidc, mail_on) = (settings.clone(), state.settings.mail.is_some());
+    let (oidc, mail_on) = (settings.clone(), crate::mail::configured(state));
     let signed_in = state
         .db
         .write(move |tx| {

@@ -10,10 +10,10 @@ use serde_json::json;
 
 use crate::auth::token::{self, ACCESS_TOKEN_PREFIX, REFRESH_TOKEN_PREFIX};
 use crate::auth::{Authenticated, Credential};
-use crate::config::OAuthSettings;
 use crate::db::WriteTx;
 use crate::domain::Page;
 use crate::error::{ApiError, Result};
+use crate::identity::settings::OAuthSettings;
 use model::Session;
 
 /// A freshly issued pair; the token strings exist only here, never stored.

@@ -9,8 +9,8 @@ use crate::auth::Authenticated;
 use crate::error::Result;
 use crate::http::extract::{PathNumericId, QueryParams};
 use crate::http::openapi::{Api, Op};
+use crate::http::origin::ClientAddress;
 use crate::http::respond;
-use crate::identity::ClientAddress;
 use crate::state::AppState;
 
 const TAG: &str = "Sessions";

@@ -17,12 +17,12 @@ use serde::{Deserialize, Serialize};
 use serde_json::json;
 
 use crate::auth::token;
-use crate::config::Settings;
 use crate::db::WriteTx;
 use crate::error::Result;
 use crate::identity::clients::{self, Client, SCOPE};
 use crate::identity::mfa::{self, Factor, crypt::MfaKey};
 use crate::identity::oidc::{self, Confirmation};
+use crate::identity::settings::OAuthSettings;
 use crate::identity::{events, oauth};
 
 /// The authorization request (RFC 6749 4.1.1 with RFC 7636's challenge),
@@ -139,14 +139,14 @@ fn refuse(
 }
 
 pub fn validate(
-    settings: &Settings,
+    oauth: &OAuthSettings,
     base: &str,
     params: &AuthorizeParams,
 ) -> std::result::Result<Authorization, Refusal> {
     let client = params
         .client_id
         .as_deref()
-        .and_then(|id| clients::find(settings, base, id))
+        .and_then(|id| clients::find(oauth, base, id))
         .ok_or(Refusal::Page(
             "This app is not registered with this Pillbox server.",
         ))?;

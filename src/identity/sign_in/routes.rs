@@ -123,12 +123,18 @@ async fn show(
             );
         }
     };
-    let request = match validate(&state.settings, &base, &params) {
+    let request = match validate(
+        state.part::<crate::identity::settings::OAuthSettings>(),
+        &base,
+        &params,
+    ) {
         Ok(request) => request,
         Err(refusal) => return refused(refusal, StatusCode::FOUND),
     };
     let csrf = csrf_cookie(&headers).unwrap_or_else(csrf::generate);
-    let provider = state.settings.oidc.as_ref().map(|o| o.name.as_str());
+    let provider = state
+        .try_part::<crate::identity::settings::OidcSettings>()
+        .map(|o| o.name.as_str());
     let body = page::password_form(&params, &csrf, "", None, provider);
     let origin = oidc::routes::provider_origin(&state);
     let targets: Vec<&str> = std::iter::once(request.redirect_uri.as_str())
@@ -169,7 +175,10 @@ impl Submission {
     }
 
     fn password_page(&self, status: StatusCode, email: &str, error: &str) -> Response {
-        let provider = self.state.settings.oidc.as_ref().map(|o| o.name.as_str());
+        let provider = self
+            .state
+            .try_part::<crate::identity::settings::OidcSettings>()
+            .map(|o| o.name.as_str());
         self.page(
             status,
             page::password_form(&self.params, &self.csrf, email, Some(error), provider),
@@ -198,10 +207,10 @@ impl Submission {
     fn confirm_page(&self, confirmation: &oidc::Confirmation, email: &str) -> Response {
         let provider = self
             .state
-            .settings
-            .oidc
-            .as_ref()
-            .map_or(crate::config::DEFAULT_OIDC_NAME, |o| o.name.as_str());
+            .try_part::<crate::identity::settings::OidcSettings>()
+            .map_or(crate::identity::settings::DEFAULT_OIDC_NAME, |o| {
+                o.name.as_str()
+            });
         self.page(
             StatusCode::OK,
             page::confirm_link_form(
@@ -244,7 +253,11 @@ async fn submit(
             );
         }
     };
-    let request = match validate(&state.settings, &base, &form.request) {
+    let request = match validate(
+        state.part::<crate::identity::settings::OAuthSettings>(),
+        &base,
+        &form.request,
+    ) {
         Ok(request) => request,
         Err(refusal) => return refused(refusal, StatusCode::SEE_OTHER),
     };
@@ -274,7 +287,12 @@ async fn submit(
         );
         return with_cookie(response, &submission.csrf, &submission.base);
     }
-    if form.provider.as_deref() == Some("oidc") && submission.state.settings.oidc.is_some() {
+    if form.provider.as_deref() == Some("oidc")
+        && submission
+            .state
+            .try_part::<crate::identity::settings::OidcSettings>()
+            .is_some()
+    {
         let purpose = oidc::model::Purpose::Authorize {
             params: Box::new(submission.params.clone()),
             device_label: submission.device_label.clone(),
@@ -378,7 +396,7 @@ async fn second_step(s: &Submission, pending: &str, form: &SignInForm) -> Result
             Some("Enter the code from your authenticator app, or a recovery code."),
         ));
     };
-    let key = s.state.mfa_key()?;
+    let key = crate::identity::mfa::crypt::MfaKey::of(&s.state)?;
     let (request, issuer, label, address, token) = (
         s.request.clone(),
         s.base.clone(),
@@ -418,7 +436,7 @@ async fn confirm_link(s: &Submission, secret: &str, form: &SignInForm) -> Result
             ));
         }
     };
-    let mail_on = s.state.settings.mail.is_some();
+    let mail_on = crate::mail::configured(&s.state);
     let (request, issuer, label, address, secret) = (
         s.request.clone(),
         s.base.clone(),

@@ -16,7 +16,7 @@ use crate::db::change_feed::{self, Action, Change};
 use crate::decimal::{Dec, NonNegativeDecimal};
 use crate::domain::{AtLeast, IfMatch, Page, ResourceId, Text, Timestamp, etag, trimmed};
 use crate::error::{ApiError, Problems, Result};
-use crate::medicine::forecast::{Holder, Plan, StockStatus};
+use crate::medicine::forecast::{Holder, PlannedUse, StockStatus};
 use crate::medicine::medications::store as medications_store;
 use model::{DosageOption, DosageOptionAttributes, DosageOptionView};
 
@@ -42,6 +42,7 @@ pub fn find(conn: &Connection, actor: &Actor, id: &ResourceId) -> Result<DosageO
 fn shape(
     conn: &Connection,
     actor: &Actor,
+    plan: &dyn PlannedUse,
     rows: Vec<DosageOption>,
 ) -> Result<Vec<DosageOptionView>> {
     let mut medication_ids: Vec<i64> = rows
@@ -51,12 +52,12 @@ fn shape(
         .collect();
     medication_ids.sort_unstable();
     medication_ids.dedup();
-    let plan = Plan::load(conn, actor.household_id, &medication_ids)?;
+    let planned = plan.plan(conn, actor.household_id, &medication_ids)?;
     Ok(rows
         .into_iter()
         .map(|option| {
             let stock = match option.current_supply {
-                Some(supply) => plan.status(
+                Some(supply) => planned.status(
                     Holder::DosageOption(option.id),
                     supply,
                     option.reorder_threshold,
@@ -68,15 +69,25 @@ fn shape(
         .collect())
 }
 
-fn shape_one(conn: &Connection, actor: &Actor, row: DosageOption) -> Result<DosageOptionView> {
-    shape(conn, actor, vec![row])?
+fn shape_one(
+    conn: &Connection,
+    actor: &Actor,
+    plan: &dyn PlannedUse,
+    row: DosageOption,
+) -> Result<DosageOptionView> {
+    shape(conn, actor, plan, vec![row])?
         .pop()
         .ok_or_else(|| ApiError::internal("shaped dosage option is missing"))
 }
 
-pub fn get(conn: &Connection, actor: &Actor, id: &ResourceId) -> Result<DosageOptionView> {
+pub fn get(
+    conn: &Connection,
+    actor: &Actor,
+    plan: &dyn PlannedUse,
+    id: &ResourceId,
+) -> Result<DosageOptionView> {
     let row = find(conn, actor, id)?;
-    shape_one(conn, actor, row)
+    shape_one(conn, actor, plan, row)
 }
 
 /// The household's dosage options in id order, optionally of one medication.
@@ -84,6 +95,7 @@ pub fn get(conn: &Connection, actor: &Actor, id: &ResourceId) -> Result<DosageOp
 pub fn list(
     conn: &Connection,
     actor: &Actor,
+    plan: &dyn PlannedUse,
     medication: Option<&ResourceId>,
     updated_since: Option<&str>,
     page: Page,
@@ -97,7 +109,7 @@ pub fn list(
         ),
     };
     let (rows, total) = store::list(conn, actor.household_id, medication_id, updated_since, page)?;
-    Ok((shape(conn, actor, rows)?, total))
+    Ok((shape(conn, actor, plan, rows)?, total))
 }
 
 /// Whether a body reference names the option's own medication.
@@ -210,6 +222,7 @@ pub fn tombstone_all_of_medication(
 pub fn create(
     conn: &WriteTx,
     actor: &Actor,
+    plan: &dyn PlannedUse,
     mut attrs: DosageOptionAttributes,
 ) -> Result<DosageOptionView> {
     require_inventory(actor)?;
@@ -226,7 +239,7 @@ pub fn create(
     apply(&mut row, attrs, Mode::Create)?;
     row.id = store::insert(conn, actor.household_id, &row)?;
     record_change(conn, actor, &row, Action::Create)?;
-    shape_one(conn, actor, row)
+    shape_one(conn, actor, plan, row)
 }
 
 /// Loads the option for a change: permission, then the precondition, then
@@ -251,25 +264,31 @@ fn for_change(
     }
 }
 
-fn save(conn: &WriteTx, actor: &Actor, mut row: DosageOption) -> Result<DosageOptionView> {
+fn save(
+    conn: &WriteTx,
+    actor: &Actor,
+    plan: &dyn PlannedUse,
+    mut row: DosageOption,
+) -> Result<DosageOptionView> {
     row.lock_version += 1;
     row.updated_at = Timestamp::now();
     store::update(conn, &row)?;
     record_change(conn, actor, &row, Action::Update)?;
-    shape_one(conn, actor, row)
+    shape_one(conn, actor, plan, row)
 }
 
 /// PATCH: the given attributes change; the rest stay.
 pub fn update(
     conn: &WriteTx,
     actor: &Actor,
+    plan: &dyn PlannedUse,
     id: &ResourceId,
     if_match: &IfMatch,
     mut attrs: DosageOptionAttributes,
 ) -> Result<DosageOptionView> {
     let mut row = for_change(conn, actor, id, if_match, &mut attrs)?;
     apply(&mut row, attrs, Mode::Update)?;
-    save(conn, actor, row)
+    save(conn, actor, plan, row)
 }
 
 /// PUT: amount and unit are required; every omitted attribute returns to
@@ -279,6 +298,7 @@ pub fn update(
 pub fn replace(
     conn: &WriteTx,
     actor: &Actor,
+    plan: &dyn PlannedUse,
     id: &ResourceId,
     if_match: &IfMatch,
     mut attrs: DosageOptionAttributes,
@@ -295,7 +315,7 @@ pub fn replace(
         )
     };
     apply(&mut row, attrs, Mode::Replace)?;
-    save(conn, actor, row)
+    save(conn, actor, plan, row)
 }
 
 #[cfg(test)]

@@ -13,6 +13,7 @@ use crate::http::extract::{ApiJson, PathId, QueryParams};
 use crate::http::openapi::{Api, Op};
 use crate::http::replace::{ReplaceJson, Whole};
 use crate::http::respond;
+use crate::medicine::forecast::PlannedUse;
 use crate::state::AppState;
 
 const TAG: &str = "Dosage options";
@@ -79,12 +80,22 @@ pub fn routes(api: Api) -> Api {
 }
 
 async fn list(State(state): State<AppState>, actor: Actor, query: QueryParams) -> Result<Response> {
+    let plan = state.part::<dyn PlannedUse>().clone();
     let page = query.page()?;
     let since = query.updated_since()?;
     let medication = query.reference("medication_id")?;
     let (items, total) = state
         .db
-        .read(move |conn| super::list(conn, &actor, medication.as_ref(), since.as_deref(), page))
+        .read(move |conn| {
+            super::list(
+                conn,
+                &actor,
+                &*plan,
+                medication.as_ref(),
+                since.as_deref(),
+                page,
+            )
+        })
         .await?;
     Ok(respond::collection(items, page, total))
 }
@@ -94,15 +105,19 @@ async fn create(
     actor: Actor,
     ApiJson(body): ApiJson<DosageOptionBody>,
 ) -> Result<Response> {
+    let plan = state.part::<dyn PlannedUse>().clone();
     let option = state
         .db
-        .write(move |conn| super::create(conn, &actor, body.dosage_option))
+        .write(move |conn| super::create(conn, &actor, &*plan, body.dosage_option))
         .await?;
     Ok(respond::created_tagged(option))
 }
 
 async fn show(State(state): State<AppState>, actor: Actor, PathId(id): PathId) -> Result<Response> {
-    let option = state.db.read_here(|conn| super::get(conn, &actor, &id))?;
+    let plan = state.part::<dyn PlannedUse>().clone();
+    let option = state
+        .db
+        .read_here(|conn| super::get(conn, &actor, &*plan, &id))?;
     Ok(respond::ok_tagged(option))
 }
 
@@ -113,9 +128,10 @@ async fn update(
     if_match: IfMatch,
     ApiJson(body): ApiJson<DosageOptionBody>,
 ) -> Result<Response> {
+    let plan = state.part::<dyn PlannedUse>().clone();
     let option = state
         .db
-        .write(move |conn| super::update(conn, &actor, &id, &if_match, body.dosage_option))
+        .write(move |conn| super::update(conn, &actor, &*plan, &id, &if_match, body.dosage_option))
         .await?;
     Ok(respond::ok_tagged(option))
 }
@@ -127,9 +143,10 @@ async fn replace(
     if_match: IfMatch,
     ReplaceJson(body): ReplaceJson<DosageOptionBody>,
 ) -> Result<Response> {
+    let plan = state.part::<dyn PlannedUse>().clone();
     let option = state
         .db
-        .write(move |conn| super::replace(conn, &actor, &id, &if_match, body.dosage_option))
+        .write(move |conn| super::replace(conn, &actor, &*plan, &id, &if_match, body.dosage_option))
         .await?;
     Ok(respond::ok_tagged(option))
 }

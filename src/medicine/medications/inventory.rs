@@ -11,12 +11,14 @@ use crate::decimal::PositiveDecimal;
 use crate::domain::{IfMatch, ResourceId, Text, Timestamp};
 use crate::error::{ApiError, Result};
 use crate::household::audit;
+use crate::medicine::forecast::PlannedUse;
 use crate::medicine::vocab::ReorderStatus;
 
 /// Sets the stock to a counted quantity.
 pub fn adjust_inventory(
     conn: &WriteTx,
     actor: &Actor,
+    plan: &dyn PlannedUse,
     id: &ResourceId,
     if_match: &IfMatch,
     adjustment: Adjustment,
@@ -33,7 +35,7 @@ pub fn adjust_inventory(
         json!({"previous_supply": previous, "new_supply": adjustment.quantity,
                "reason": adjustment.reason.as_str()}),
     )?;
-    save(conn, actor, row)
+    save(conn, actor, plan, row)
 }
 
 /// Records an order. While an order is outstanding (`reorder_status`
@@ -45,6 +47,7 @@ pub fn adjust_inventory(
 pub fn mark_as_ordered(
     conn: &WriteTx,
     actor: &Actor,
+    plan: &dyn PlannedUse,
     id: &ResourceId,
     if_match: &IfMatch,
     details: OrderDetails,
@@ -78,7 +81,7 @@ pub fn mark_as_ordered(
         ("medication", row.id),
         json!({"quantity": row.reorder.quantity, "amended": outstanding}),
     )?;
-    save(conn, actor, row)
+    save(conn, actor, plan, row)
 }
 
 /// Records a delivery, which is added to the stock: the quantity sent, or
@@ -90,6 +93,7 @@ pub fn mark_as_ordered(
 pub fn mark_as_received(
     conn: &WriteTx,
     actor: &Actor,
+    plan: &dyn PlannedUse,
     id: &ResourceId,
     if_match: &IfMatch,
     details: ReceiptDetails,
@@ -137,5 +141,5 @@ pub fn mark_as_received(
         json!({"quantity": received, "previous_supply": previous, "new_supply": row.current_supply,
                "still_on_order": remaining}),
     )?;
-    save(conn, actor, row)
+    save(conn, actor, plan, row)
 }

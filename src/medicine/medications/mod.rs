@@ -16,7 +16,7 @@ use crate::decimal::{NonNegativeDecimal, PositiveDecimal};
 use crate::domain::{Digits, IfMatch, Page, ResourceId, Text, Timestamp, etag, trimmed};
 use crate::error::{ApiError, Problems, Result};
 use crate::household::locations::store as locations_store;
-use crate::medicine::forecast::{Holder, Plan};
+use crate::medicine::forecast::{Holder, Plan, PlannedUse};
 use model::{Medication, MedicationAttributes, MedicationRow};
 
 pub const RECORD_TYPE: &str = crate::domain::record_type::MEDICATION;
@@ -58,30 +58,41 @@ pub fn to_api(row: MedicationRow, plan: &Plan) -> Medication {
     }
 }
 
-fn shape(conn: &Connection, actor: &Actor, row: MedicationRow) -> Result<Medication> {
-    let plan = Plan::load(conn, actor.household_id, &[row.id])?;
-    Ok(to_api(row, &plan))
+fn shape(
+    conn: &Connection,
+    actor: &Actor,
+    plan: &dyn PlannedUse,
+    row: MedicationRow,
+) -> Result<Medication> {
+    let planned = plan.plan(conn, actor.household_id, &[row.id])?;
+    Ok(to_api(row, &planned))
 }
 
 pub fn find(conn: &Connection, actor: &Actor, id: &ResourceId) -> Result<MedicationRow> {
     store::find(conn, actor.household_id, id)?.ok_or_else(|| ApiError::not_found("medication"))
 }
 
-pub fn get(conn: &Connection, actor: &Actor, id: &ResourceId) -> Result<Medication> {
+pub fn get(
+    conn: &Connection,
+    actor: &Actor,
+    plan: &dyn PlannedUse,
+    id: &ResourceId,
+) -> Result<Medication> {
     let row = find(conn, actor, id)?;
-    shape(conn, actor, row)
+    shape(conn, actor, plan, row)
 }
 
 pub fn list(
     conn: &Connection,
     actor: &Actor,
+    plan: &dyn PlannedUse,
     updated_since: Option<&str>,
     page: Page,
 ) -> Result<(Vec<Medication>, i64)> {
     let (rows, total) = store::list(conn, actor.household_id, updated_since, page)?;
     let ids: Vec<i64> = rows.iter().map(|row| row.id).collect();
-    let plan = Plan::load(conn, actor.household_id, &ids)?;
-    let items = rows.into_iter().map(|row| to_api(row, &plan)).collect();
+    let planned = plan.plan(conn, actor.household_id, &ids)?;
+    let items = rows.into_iter().map(|row| to_api(row, &planned)).collect();
     Ok((items, total))
 }
 
@@ -183,7 +194,12 @@ fn record_change(conn: &WriteTx, actor: &Actor, row: &MedicationRow, action: Act
     )
 }
 
-pub fn create(conn: &WriteTx, actor: &Actor, attrs: MedicationAttributes) -> Result<Medication> {
+pub fn create(
+    conn: &WriteTx,
+    actor: &Actor,
+    plan: &dyn PlannedUse,
+    attrs: MedicationAttributes,
+) -> Result<Medication> {
     require_inventory(actor)?;
     if attrs.name.is_none() {
         return Err(ApiError::invalid("name", "is required"));
@@ -195,7 +211,7 @@ pub fn create(conn: &WriteTx, actor: &Actor, attrs: MedicationAttributes) -> Res
     apply(conn, actor, &mut row, attrs)?;
     row.id = store::insert(conn, actor.household_id, &row)?;
     record_change(conn, actor, &row, Action::Create)?;
-    shape(conn, actor, row)
+    shape(conn, actor, plan, row)
 }
 
 /// The location `location_id` is being deleted: every live medication kept
@@ -233,25 +249,31 @@ fn for_change(
     Ok(row)
 }
 
-fn save(conn: &WriteTx, actor: &Actor, mut row: MedicationRow) -> Result<Medication> {
+fn save(
+    conn: &WriteTx,
+    actor: &Actor,
+    plan: &dyn PlannedUse,
+    mut row: MedicationRow,
+) -> Result<Medication> {
     row.lock_version += 1;
     row.updated_at = Timestamp::now();
     store::update(conn, &row)?;
     record_change(conn, actor, &row, Action::Update)?;
-    shape(conn, actor, row)
+    shape(conn, actor, plan, row)
 }
 
 /// PATCH: the given attributes change; the rest stay.
 pub fn update(
     conn: &WriteTx,
     actor: &Actor,
+    plan: &dyn PlannedUse,
     id: &ResourceId,
     if_match: &IfMatch,
     attrs: MedicationAttributes,
 ) -> Result<Medication> {
     let mut row = for_change(conn, actor, id, if_match)?;
     apply(conn, actor, &mut row, attrs)?;
-    save(conn, actor, row)
+    save(conn, actor, plan, row)
 }
 
 /// PUT: the descriptive attributes are replaced (omitted ones become null).
@@ -260,6 +282,7 @@ pub fn update(
 pub fn replace(
     conn: &WriteTx,
     actor: &Actor,
+    plan: &dyn PlannedUse,
     id: &ResourceId,
     if_match: &IfMatch,
     attrs: MedicationAttributes,
@@ -277,7 +300,7 @@ pub fn replace(
         ..MedicationRow::new(current.created_at)
     };
     apply(conn, actor, &mut row, attrs)?;
-    save(conn, actor, row)
+    save(conn, actor, plan, row)
 }
 
 /// Removes a medication from the household's lists, with its dosage
@@ -285,11 +308,15 @@ pub fn replace(
 /// keep working. Refused with 409 `medication_in_use` while a live
 /// (unretired, paused or not) schedule or direct assignment still uses it:
 /// retire those first.
-pub fn delete(conn: &WriteTx, actor: &Actor, id: &ResourceId, if_match: &IfMatch) -> Result<()> {
+pub fn delete(
+    conn: &WriteTx,
+    actor: &Actor,
+    plan: &dyn PlannedUse,
+    id: &ResourceId,
+    if_match: &IfMatch,
+) -> Result<()> {
     let row = for_change(conn, actor, id, if_match)?;
-    let schedules = crate::care::schedules::store::count_live_for_medication(conn, row.id)?;
-    let assignments =
-        crate::care::person_medications::store::count_live_for_medication(conn, row.id)?;
+    let (schedules, assignments) = plan.live_sources(conn, row.id)?;
     if schedules + assignments > 0 {
         let users: Vec<String> = [
             (schedules, "live schedule", "live schedules"),

@@ -13,6 +13,7 @@ use crate::http::extract::{ApiJson, OptionalApiJson, PathId, QueryParams};
 use crate::http::openapi::{Api, Op};
 use crate::http::replace::{ReplaceJson, Whole};
 use crate::http::respond::{self, Rendered};
+use crate::medicine::forecast::PlannedUse;
 use crate::state::AppState;
 
 const TAG: &str = "Medications";
@@ -109,6 +110,7 @@ pub fn routes(api: Api) -> Api {
 }
 
 async fn list(State(state): State<AppState>, actor: Actor, query: QueryParams) -> Result<Response> {
+    let plan = state.part::<dyn PlannedUse>().clone();
     let page = query.page()?;
     let since = query.updated_since()?;
     let household = actor.household_id;
@@ -118,7 +120,7 @@ async fn list(State(state): State<AppState>, actor: Actor, query: QueryParams) -
             // The stock forecasts in a page are as of today.
             let today = crate::household::store::today(conn, household)?;
             Rendered::kept(conn, (household, today, since.clone(), page), || {
-                let (items, total) = super::list(conn, &actor, since.as_deref(), page)?;
+                let (items, total) = super::list(conn, &actor, &*plan, since.as_deref(), page)?;
                 Rendered::collection(items, page, total)
             })
         })
@@ -131,19 +133,21 @@ async fn create(
     actor: Actor,
     ApiJson(body): ApiJson<MedicationBody>,
 ) -> Result<Response> {
+    let plan = state.part::<dyn PlannedUse>().clone();
     let medication = state
         .db
-        .write(move |conn| super::create(conn, &actor, body.medication))
+        .write(move |conn| super::create(conn, &actor, &*plan, body.medication))
         .await?;
     Ok(respond::created_tagged(medication))
 }
 
 async fn show(State(state): State<AppState>, actor: Actor, PathId(id): PathId) -> Result<Response> {
+    let plan = state.part::<dyn PlannedUse>().clone();
     let household = actor.household_id;
     let rendered = state.db.read_here(|conn| {
         let today = crate::household::store::today(conn, household)?;
         Rendered::kept(conn, (household, today, id.clone()), || {
-            Rendered::ok_tagged(super::get(conn, &actor, &id)?)
+            Rendered::ok_tagged(super::get(conn, &actor, &*plan, &id)?)
         })
     })?;
     Ok(rendered.into_response())
@@ -156,9 +160,10 @@ async fn update(
     if_match: IfMatch,
     ApiJson(body): ApiJson<MedicationBody>,
 ) -> Result<Response> {
+    let plan = state.part::<dyn PlannedUse>().clone();
     let medication = state
         .db
-        .write(move |conn| super::update(conn, &actor, &id, &if_match, body.medication))
+        .write(move |conn| super::update(conn, &actor, &*plan, &id, &if_match, body.medication))
         .await?;
     Ok(respond::ok_tagged(medication))
 }
@@ -170,9 +175,10 @@ async fn replace(
     if_match: IfMatch,
     ReplaceJson(body): ReplaceJson<MedicationBody>,
 ) -> Result<Response> {
+    let plan = state.part::<dyn PlannedUse>().clone();
     let medication = state
         .db
-        .write(move |conn| super::replace(conn, &actor, &id, &if_match, body.medication))
+        .write(move |conn| super::replace(conn, &actor, &*plan, &id, &if_match, body.medication))
         .await?;
     Ok(respond::ok_tagged(medication))
 }
@@ -183,9 +189,10 @@ async fn remove(
     PathId(id): PathId,
     if_match: IfMatch,
 ) -> Result<Response> {
+    let plan = state.part::<dyn PlannedUse>().clone();
     state
         .db
-        .write(move |conn| super::delete(conn, &actor, &id, &if_match))
+        .write(move |conn| super::delete(conn, &actor, &*plan, &id, &if_match))
         .await?;
     Ok(respond::no_content())
 }
@@ -197,10 +204,11 @@ async fn adjust_inventory(
     if_match: IfMatch,
     ApiJson(body): ApiJson<AdjustmentBody>,
 ) -> Result<Response> {
+    let plan = state.part::<dyn PlannedUse>().clone();
     let medication = state
         .db
         .write(move |conn| {
-            inventory::adjust_inventory(conn, &actor, &id, &if_match, body.adjustment)
+            inventory::adjust_inventory(conn, &actor, &*plan, &id, &if_match, body.adjustment)
         })
         .await?;
     Ok(respond::ok_tagged(medication))
@@ -213,10 +221,13 @@ async fn mark_as_ordered(
     if_match: IfMatch,
     OptionalApiJson(body): OptionalApiJson<OrderBody>,
 ) -> Result<Response> {
+    let plan = state.part::<dyn PlannedUse>().clone();
     let details = body.unwrap_or_default().order_details;
     let medication = state
         .db
-        .write(move |conn| inventory::mark_as_ordered(conn, &actor, &id, &if_match, details))
+        .write(move |conn| {
+            inventory::mark_as_ordered(conn, &actor, &*plan, &id, &if_match, details)
+        })
         .await?;
     Ok(respond::ok_tagged(medication))
 }
@@ -228,10 +239,13 @@ async fn mark_as_received(
     if_match: IfMatch,
     OptionalApiJson(body): OptionalApiJson<ReceiptBody>,
 ) -> Result<Response> {
+    let plan = state.part::<dyn PlannedUse>().clone();
     let details = body.unwrap_or_default().order_details;
     let medication = state
         .db
-        .write(move |conn| inventory::mark_as_received(conn, &actor, &id, &if_match, details))
+        .write(move |conn| {
+            inventory::mark_as_received(conn, &actor, &*plan, &id, &if_match, details)
+        })
         .await?;
     Ok(respond::ok_tagged(medication))
 }

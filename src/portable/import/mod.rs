@@ -260,7 +260,7 @@ impl<'t, 'c> Importer<'t, 'c> {
                     ("dmd_concept_class", "dmd_concept_class"),
                 ],
             ))?;
-            let made = medications::create(tx, actor, attrs)?;
+            let made = medications::create(tx, actor, &crate::care::forecast::CarePlan, attrs)?;
             Ok((made.id, made.portable_id))
         })?;
         self.each(&DOSAGE_OPTIONS, &r.dosage_options, |tx, actor, rec| {
@@ -284,7 +284,7 @@ impl<'t, 'c> Importer<'t, 'c> {
                     ("reorder_threshold", "reorder_threshold"),
                 ],
             ))?;
-            let made = dosage_options::create(tx, actor, attrs)?;
+            let made = dosage_options::create(tx, actor, &crate::care::forecast::CarePlan, attrs)?;
             Ok((made.option.id, made.option.portable_id))
         })?;
         self.each(&PEOPLE, &r.people, |tx, actor, rec| {

@@ -33,7 +33,7 @@ pub const REPORT_UNAVAILABLE: &str = "report_unavailable";
 /// is logged without the report's content.
 pub fn unavailable(cause: impl std::fmt::Display) -> ApiError {
     tracing::error!(
-        request_id = %crate::http::request_id::current(),
+        request_id = %crate::domain::request_id::current(),
         "report unavailable: {cause}"
     );
     ApiError::Unavailable {

@@ -5,9 +5,9 @@ use jiff::civil::Date;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+use crate::domain::vocabulary;
 use crate::domain::{Name, Text, Timestamp, Versioned, etag, present};
 use crate::http::openapi;
-use crate::medicine::vocab::vocabulary;
 
 vocabulary!(
     /// Where a prompt's review stands (DESIGN.md): the practitioner

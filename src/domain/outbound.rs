@@ -273,6 +273,14 @@ pub fn refused(error: &reqwest::Error) -> Option<Forbidden> {
     None
 }
 
+/// The HTTP client for services the operator configured (an identity
+/// provider, a terminology server, push services).
+pub fn http_client() -> Result<reqwest::Client> {
+    client_builder()
+        .build()
+        .map_err(|e| ApiError::internal(format!("cannot start the HTTP client: {e}")))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -1,9 +1,11 @@
-//! Household settings: name, time zone and the app token maximum age.
-//! Only owners and administrators read or change them.
+//! Household settings: the household's name, time zone and app token
+//! maximum age (kept by `household`), the missed-dose grace (kept by
+//! `reminders`), and, read only, how reminder delivery goes and what the
+//! server's configuration keeps off. An aggregate of several areas, so it
+//! sits above them all. Only owners and administrators read or change it.
 
 pub mod model;
 pub mod routes;
-pub mod store;
 
 use crate::db::WriteTx;
 use rusqlite::Connection;
@@ -11,12 +13,11 @@ use serde_json::json;
 
 use crate::auth::Actor;
 use crate::care::dose_occurrences::history;
+use crate::domain::canonical_time_zone;
 use crate::domain::{IfMatch, Versioned};
 use crate::error::{ApiError, Problems, Result};
-use crate::household::{audit, canonical_time_zone};
+use crate::household::{MAX_TOKEN_AGE_DAYS, audit};
 use model::{HouseholdSettings, SettingsAttributes};
-
-pub const MAX_TOKEN_AGE_DAYS: i64 = 3650;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Mode {
@@ -27,14 +28,14 @@ enum Mode {
 }
 
 fn current(conn: &Connection, actor: &Actor) -> Result<HouseholdSettings> {
-    let mut settings =
-        store::find(conn, actor.household_id)?.ok_or_else(|| ApiError::not_found("household"))?;
+    let mut household = crate::household::store::find(conn, actor.household_id)?
+        .ok_or_else(|| ApiError::not_found("household"))?;
     // A zone stored before names were canonicalised is answered canonically.
-    if let Ok(canonical) = canonical_time_zone(&settings.time_zone) {
-        settings.time_zone = canonical;
+    if let Ok(canonical) = canonical_time_zone(&household.time_zone) {
+        household.time_zone = canonical;
     }
-    settings.missed_dose_grace_minutes = crate::reminders::grace_minutes(conn, actor.household_id)?;
-    Ok(settings)
+    let grace = crate::reminders::grace_minutes(conn, actor.household_id)?;
+    Ok(HouseholdSettings::of(household, grace))
 }
 
 pub fn get(conn: &Connection, actor: &Actor) -> Result<HouseholdSettings> {
@@ -120,7 +121,7 @@ fn change(
         &history::time_zone_state(&settings.time_zone),
         settings.updated_at.as_str(),
     )?;
-    store::update(conn, &settings)?;
+    crate::household::store::update(conn, &settings.household())?;
     audit::record(
         conn,
         actor.household_id,

@@ -4,7 +4,7 @@ use axum::extract::State;
 use axum::response::Response;
 use axum::routing::{get, patch, put};
 
-use super::model::{HouseholdSettings, SettingsBody};
+use super::model::{HouseholdSettings, SettingsBody, SettingsWarning};
 use crate::auth::Actor;
 use crate::domain::IfMatch;
 use crate::error::Result;
@@ -52,16 +52,32 @@ pub fn routes(api: Api) -> Api {
 fn with_health(
     conn: &rusqlite::Connection,
     mut settings: HouseholdSettings,
-    config: &crate::config::Settings,
+    state: &AppState,
 ) -> Result<HouseholdSettings> {
-    settings.delivery_health =
-        crate::reminders::delivery_health(conn, settings.id, &config.reminders)?;
-    settings.warnings = crate::lookup::routes::admin_warnings(config);
+    let reminders = state.part::<crate::reminders::settings::ReminderSettings>();
+    settings.delivery_health = crate::reminders::delivery_health(conn, settings.id, reminders)?;
+    settings.warnings = warnings(state);
     Ok(settings)
 }
 
+/// What administrators are told about features this server's configuration
+/// keeps off.
+fn warnings(state: &AppState) -> Vec<SettingsWarning> {
+    let mut warnings = Vec::new();
+    if state
+        .try_part::<crate::lookup::TerminologySettings>()
+        .is_none()
+    {
+        warnings.push(SettingsWarning {
+            code: "medication_lookup_unavailable",
+            message: crate::lookup::LOOKUP_OFF_WARNING,
+        });
+    }
+    warnings
+}
+
 async fn show(State(state): State<AppState>, actor: Actor) -> Result<Response> {
-    let reminders = state.settings.clone();
+    let reminders = state.clone();
     let settings = state
         .db
         .read(move |conn| with_health(conn, super::get(conn, &actor)?, &reminders))
@@ -75,7 +91,7 @@ async fn update(
     if_match: IfMatch,
     ApiJson(body): ApiJson<SettingsBody>,
 ) -> Result<Response> {
-    let reminders = state.settings.clone();
+    let reminders = state.clone();
     let settings = state
         .db
         .write(move |conn| {
@@ -92,7 +108,7 @@ async fn replace(
     if_match: IfMatch,
     ReplaceJson(body): ReplaceJson<SettingsBody>,
 ) -> Result<Response> {
-    let reminders = state.settings.clone();
+    let reminders = state.clone();
     let settings = state
         .db
         .write(move |conn| {

@@ -5,6 +5,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::domain::Name;
 use crate::domain::{Timestamp, Versioned, etag, present};
+use crate::household::model::Household;
 use crate::http::openapi;
 use crate::http::replace::Whole;
 
@@ -25,7 +26,7 @@ pub struct HouseholdSettings {
     #[schemars(length(min = 1))]
     pub time_zone: String,
     /// Longest life, in days, of a new household app token
-    #[schemars(range(min = 1, max = super::MAX_TOKEN_AGE_DAYS))]
+    #[schemars(range(min = 1, max = crate::household::MAX_TOKEN_AGE_DAYS))]
     pub app_token_max_age_days: i64,
     /// Minutes after a dose's time that an unrecorded dose is reported missed
     #[schemars(range(min = 1, max = crate::reminders::MAX_GRACE_MINUTES))]
@@ -51,6 +52,40 @@ pub struct SettingsWarning {
     pub message: &'static str,
 }
 
+impl HouseholdSettings {
+    /// The settings of `household`, before delivery health and warnings
+    /// are added.
+    pub fn of(household: Household, missed_dose_grace_minutes: i64) -> HouseholdSettings {
+        HouseholdSettings {
+            id: household.id,
+            portable_id: household.portable_id,
+            name: household.name,
+            time_zone: household.time_zone,
+            app_token_max_age_days: household.app_token_max_age_days,
+            missed_dose_grace_minutes,
+            delivery_health: Vec::new(),
+            warnings: Vec::new(),
+            created_at: household.created_at,
+            updated_at: household.updated_at,
+            lock_version: household.lock_version,
+        }
+    }
+
+    /// The household's own record, as these settings change it.
+    pub fn household(&self) -> Household {
+        Household {
+            id: self.id,
+            portable_id: self.portable_id.clone(),
+            name: self.name.clone(),
+            time_zone: self.time_zone.clone(),
+            app_token_max_age_days: self.app_token_max_age_days,
+            created_at: self.created_at.clone(),
+            updated_at: self.updated_at.clone(),
+            lock_version: self.lock_version,
+        }
+    }
+}
+
 impl Versioned for HouseholdSettings {
     fn etag(&self) -> String {
         etag(&self.portable_id, self.lock_version)
@@ -71,7 +106,7 @@ pub struct SettingsAttributes {
     pub time_zone: Option<Option<String>>,
     /// Longest life, in days, of a new household app token
     #[serde(default, deserialize_with = "present")]
-    #[schemars(with = "i64", range(min = 1, max = super::MAX_TOKEN_AGE_DAYS))]
+    #[schemars(with = "i64", range(min = 1, max = crate::household::MAX_TOKEN_AGE_DAYS))]
     pub app_token_max_age_days: Option<Option<i64>>,
     /// Minutes after a dose's time that an unrecorded dose is reported
     /// missed (default 60); a PUT without it keeps the current value
