@@ -45,7 +45,10 @@ const OWNERS: &[(&str, &[&str])] = &[
     ("avatars", &["src/household/profile/store.rs"]),
     ("change_feed", &["src/db/change_feed.rs"]),
     ("dosage_options", &["src/medicine/dosage_options/store.rs"]),
-    ("dose_occurrences", &["src/care/dose_occurrences/store.rs"]),
+    (
+        "dose_occurrences",
+        &["src/care/dose_occurrences/store/outcomes.rs"],
+    ),
     (
         "health_event_medications",
         &["src/care/health_events/store.rs"],
