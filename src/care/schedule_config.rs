@@ -31,7 +31,7 @@ use serde_json::{Map, Value, json};
 use crate::decimal::{Dec, NonNegativeDecimal, PositiveDecimal};
 use crate::error::{Problems, Result};
 use crate::medicine::vocab::{DoseUnit, ScheduleType, vocabulary};
-pub use read::{parse_date, parse_time};
+pub use read::parse_date;
 use read::{read_dates, read_slots, read_steps, read_times, read_weekdays};
 
 mod read;

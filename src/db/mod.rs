@@ -31,7 +31,7 @@ pub use kept::{kept, kept_with_plan};
 mod migrate;
 pub use migrate::check_is_ours;
 mod open;
-pub use open::{OpenError, OpenMode, process_user};
+pub use open::{OpenError, OpenMode};
 pub mod page;
 mod portable_id;
 pub use portable_id::{new_portable_id, with_portable_id};

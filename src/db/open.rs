@@ -236,7 +236,7 @@ fn refuse_root_in_a_service_dir(
 }
 
 /// The user this process runs as, by name where the system says it.
-pub fn process_user() -> String {
+fn process_user() -> String {
     match effective_uid() {
         Some(uid) => user_name(uid),
         None => std::env::var("USER").unwrap_or_else(|_| "(unknown)".into()),

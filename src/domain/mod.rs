@@ -13,7 +13,7 @@ pub mod timestamp;
 pub mod version;
 
 pub use bounded::{AtLeast, Bounded, Digits, Name, Text};
-pub use id::{ResourceId, numeric_id, resource_ref_schema};
+pub use id::{ResourceId, numeric_id};
 pub use page::{Page, PageMeta};
 pub use text::{bounded_text, present, trimmed};
 pub use timestamp::Timestamp;
