@@ -2,10 +2,13 @@
 //! handler and the sync batch call), on a reader for a tool that only
 //! reads and on the writer otherwise.
 
+use rusqlite::Connection;
+
 use crate::auth::Actor;
 use crate::care::dose_occurrences::model::Outcome;
 use crate::care::dose_occurrences::outcomes::{self as dose_outcomes, NotTakenAttrs};
 use crate::care::{health_events, medication_takes, pause_periods};
+use crate::db::WriteTx;
 use crate::domain::{IfMatch, Page};
 use crate::error::{ApiError, Result};
 use crate::household::people;
@@ -20,7 +23,7 @@ pub(super) async fn household_summary(
     actor: Actor,
     NoInput {}: NoInput,
 ) -> Result<HouseholdSummary> {
-    state.db.read(move |conn| summary(conn, &actor)).await
+    read(state, move |conn| summary(conn, &actor)).await
 }
 
 pub(super) async fn expected_doses(
@@ -29,14 +32,12 @@ pub(super) async fn expected_doses(
     day: DayInput,
 ) -> Result<ExpectedDoses> {
     let date = crate::care::dose_occurrences::parse_date_param(day.date.as_deref())?;
-    state
-        .db
-        .read(move |conn| {
-            let (data, meta) =
-                crate::care::dose_occurrences::list(conn, &actor, date, day.person_id.as_ref())?;
-            Ok(ExpectedDoses { data, meta })
-        })
-        .await
+    read(state, move |conn| {
+        let (data, meta) =
+            crate::care::dose_occurrences::list(conn, &actor, date, day.person_id.as_ref())?;
+        Ok(ExpectedDoses { data, meta })
+    })
+    .await
 }
 
 pub(super) async fn medications(
@@ -45,16 +46,14 @@ pub(super) async fn medications(
     paging: PageInput,
 ) -> Result<Medications> {
     let page = page(paging.page, paging.per_page)?;
-    state
-        .db
-        .read(move |conn| {
-            let (data, total) = medications::list(conn, &actor, None, page)?;
-            Ok(Medications {
-                data,
-                meta: page.meta(total),
-            })
+    read(state, move |conn| {
+        let (data, total) = medications::list(conn, &actor, None, page)?;
+        Ok(Medications {
+            data,
+            meta: page.meta(total),
         })
-        .await
+    })
+    .await
 }
 
 pub(super) async fn person_activity(
@@ -63,25 +62,23 @@ pub(super) async fn person_activity(
     person: PersonInput,
 ) -> Result<PersonActivity> {
     let page = page(None, person.limit)?;
-    state
-        .db
-        .read(move |conn| {
-            // The person must be visible, as for the REST person reads.
-            people::get(conn, &actor, &person.person_id)?;
-            let takes = medication_takes::store::Filter {
-                person_id: Some(person.person_id.clone()),
-                ..Default::default()
-            };
-            let events = health_events::store::Filter {
-                person_id: Some(person.person_id.clone()),
-                ..Default::default()
-            };
-            Ok(PersonActivity {
-                medication_takes: medication_takes::list(conn, &actor, &takes, page)?.0,
-                health_events: health_events::list(conn, &actor, &events, page)?.0,
-            })
+    read(state, move |conn| {
+        // The person must be visible, as for the REST person reads.
+        people::get(conn, &actor, &person.person_id)?;
+        let takes = medication_takes::store::Filter {
+            person_id: Some(person.person_id.clone()),
+            ..Default::default()
+        };
+        let events = health_events::store::Filter {
+            person_id: Some(person.person_id.clone()),
+            ..Default::default()
+        };
+        Ok(PersonActivity {
+            medication_takes: medication_takes::list(conn, &actor, &takes, page)?.0,
+            health_events: health_events::list(conn, &actor, &events, page)?.0,
         })
-        .await
+    })
+    .await
 }
 
 pub(super) async fn review_queue(
@@ -96,16 +93,14 @@ pub(super) async fn review_queue(
         show_hidden: queue.show_hidden,
         person_id: None,
     };
-    state
-        .db
-        .read(move |conn| {
-            let (data, total) = review_prompts::list(conn, &actor, &filter, page)?;
-            Ok(ReviewQueue {
-                data,
-                meta: page.meta(total),
-            })
+    read(state, move |conn| {
+        let (data, total) = review_prompts::list(conn, &actor, &filter, page)?;
+        Ok(ReviewQueue {
+            data,
+            meta: page.meta(total),
         })
-        .await
+    })
+    .await
 }
 
 pub(super) async fn pause_history(
@@ -133,16 +128,14 @@ pub(super) async fn pause_history(
             ));
         }
     };
-    state
-        .db
-        .read(move |conn| {
-            let (data, total) = pause_periods::list(conn, &actor, filter.as_ref(), page)?;
-            Ok(PauseHistory {
-                data,
-                meta: page.meta(total),
-            })
+    read(state, move |conn| {
+        let (data, total) = pause_periods::list(conn, &actor, filter.as_ref(), page)?;
+        Ok(PauseHistory {
+            data,
+            meta: page.meta(total),
         })
-        .await
+    })
+    .await
 }
 
 pub(super) async fn record_medication_take(
@@ -150,19 +143,17 @@ pub(super) async fn record_medication_take(
     actor: Actor,
     take: medication_takes::model::NewMedicationTake,
 ) -> Result<medication_takes::model::MedicationTakeCreated> {
-    state
-        .db
-        .write(move |tx| {
-            let recorded = medication_takes::create(tx, &actor, take)?;
-            Ok(medication_takes::model::MedicationTakeCreated {
-                data: recorded.take,
-                meta: medication_takes::model::TakeMeta {
-                    warnings: recorded.warnings,
-                    next_dose_allowed_at: recorded.next_dose_allowed_at,
-                },
-            })
+    write(state, move |tx| {
+        let recorded = medication_takes::create(tx, &actor, take)?;
+        Ok(medication_takes::model::MedicationTakeCreated {
+            data: recorded.take,
+            meta: medication_takes::model::TakeMeta {
+                warnings: recorded.warnings,
+                next_dose_allowed_at: recorded.next_dose_allowed_at,
+            },
         })
-        .await
+    })
+    .await
 }
 
 pub(super) async fn mark_dose_not_taken(
@@ -178,15 +169,13 @@ pub(super) async fn mark_dose_not_taken(
         reason: dose.reason,
         note: dose.note,
     };
-    state
-        .db
-        .write(move |tx| {
-            let outcome = dose_outcomes::record_not_taken(tx, &actor, attrs)?;
-            Ok(DoseOutcomeOutput {
-                data: serde_json::to_value(outcome).map_err(ApiError::internal)?,
-            })
+    write(state, move |tx| {
+        let outcome = dose_outcomes::record_not_taken(tx, &actor, attrs)?;
+        Ok(DoseOutcomeOutput {
+            data: serde_json::to_value(outcome).map_err(ApiError::internal)?,
         })
-        .await
+    })
+    .await
 }
 
 pub(super) async fn pause_medication_source(
@@ -194,14 +183,12 @@ pub(super) async fn pause_medication_source(
     actor: Actor,
     attrs: pause_periods::model::PausePeriodAttributes,
 ) -> Result<PausePeriodOutput> {
-    state
-        .db
-        .write(move |tx| {
-            Ok(PausePeriodOutput {
-                data: pause_periods::create(tx, &actor, &attrs)?,
-            })
+    write(state, move |tx| {
+        Ok(PausePeriodOutput {
+            data: pause_periods::create(tx, &actor, &attrs)?,
         })
-        .await
+    })
+    .await
 }
 
 pub(super) async fn resume_medication_source(
@@ -209,14 +196,12 @@ pub(super) async fn resume_medication_source(
     actor: Actor,
     resume: ResumeInput,
 ) -> Result<PausePeriodOutput> {
-    state
-        .db
-        .write(move |tx| {
-            Ok(PausePeriodOutput {
-                data: pause_periods::resume(tx, &actor, &resume.pause_period_id, &IfMatch(None))?,
-            })
+    write(state, move |tx| {
+        Ok(PausePeriodOutput {
+            data: pause_periods::resume(tx, &actor, &resume.pause_period_id, &IfMatch(None))?,
         })
-        .await
+    })
+    .await
 }
 
 pub(super) async fn record_stock_removal(
@@ -224,19 +209,35 @@ pub(super) async fn record_stock_removal(
     actor: Actor,
     removal: StockRemovalInput,
 ) -> Result<StockRemovalOutput> {
-    state
-        .db
-        .write(move |tx| {
-            Ok(StockRemovalOutput {
-                data: stock_removals::create(
-                    tx,
-                    &actor,
-                    &removal.medication_id,
-                    removal.stock_removal,
-                )?,
-            })
+    write(state, move |tx| {
+        Ok(StockRemovalOutput {
+            data: stock_removals::create(
+                tx,
+                &actor,
+                &removal.medication_id,
+                removal.stock_removal,
+            )?,
         })
-        .await
+    })
+    .await
+}
+
+/// Runs `f` on one of the readers.
+async fn read<T, F>(state: &AppState, f: F) -> Result<T>
+where
+    T: Send + 'static,
+    F: FnOnce(&Connection) -> Result<T> + Send + 'static,
+{
+    state.db.read(f).await
+}
+
+/// Runs `f` on the writer, in its transaction.
+async fn write<T, F>(state: &AppState, f: F) -> Result<T>
+where
+    T: Send + 'static,
+    F: FnOnce(&WriteTx) -> Result<T> + Send + 'static,
+{
+    state.db.write(f).await
 }
 
 fn page(page: Option<u32>, per_page: Option<u32>) -> Result<Page> {
@@ -251,7 +252,7 @@ fn page(page: Option<u32>, per_page: Option<u32>) -> Result<Page> {
     Ok(Page { page, per_page })
 }
 
-fn summary(conn: &rusqlite::Connection, actor: &Actor) -> Result<HouseholdSummary> {
+fn summary(conn: &Connection, actor: &Actor) -> Result<HouseholdSummary> {
     let settings = crate::household::settings::store::find(conn, actor.household_id)?
         .ok_or_else(|| ApiError::not_found("household"))?;
     let all = Page {
