@@ -253,13 +253,6 @@ impl schemars::JsonSchema for Dec {
     }
 }
 
-/// `Dec`'s schema, for schemas still written by hand.
-pub fn schema() -> serde_json::Value {
-    schemars::SchemaGenerator::default()
-        .subschema_for::<Dec>()
-        .to_value()
-}
-
 /// A decimal held to a range: the range is stated once, in the type, from
 /// which both the 422 (its `Deserialize` refuses a value outside it, and the
 /// body's path names the field) and the schema's pattern come.

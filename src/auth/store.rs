@@ -9,18 +9,6 @@ use super::{AccessLevel, Actor, Authenticated, Credential, Permissions, Role, to
 use crate::domain::Page;
 use crate::error::{ApiError, Result};
 
-/// Resolves a presented bearer token of any kind we issue, from the
-/// database (requests go through [`super::view::AccessView`]).
-pub fn authenticate(conn: &Connection, presented: &str) -> Result<Authenticated> {
-    if presented.starts_with(token::ACCESS_TOKEN_PREFIX) {
-        let parsed = token::parse_with(token::ACCESS_TOKEN_PREFIX, presented).ok_or(INVALID)?;
-        check_access_token(&parsed, access_token_row(conn, parsed.selector)?.as_ref())
-    } else {
-        let parsed = token::parse(presented).ok_or(INVALID)?;
-        check_app_token(&parsed, app_token_row(conn, parsed.selector)?.as_ref())
-    }
-}
-
 pub(super) const INVALID: ApiError = ApiError::Unauthorized("the bearer credential is not valid");
 
 /// An app token as stored, with the status of its membership.

@@ -32,7 +32,7 @@ use crate::decimal::{Dec, NonNegativeDecimal, PositiveDecimal};
 use crate::domain::vocabulary;
 use crate::error::{Problems, Result};
 use crate::medicine::vocab::{DoseUnit, ScheduleType};
-pub use read::{parse_date, parse_time};
+pub use read::parse_date;
 use read::{read_dates, read_slots, read_steps, read_times, read_weekdays};
 
 mod read;

@@ -1,7 +1,5 @@
 //! How a request names a record: its numeric id or its portable id.
 
-use serde_json::Value;
-
 /// A `{id}` that names a record by its numeric id or its portable id.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ResourceId {
@@ -115,13 +113,6 @@ impl schemars::JsonSchema for ResourceId {
             {"type": "string", "format": "uuid"},
         ]})
     }
-}
-
-/// `ResourceId`'s schema, for schemas still written by hand.
-pub fn resource_ref_schema() -> Value {
-    schemars::SchemaGenerator::default()
-        .subschema_for::<ResourceId>()
-        .to_value()
 }
 
 #[cfg(test)]

@@ -17,7 +17,7 @@ pub mod version;
 pub mod vocabulary;
 
 pub use bounded::{AtLeast, Bounded, Digits, Name, Text};
-pub use id::{ResourceId, numeric_id, resource_ref_schema};
+pub use id::{ResourceId, numeric_id};
 pub use page::{Page, PageMeta};
 pub use text::{bounded_text, present, trimmed};
 pub use time_zone::canonical_time_zone;

@@ -13,7 +13,6 @@ use crate::domain::{IfMatch, Page, ResourceId, numeric_id};
 use crate::error::{ApiError, FieldErrors, Result};
 
 mod strict;
-pub use strict::text_problem;
 
 /// A JSON body sent as `application/json` (anything else is a 415); unknown
 /// properties, repeated keys, wrong types, missing fields and unsafe text

@@ -3,7 +3,7 @@
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use crate::domain::{Name, Text};
+use crate::domain::Text;
 pub use crate::medicine::vocab::ConceptClass;
 
 /// The code system address of the national medicines dictionary.
@@ -34,9 +34,6 @@ pub struct MedicationLookupResult {
 pub struct MedicationLookupResults {
     pub data: Vec<MedicationLookupResult>,
 }
-
-/// Text searched for: 2 to 100 characters.
-pub type LookupText = Name<100>;
 
 /// Free text describing a medicine cabinet.
 pub type CabinetText = Text<4000>;

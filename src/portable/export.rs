@@ -35,16 +35,6 @@ impl Version {
     }
 }
 
-/// Writes the plaintext payload of every record the actor may see.
-pub fn write_payload(
-    conn: &Connection,
-    actor: &Actor,
-    version: Version,
-    out: &mut dyn Write,
-) -> Result<()> {
-    write_payload_as(conn, actor, version.format(), version, out)
-}
-
 /// The payload of `version`'s collections under another format name (the
 /// health-data export is the v2 collections as `service.health_data.v1`).
 pub fn write_payload_as(

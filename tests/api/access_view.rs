@@ -8,8 +8,8 @@ use pillbox::auth::Role;
 use pillbox::db::DATABASE_FILE;
 use serde_json::json;
 
-use crate::sign_in::tokens;
 use crate::support::TestApp;
+use crate::support::sign_in::tokens;
 
 /// A member whose token has been used (so the view holds it) and a person
 /// of the household nobody has granted them.
@@ -273,7 +273,7 @@ fn every_write_to_a_table_the_view_keeps_changes_the_access_stamp() {
 #[test]
 fn a_token_revoked_by_a_command_beside_the_server_fails_on_its_very_next_request() {
     use crate::cli_admin::admin;
-    use crate::process::{free_port, http_get, serve, set_up_household, token_create};
+    use crate::support::process::{free_port, http_get, serve, set_up_household, token_create};
 
     let (dir, data, household) = set_up_household();
     let created = token_create(&data, &household, "owner@example.org", &[]);

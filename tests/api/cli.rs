@@ -11,7 +11,7 @@ use std::time::Duration;
 use pillbox::db::DATABASE_FILE;
 use rusqlite::{Connection, OpenFlags};
 
-use crate::process::{
+use crate::support::process::{
     Guard, count_rows, free_port, http_get, password_line, pillbox, run, set_up_household,
     setup_in, setup_with, token_create, wait_until_serving,
 };

@@ -6,8 +6,10 @@ use std::path::Path;
 use pillbox::db::DATABASE_FILE;
 use rusqlite::Connection;
 
-use crate::process::{PASSWORD, free_port, http_request, pillbox, run, serve, set_up_household};
-use crate::sign_in::{MOBILE, REDIRECT, cookie_value, hidden_fields, pkce};
+use crate::support::process::{
+    PASSWORD, free_port, http_request, pillbox, run, serve, set_up_household,
+};
+use crate::support::sign_in::{MOBILE, REDIRECT, cookie_value, hidden_fields, pkce};
 
 const NEW_PASSWORD: &str = "a brand new passphrase";
 
@@ -29,7 +31,7 @@ fn account(
     command: &str,
     email: &str,
     stdin: Option<&str>,
-) -> crate::process::Outcome {
+) -> crate::support::process::Outcome {
     run(
         pillbox(&[
             "account",
@@ -67,7 +69,7 @@ fn account_password_sets_the_password_and_signs_every_device_out() {
         .unwrap();
     }
     // An app token made with the old password (which may have leaked).
-    crate::process::token_create(&data, "1", "owner@example.org", &[]).assert_success();
+    crate::support::process::token_create(&data, "1", "owner@example.org", &[]).assert_success();
     let out = account(
         &data,
         "password",

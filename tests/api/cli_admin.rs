@@ -8,7 +8,7 @@ use std::process::Stdio;
 use pillbox::db::DATABASE_FILE;
 use rusqlite::{Connection, OpenFlags};
 
-use crate::process::{
+use crate::support::process::{
     Guard, Outcome, free_port, http_get, password_line, pillbox, run, set_up_household, setup_with,
     token_create, wait_until_serving,
 };
@@ -557,7 +557,7 @@ fn in_a_terminal_the_name_and_password_are_asked_for() {
     let (_dir, data, household) = set_up_household();
     let command = format!(
         "{} member add --data-dir {} --household {household} --email max@example.org --role member",
-        crate::process::BIN,
+        crate::support::process::BIN,
         data.display()
     );
     let mut cmd = std::process::Command::new("/usr/bin/script");
@@ -572,8 +572,8 @@ fn in_a_terminal_the_name_and_password_are_asked_for() {
         use std::io::Write;
         for line in [
             "Max Member",
-            crate::process::PASSWORD,
-            crate::process::PASSWORD,
+            crate::support::process::PASSWORD,
+            crate::support::process::PASSWORD,
         ] {
             std::thread::sleep(std::time::Duration::from_millis(300));
             writeln!(stdin, "{line}").unwrap();
@@ -581,7 +581,7 @@ fn in_a_terminal_the_name_and_password_are_asked_for() {
         std::thread::sleep(std::time::Duration::from_millis(500));
     });
     let status = child
-        .wait_for_exit(crate::process::DEADLINE)
+        .wait_for_exit(crate::support::process::DEADLINE)
         .expect("member add finishes");
     typist.join().unwrap();
     let (transcript, _) = child.read_all();

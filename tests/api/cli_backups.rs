@@ -12,7 +12,8 @@ use pillbox::db::DATABASE_FILE;
 use rusqlite::{Connection, OpenFlags};
 use serde_json::json;
 
-use crate::process::{
+use crate::support::process::PASSPHRASE_LINE;
+use crate::support::process::{
     Guard, free_port, http_get, http_request, pillbox, run, serve, set_up_household, token_create,
 };
 
@@ -25,8 +26,6 @@ fn count(path: &Path, table: &str) -> i64 {
         .query_row(&format!("SELECT count(*) FROM {table}"), [], |r| r.get(0))
         .unwrap()
 }
-
-pub(crate) const PASSPHRASE_LINE: &str = "a long family passphrase\n";
 
 #[test]
 fn a_backup_taken_while_clients_write_is_whole_and_restores_once_the_server_stops() {
@@ -323,7 +322,7 @@ fn an_import_killed_at_any_moment_leaves_nothing_partial() {
 
 #[test]
 fn the_server_takes_scheduled_backups_prunes_them_and_shows_a_failing_schedule() {
-    use crate::process::wait_until_serving;
+    use crate::support::process::wait_until_serving;
     let (dir, data, _household) = set_up_household();
     let backups = dir.path().join("backups");
     let port = free_port();
@@ -447,7 +446,7 @@ fn a_backup_named_zip_is_the_database_inside_a_zip_and_restores() {
 fn long_commands_print_only_their_result_without_a_terminal() {
     let (dir, data, household) = set_up_household();
     let data_dir = data.to_str().unwrap();
-    let clean = |outcome: &crate::process::Outcome, lines: usize| {
+    let clean = |outcome: &crate::support::process::Outcome, lines: usize| {
         outcome.assert_success();
         assert_eq!(outcome.stderr, "", "nothing but the result");
         assert!(!outcome.stdout.contains('\r') && !outcome.stdout.contains('\x1b'));

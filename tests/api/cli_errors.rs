@@ -8,7 +8,7 @@ use std::process::Stdio;
 use pillbox::db::DATABASE_FILE;
 use rusqlite::Connection;
 
-use crate::process::{
+use crate::support::process::{
     Guard, Outcome, free_port, http_get, password_line, pillbox, run, set_up_household,
     wait_until_serving,
 };
@@ -96,7 +96,7 @@ fn an_unwritable_data_dir_names_the_directory_and_the_user() {
             "--reuid=65534",
             "--regid=65534",
             "--clear-groups",
-            crate::process::BIN,
+            crate::support::process::BIN,
         ])
         .args(serve);
         (run(cmd, None), "uid 65534")

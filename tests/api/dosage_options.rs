@@ -3,7 +3,7 @@ use std::collections::BTreeSet;
 use pillbox::auth::Role;
 use serde_json::{Value, json};
 
-use crate::medications::{paracetamol, stock_keeper};
+use crate::support::records::{paracetamol, stock_keeper};
 use crate::support::{TestApp, TestResponse};
 
 /// A whole dosage option for a PUT: `fields` over every attribute left empty.

@@ -7,15 +7,8 @@ use pillbox::auth::Role;
 use pillbox::care::occurrence_key;
 use serde_json::{Value, json};
 
-use crate::schedules::{Ids, grant, new_medication, new_person};
 use crate::support::TestApp;
-
-fn ids(data: &Value) -> Ids {
-    Ids {
-        id: data["id"].as_i64().unwrap(),
-        portable: data["portable_id"].as_str().unwrap().to_string(),
-    }
-}
+use crate::support::records::{Ids, grant, new_medication, new_person};
 
 async fn schedule(app: &TestApp, person: &Ids, medication: &Ids, attrs: Value) -> Ids {
     let mut body = json!({"person_id": person.id, "medication_id": medication.id,
@@ -31,7 +24,7 @@ async fn schedule(app: &TestApp, person: &Ids, medication: &Ids, attrs: Value) -
         )
         .await;
     created.assert_status(201);
-    ids(created.data())
+    Ids::of(created.data())
 }
 
 async fn assignment(app: &TestApp, person: &Ids, medication: &Ids, attrs: Value) -> Ids {
@@ -47,7 +40,7 @@ async fn assignment(app: &TestApp, person: &Ids, medication: &Ids, attrs: Value)
         )
         .await;
     created.assert_status(201);
-    ids(created.data())
+    Ids::of(created.data())
 }
 
 /// The day's doses as the owner (or `token`) sees them.
@@ -560,7 +553,7 @@ async fn run_out_forecast_follows_active_routine_sources() {
         )
         .await;
     created.assert_status(201);
-    let med = ids(created.data());
+    let med = Ids::of(created.data());
     assert_eq!(created.data()["days_until_out_of_stock"], Value::Null);
     let path = app.hh(&format!("/medications/{}", med.id));
     let forecast = |body: &Value| {
@@ -676,7 +669,7 @@ async fn a_kept_plan_follows_every_change_on_the_very_next_read() {
         .unwrap()
         .iter()
         .find(|p| p["name"] == "Olive Owner");
-    let owner = ids(me.expect("the owner's own person"));
+    let owner = Ids::of(me.expect("the owner's own person"));
     let med = new_medication(&app, "Tablets").await;
     let date = march(10);
     assert!(day_everywhere(&app, &date).await.0.is_empty());

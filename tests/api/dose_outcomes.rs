@@ -6,17 +6,10 @@ use pillbox::auth::Role;
 use pillbox::care::occurrence_key::{self, Occurrence};
 use serde_json::{Value, json};
 
-use crate::schedules::{Ids, feed, grant, new_medication, new_person};
+use crate::support::records::{Ids, feed, grant, new_medication, new_person};
 use crate::support::{TestApp, TestResponse};
 
 const DAY: &str = "2027-03-10";
-
-fn ids(data: &Value) -> Ids {
-    Ids {
-        id: data["id"].as_i64().unwrap(),
-        portable: data["portable_id"].as_str().unwrap().to_string(),
-    }
-}
 
 async fn batch(app: &TestApp, token: &str, operations: Value) -> TestResponse {
     app.send(
@@ -40,7 +33,7 @@ async fn daily_schedule(app: &TestApp, person: &Ids, medication: &Ids) -> Ids {
         )
         .await;
     created.assert_status(201);
-    ids(created.data())
+    Ids::of(created.data())
 }
 
 /// The day's one dose of `source`.
@@ -262,7 +255,7 @@ async fn taken_doses_as_needed_sources_and_view_grants_are_refused() {
         )
         .await;
     created.assert_status(201);
-    let as_needed = ids(created.data());
+    let as_needed = Ids::of(created.data());
     let portable = as_needed.portable.clone();
     let as_needed_key = app
         .db
@@ -456,7 +449,7 @@ async fn a_given_dose_never_syncs_as_missed() {
         )
         .await;
     created.assert_status(201);
-    let schedule = ids(created.data());
+    let schedule = Ids::of(created.data());
     let stock = supply(&app, &med).await;
 
     // Recorded not taken offline, then given after all (REST take).

@@ -39,7 +39,7 @@ use pillbox::db::DATABASE_FILE;
 use rusqlite::{Connection, OpenFlags};
 use serde_json::{Value, json};
 
-use crate::process::{
+use crate::support::process::{
     DEADLINE, Guard, HttpResponse, free_port, http_request, serve, set_up_household, token_create,
 };
 

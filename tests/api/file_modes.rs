@@ -12,8 +12,8 @@ use std::time::{Duration, Instant};
 
 use pillbox::db::DATABASE_FILE;
 
-use crate::cli_backups::PASSPHRASE_LINE;
-use crate::process::{
+use crate::support::process::PASSPHRASE_LINE;
+use crate::support::process::{
     DEADLINE, Outcome, free_port, password_line, pillbox, run, serve, serve_with, set_up_household,
 };
 

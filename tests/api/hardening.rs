@@ -122,7 +122,7 @@ async fn json_bodies_without_the_json_media_type_are_415_and_change_nothing() {
         .post(
             &app.hh("/medications"),
             &app.owner,
-            crate::medications::paracetamol(),
+            crate::support::records::paracetamol(),
         )
         .await;
     medication.assert_status(201);
@@ -156,7 +156,7 @@ async fn repeated_keys_are_422_naming_the_key_at_any_depth() {
         .post(
             &app.hh("/medications"),
             &app.owner,
-            crate::medications::paracetamol(),
+            crate::support::records::paracetamol(),
         )
         .await;
     medication.assert_status(201);
@@ -204,7 +204,7 @@ async fn path_ids_must_be_canonical() {
         .post(
             &app.hh("/medications"),
             &app.owner,
-            crate::medications::paracetamol(),
+            crate::support::records::paracetamol(),
         )
         .await;
     medication.assert_status(201);
@@ -567,7 +567,7 @@ mod connections {
     use std::process::{Command, Stdio};
     use std::time::{Duration, Instant};
 
-    use crate::process::{
+    use crate::support::process::{
         BIN, Guard, free_port, http_get, pillbox, set_up_household, token_create,
         wait_until_serving,
     };

@@ -1,8 +1,8 @@
 use pillbox::auth::Role;
 use serde_json::{Value, json};
 
-use crate::medications::paracetamol;
 use crate::support::TestApp;
+use crate::support::records::paracetamol;
 
 async fn new_person(app: &TestApp, name: &str) -> (i64, String) {
     let created = app

@@ -9,7 +9,7 @@ use pillbox::portable::envelope::{self, KdfParams, Passphrase};
 use serde_json::{Value, json};
 
 use crate::portable::PASSPHRASE;
-use crate::schedules::{grant, new_person};
+use crate::support::records::{grant, new_person};
 use crate::support::{TestApp, TestResponse};
 
 const HEADER: &str = "X-Service-Portable-Passphrase";

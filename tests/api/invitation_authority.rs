@@ -6,9 +6,9 @@
 use pillbox::auth::Role;
 use serde_json::{Value, json};
 
-use crate::invitation_page::open;
-use crate::invitations::{session_for, token_of};
-use crate::sign_in::html;
+use crate::support::invitations::open;
+use crate::support::invitations::{session_for, token_of};
+use crate::support::sign_in::html;
 use crate::support::{TestApp, TestResponse};
 
 /// An invitation for `email` with `role`, made with `credential`; answers
@@ -220,7 +220,7 @@ fn member_command(app: &TestApp, command: &str, email: &str, more: &[&str]) {
         email,
     ];
     args.extend_from_slice(more);
-    crate::process::run(crate::process::pillbox(&args), None).assert_success();
+    crate::support::process::run(crate::support::process::pillbox(&args), None).assert_success();
 }
 
 #[tokio::test]

@@ -8,9 +8,10 @@ use axum::body::Body;
 use axum::http::{Method, Request};
 use serde_json::json;
 
-use crate::invitations::{session_for, token_of};
-use crate::sign_in::{cookie_value, html, pkce, redeem, sign_in};
-use crate::sign_in_mfa::enrol;
+use crate::support::invitations::open;
+use crate::support::invitations::{session_for, token_of};
+use crate::support::mfa::enrol;
+use crate::support::sign_in::{cookie_value, html, pkce, redeem, sign_in};
 use crate::support::{PASSWORD, TestApp, TestResponse};
 
 const COOKIE: &str = "pillbox_invitation_csrf=";
@@ -29,18 +30,6 @@ pub async fn invite(app: &TestApp, email: &str) -> (i64, String) {
         .await;
     r.assert_status(201);
     (r.id(), token_of(r.data()))
-}
-
-pub async fn open(app: &TestApp, token: &str) -> TestResponse {
-    let query = serde_urlencoded::to_string([("token", token)]).unwrap();
-    app.raw(
-        Method::GET,
-        &format!("/invitation?{query}"),
-        None,
-        None,
-        &[],
-    )
-    .await
 }
 
 /// The page's CSRF cookie as `name=value`.

@@ -1,6 +1,5 @@
 //! One test binary: every area drives the real Router over a real SQLite file.
 
-mod process;
 mod support;
 
 mod access_view;

@@ -10,8 +10,8 @@ use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig
 use rmcp::{RoleClient, ServiceExt};
 use serde_json::{Value, json};
 
-use crate::schedules::{Ids, grant, new_medication, new_person};
 use crate::support::TestApp;
+use crate::support::records::{Ids, grant, new_medication, new_person};
 
 const TOOLS: [&str; 11] = [
     "get_household_summary",

@@ -4,7 +4,7 @@ use pillbox::auth::Role;
 use pillbox::care::occurrence_key::{self, Occurrence};
 use serde_json::{Value, json};
 
-use crate::schedules::{Ids, feed, grant, new_medication, new_person};
+use crate::support::records::{Ids, feed, grant, new_medication, new_person};
 use crate::support::{TestApp, TestResponse};
 
 const KEYS: [&str; 18] = [
@@ -28,13 +28,6 @@ const KEYS: [&str; 18] = [
     "created_at",
 ];
 
-pub fn ids(data: &Value) -> Ids {
-    Ids {
-        id: data["id"].as_i64().unwrap(),
-        portable: data["portable_id"].as_str().unwrap().to_string(),
-    }
-}
-
 /// A daily schedule of `med` (1 tablet) for `person`, with `extra` attributes.
 async fn schedule(app: &TestApp, person: &Ids, med: &Ids, extra: Value) -> Ids {
     let mut body = json!({"schedule": {
@@ -49,7 +42,7 @@ async fn schedule(app: &TestApp, person: &Ids, med: &Ids, extra: Value) -> Ids {
     }
     let created = app.post(&app.hh("/schedules"), &app.owner, body).await;
     created.assert_status(201);
-    ids(created.data())
+    Ids::of(created.data())
 }
 
 /// A direct assignment of `med` to `person`, with `extra` attributes.
@@ -62,7 +55,7 @@ async fn assignment(app: &TestApp, person: &Ids, med: &Ids, extra: Value) -> Ids
         .post(&app.hh("/person_medications"), &app.owner, body)
         .await;
     created.assert_status(201);
-    ids(created.data())
+    Ids::of(created.data())
 }
 
 async fn take(app: &TestApp, token: &str, attrs: Value) -> TestResponse {
@@ -157,7 +150,7 @@ async fn a_take_defaults_from_its_source_and_deducts_stock_exactly() {
         )
         .await;
     shelf.assert_status(201);
-    let shelf = ids(shelf.data());
+    let shelf = Ids::of(shelf.data());
     let explicit = take(
         &app,
         &app.owner,
@@ -906,7 +899,7 @@ async fn mg_medication(app: &TestApp) -> Ids {
         )
         .await;
     created.assert_status(201);
-    ids(created.data())
+    Ids::of(created.data())
 }
 
 /// The warnings listDoseOccurrences reports for `source` on `date`.

@@ -2,41 +2,7 @@ use pillbox::auth::Role;
 use serde_json::{Value, json};
 
 use crate::support::TestApp;
-
-pub fn paracetamol() -> Value {
-    json!({"medication": {
-        "name": "Paracetamol 500mg tablets",
-        "friendly_name": "Paracetamol",
-        "category": "pain relief",
-        "dose_amount": "1",
-        "dose_unit": "tablet",
-        "default_schedule_type": "prn",
-        "current_supply": "10.5",
-        "reorder_threshold": "4",
-        "barcode": "5012345678900",
-        "dmd_code": "42109611000001109",
-        "dmd_system": "https://dmd.nhs.uk",
-        "dmd_concept_class": "AMP",
-    }})
-}
-
-/// A member holding the inventory management permission.
-pub async fn stock_keeper(app: &TestApp) -> String {
-    let (membership_id, token) = app
-        .add_member("stock@example.org", Role::Member, None)
-        .await;
-    app.db
-        .write(move |c| {
-            c.execute(
-                "UPDATE memberships SET inventory_management = 1 WHERE id = ?1",
-                [membership_id],
-            )?;
-            Ok(())
-        })
-        .await
-        .unwrap();
-    token
-}
+use crate::support::records::{paracetamol, stock_keeper};
 
 #[tokio::test]
 async fn create_read_update_replace_delete_a_medication() {

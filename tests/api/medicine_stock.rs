@@ -4,7 +4,7 @@
 
 use serde_json::{Value, json};
 
-use crate::medications::paracetamol;
+use crate::support::records::paracetamol;
 use crate::support::{TestApp, TestResponse};
 
 async fn medication(app: &TestApp, supply: &str) -> (i64, String) {
@@ -365,7 +365,7 @@ async fn deleting_a_medication_tombstones_its_dosage_options() {
 #[tokio::test]
 async fn deleting_a_location_moves_the_people_it_served_on_in_the_feed() {
     let app = TestApp::new().await;
-    let person = crate::schedules::new_person(&app, "Ada").await;
+    let person = crate::support::records::new_person(&app, "Ada").await;
     let location = app
         .post(
             &app.hh("/locations"),
@@ -483,7 +483,7 @@ fn forecast(medication: &Value) -> (Value, Value) {
 #[tokio::test]
 async fn run_out_forecasts_step_through_the_plan_day_by_day() {
     let app = TestApp::new().await;
-    let ada = crate::schedules::new_person(&app, "Ada").await.id;
+    let ada = crate::support::records::new_person(&app, "Ada").await.id;
     let twice = json!({"times": ["08:00", "20:00"]});
 
     // Starts in six months (182 days): nothing is used until then.
@@ -601,7 +601,7 @@ async fn run_out_forecasts_step_through_the_plan_day_by_day() {
 #[tokio::test]
 async fn a_dosage_option_with_its_own_stock_is_looked_after_like_a_medication() {
     let app = TestApp::new().await;
-    let ada = crate::schedules::new_person(&app, "Ada").await.id;
+    let ada = crate::support::records::new_person(&app, "Ada").await.id;
     let medication = stocked(&app, "tablet", "100", "10").await;
     let option_with = |supply: Value, threshold: Value| {
         json!({"dosage_option": {"medication_id": medication, "amount": "1", "unit": "tablet",
@@ -752,7 +752,7 @@ async fn forecast_everywhere(app: &TestApp, id: i64) -> (Value, Value) {
 #[tokio::test]
 async fn a_kept_forecast_follows_every_change_on_the_very_next_read() {
     let app = TestApp::new().await;
-    let ada = crate::schedules::new_person(&app, "Ada").await.id;
+    let ada = crate::support::records::new_person(&app, "Ada").await.id;
     let id = stocked(&app, "tablet", "30", "10").await;
     assert_eq!(
         forecast_everywhere(&app, id).await,

@@ -5,7 +5,7 @@
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use crate::process::{
+use crate::support::process::{
     Guard, free_port, http_get, serve, serve_with, set_up_household, token_create,
 };
 

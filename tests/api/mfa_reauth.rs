@@ -7,8 +7,10 @@ use axum::http::Method;
 use pillbox::identity::mfa::totp;
 use serde_json::{Value, json};
 
-use crate::sign_in::{OWNER_EMAIL, assert_oauth_error, pkce, redeem, refresh, sign_in, tokens};
-use crate::sign_in_mfa::{base32_decode, enrol};
+use crate::support::mfa::{base32_decode, enrol};
+use crate::support::sign_in::{
+    OWNER_EMAIL, assert_oauth_error, pkce, redeem, refresh, sign_in, tokens,
+};
 use crate::support::{PASSWORD, TestApp, TestResponse};
 
 const ENROL: &str = "/api/v1/auth/mfa/totp";

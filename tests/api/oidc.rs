@@ -21,8 +21,9 @@ use rsa::traits::PublicKeyParts;
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 
-use crate::invitation_page::{fields_of, invite, open, page_cookie};
-use crate::sign_in::{
+use crate::invitation_page::{fields_of, invite, page_cookie};
+use crate::support::invitations::open;
+use crate::support::sign_in::{
     MOBILE, REDIRECT, authorize_query, cookie, get_authorize, hidden_fields, html, location_params,
     param, pkce, post_page, redeem,
 };
@@ -427,7 +428,7 @@ async fn a_verified_id_token_signs_in_through_our_own_code_flow() {
     assert!(again.header("location").unwrap().starts_with(REDIRECT));
 
     // The password still works beside the provider.
-    crate::invitations::signed_in(&app, "owner@example.org").await;
+    crate::support::invitations::signed_in(&app, "owner@example.org").await;
     // A callback with the state but not its cookie (another browser) is refused.
     let (_, challenge) = pkce();
     let pressed = press_button(&app, &challenge).await;

@@ -12,11 +12,11 @@ use crate::oidc::{
     AtProvider, MFA_ACR, PROVIDER, Shared, at_provider, claims, come_back, cookies_of, delegated,
     keys, press_button, refused, sign, start_provider,
 };
-use crate::sign_in::{
+use crate::support::mfa::enrol;
+use crate::support::sign_in::{
     REDIRECT, authorize_query, cookie, get_authorize, hidden_fields, html, location_params, param,
     pkce, post_page, redeem,
 };
-use crate::sign_in_mfa::enrol;
 use crate::support::{PASSWORD, TestApp, TestResponse};
 
 const OWNER: &str = "owner@example.org";
@@ -74,7 +74,7 @@ async fn links(app: &TestApp) -> i64 {
 
 /// The owner's access token and second factor (TOTP secret, recovery codes).
 async fn owner_with_totp(app: &TestApp) -> (String, Vec<String>) {
-    let (access, _) = crate::sign_in::tokens(app).await;
+    let (access, _) = crate::support::sign_in::tokens(app).await;
     let (_, recovery) = enrol(app, &access).await;
     (access, recovery)
 }
@@ -364,7 +364,7 @@ async fn a_provider_sign_in_asks_for_the_accounts_own_second_factor() {
 async fn an_account_lists_and_removes_its_linked_identities() {
     let provider = start_provider().await;
     let app = app(&provider).await;
-    let (access, _) = crate::sign_in::tokens(&app).await;
+    let (access, _) = crate::support::sign_in::tokens(&app).await;
     let none = app.get("/api/v1/auth/linked_identities", &access).await;
     none.assert_status(200);
     assert_eq!(none.data().as_array().unwrap().len(), 0);

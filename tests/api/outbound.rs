@@ -12,12 +12,10 @@ use pillbox::reminders::Clock;
 use pillbox::reminders::task::Reminders;
 use serde_json::json;
 
-use crate::reminders::{
-    APNS_TOKEN, BrowserKeys, FCM_TOKEN, ManualClock, TestService, allow_http, local_delivery,
-    subscribe,
-};
-use crate::schedules::new_medication;
+use crate::reminders::{BrowserKeys, TestService, allow_http, local_delivery, subscribe};
 use crate::support::TestApp;
+use crate::support::records::new_medication;
+use crate::support::reminders::{APNS_TOKEN, FCM_TOKEN, ManualClock};
 
 /// http push allowed (the tests' services speak http), private networks not.
 fn http_only() -> ReminderSettings {
@@ -300,10 +298,10 @@ mod binary {
 
     use serde_json::{Value, json};
 
-    use crate::process::{
+    use crate::reminders::{BrowserKeys, TestService};
+    use crate::support::process::{
         Guard, free_port, http_request, serve_with, set_up_household, token_create,
     };
-    use crate::reminders::{BrowserKeys, TestService};
 
     /// `pillbox serve` with http push, private networks allowed or not,
     /// and every outbound request sent through `proxy` if it would go

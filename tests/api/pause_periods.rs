@@ -4,7 +4,7 @@ use axum::http::Method;
 use pillbox::auth::Role;
 use serde_json::{Value, json};
 
-use crate::schedules::{Ids, feed, grant, new_medication, new_person};
+use crate::support::records::{Ids, feed, grant, new_medication, new_person};
 use crate::support::{TestApp, TestResponse};
 
 const KEYS: [&str; 19] = [
@@ -37,13 +37,6 @@ const REASONS: [&str; 5] = [
     "reason_not_recorded",
 ];
 
-fn ids(data: &Value) -> Ids {
-    Ids {
-        id: data["id"].as_i64().unwrap(),
-        portable: data["portable_id"].as_str().unwrap().to_string(),
-    }
-}
-
 /// A person, a medication and a daily schedule for them; returns (person, schedule).
 async fn scheduled(app: &TestApp) -> (Ids, Ids) {
     let person = new_person(app, "Ada").await;
@@ -62,7 +55,7 @@ async fn scheduled(app: &TestApp) -> (Ids, Ids) {
         )
         .await;
     created.assert_status(201);
-    (person, ids(created.data()))
+    (person, Ids::of(created.data()))
 }
 
 fn pause_body(source_type: &str, source_id: &str, reason: &str) -> Value {
@@ -367,7 +360,7 @@ async fn deprecated_pause_and_resume_use_pause_periods() {
         )
         .await;
     assignment.assert_status(201);
-    let a = ids(assignment.data());
+    let a = Ids::of(assignment.data());
     let paused = app
         .patch(
             &app.hh(&format!("/person_medications/{}/pause", a.id)),

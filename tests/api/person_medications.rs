@@ -3,7 +3,7 @@ use std::collections::BTreeSet;
 use pillbox::auth::Role;
 use serde_json::{Value, json};
 
-use crate::schedules::{Ids, feed, grant, new_medication, new_person};
+use crate::support::records::{Ids, feed, grant, new_medication, new_person};
 use crate::support::{TestApp, TestResponse};
 
 const KEYS: [&str; 21] = [

@@ -3,25 +3,20 @@
 
 use serde_json::{Value, json};
 
-use crate::schedules::{Ids, new_medication, new_person};
+use crate::support::records::{Ids, new_medication, new_person};
 use crate::support::{TestApp, TestResponse};
-
-fn ids(data: &Value) -> Ids {
-    Ids {
-        id: data["id"].as_i64().unwrap(),
-        portable: data["portable_id"].as_str().unwrap().to_string(),
-    }
-}
 
 async fn own_person(app: &TestApp) -> Ids {
     let people = app.get(&app.hh("/people"), &app.owner).await;
-    ids(people
-        .data()
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|p| p["name"] == "Olive Owner")
-        .expect("the owner's linked person"))
+    Ids::of(
+        people
+            .data()
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|p| p["name"] == "Olive Owner")
+            .expect("the owner's linked person"),
+    )
 }
 
 async fn create_schedule(
@@ -86,7 +81,7 @@ async fn a_slot_without_a_time_is_refused_and_a_used_slot_time_cannot_be_cleared
     )
     .await;
     created.assert_status(201);
-    let schedule = ids(created.data());
+    let schedule = Ids::of(created.data());
     let refused = app
         .patch(
             &app.hh(&format!("/schedules/{}", schedule.id)),
@@ -233,7 +228,7 @@ async fn plans_that_contradict_themselves_are_refused() {
     )
     .await;
     created.assert_status(201);
-    let schedule = ids(created.data());
+    let schedule = Ids::of(created.data());
     let refused = app
         .patch(
             &app.hh(&format!("/schedules/{}", schedule.id)),
@@ -368,7 +363,7 @@ async fn daily(app: &TestApp, person: &Ids, medication: &Ids, config: Value) -> 
     )
     .await;
     created.assert_status(201);
-    ids(created.data())
+    Ids::of(created.data())
 }
 
 async fn change_schedule(app: &TestApp, schedule: &Ids, attrs: Value) {
@@ -473,7 +468,7 @@ async fn moving_an_every_other_day_start_keeps_past_doses() {
     )
     .await;
     created.assert_status(201);
-    let schedule = ids(created.data());
+    let schedule = Ids::of(created.data());
     let past = day(-4);
     let listed = doses(&app, &past, "schedule", &schedule).await;
     assert_eq!(listed.len(), 1);
@@ -533,7 +528,7 @@ async fn changing_an_assignment_keeps_past_windows() {
         )
         .await;
     created.assert_status(201);
-    let assignment = ids(created.data());
+    let assignment = Ids::of(created.data());
     let past = day(-2);
     let before = doses(&app, &past, "person_medication", &assignment).await;
     assert_eq!(before.len(), 2);
@@ -596,7 +591,7 @@ async fn a_pause_hides_only_the_doses_inside_it() {
         )
         .await;
     routine.assert_status(201);
-    let routine = ids(routine.data());
+    let routine = Ids::of(routine.data());
 
     // A short pause in the past around one 08:00 dose: only that dose goes.
     let short = day(-4);
@@ -741,7 +736,7 @@ async fn schedule_history_gives_the_listed_doses_and_the_step_in_force() {
     )
     .await;
     created.assert_status(201);
-    let schedule = ids(created.data());
+    let schedule = Ids::of(created.data());
     change_schedule(&app, &schedule, json!({"dose_amount": "2"})).await;
     let past = day(-3);
     let listed = doses(&app, &past, "schedule", &schedule).await;

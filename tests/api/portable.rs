@@ -8,7 +8,7 @@ use base64::engine::general_purpose::STANDARD as BASE64;
 use pillbox::care::occurrence_key::{self, Occurrence};
 use serde_json::{Value, json};
 
-use crate::schedules::{Ids, new_medication, new_person};
+use crate::support::records::{Ids, new_medication, new_person};
 use crate::support::{TestApp, TestResponse};
 
 pub const PASSPHRASE: &str = "a long family passphrase";
@@ -1186,7 +1186,7 @@ async fn the_importer_needs_manage_access_to_every_person_of_the_bundle_already_
             Some("Vi"),
         )
         .await;
-    crate::schedules::grant(&app, membership, ada.id, "view").await;
+    crate::support::records::grant(&app, membership, ada.id, "view").await;
     let got = app
         .send(
             Method::POST,
@@ -1205,7 +1205,7 @@ async fn the_importer_needs_manage_access_to_every_person_of_the_bundle_already_
         "{}",
         got.body
     );
-    crate::schedules::grant(&app, membership, ada.id, "manage").await;
+    crate::support::records::grant(&app, membership, ada.id, "manage").await;
     let got = app
         .send(
             Method::POST,

@@ -6,7 +6,7 @@
 use axum::http::Method;
 use serde_json::{Value, json};
 
-use crate::schedules::new_medication;
+use crate::support::records::new_medication;
 use crate::support::{TestApp, TestResponse};
 
 fn refused(response: &TestResponse, field: &str) {

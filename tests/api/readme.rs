@@ -9,7 +9,7 @@ use std::os::unix::process::CommandExt;
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
-use crate::process::{BIN, DEADLINE, Guard, INHERITED, PASSWORD, free_port};
+use crate::support::process::{BIN, DEADLINE, Guard, INHERITED, PASSWORD, free_port};
 
 /// The first ```sh block of the README section `heading`.
 fn shell_block<'a>(readme: &'a str, heading: &str) -> &'a str {

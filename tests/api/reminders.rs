@@ -12,32 +12,9 @@ use pillbox::reminders::Clock;
 use pillbox::reminders::task::Reminders;
 use serde_json::{Value, json};
 
-use crate::schedules::{Ids, grant, new_medication};
 use crate::support::TestApp;
-
-/// The time as the test sets it.
-pub struct ManualClock(Mutex<jiff::Timestamp>);
-
-impl ManualClock {
-    pub fn at(text: &str) -> Arc<ManualClock> {
-        Arc::new(ManualClock(Mutex::new(text.parse().unwrap())))
-    }
-
-    pub fn set(&self, text: &str) {
-        *self.0.lock().unwrap() = text.parse().unwrap();
-    }
-}
-
-impl Clock for ManualClock {
-    fn now(&self) -> jiff::Timestamp {
-        *self.0.lock().unwrap()
-    }
-}
-
-/// An FCM registration token and an APNs device token of the shapes the
-/// services document.
-pub const FCM_TOKEN: &str = "dQw4w9WgXcQ:APA91bPtYgjmUhBel31iEl2hpChYgCfrL1spNxnyVmihA_2O76UMFxFkM_R5Kjp1vRt-1fjORS_6ilI8ihN5KXSc7Tvo_hBKqFYY_kv5ZJr3J1TWDtkwtDDb-xHKas1VOqg6YYZYn9Zh";
-pub const APNS_TOKEN: &str = "626e53a13043b026c48bbf33feff9243a8f506b40928b5b7a767c76fb008f86b";
+use crate::support::records::{Ids, grant, new_medication};
+use crate::support::reminders::{APNS_TOKEN, FCM_TOKEN, ManualClock};
 
 /// Settings whose push may reach the services the tests start: http, on
 /// this machine's loopback address.
@@ -695,7 +672,7 @@ async fn a_signed_out_device_is_no_longer_reached() {
 #[tokio::test]
 async fn a_browser_signed_in_with_oauth_subscribes_and_signing_out_stops_its_reminders() {
     let app = TestApp::new().await;
-    let (browser, _) = crate::sign_in::tokens(&app).await;
+    let (browser, _) = crate::support::sign_in::tokens(&app).await;
     subscribe(&app, &browser, "https://push.example.test/browser").await;
     // The session's subscription is its own: the owner's app token has none.
     app.post(&app.hh("/push_subscription/test"), &app.owner, json!({}))
@@ -1118,7 +1095,7 @@ mod restart {
     use serde_json::{Value, json};
 
     use super::{BrowserKeys, TestService, decrypt};
-    use crate::process::{
+    use crate::support::process::{
         Guard, free_port, http_request, pillbox, set_up_household, token_create, wait_until_serving,
     };
 
@@ -1331,7 +1308,7 @@ mod restart {
             "--apns-key-id",
             "ABC123DEFG",
         ]);
-        crate::process::run(partial, None).assert_one_line_failure("APNs needs all of");
+        crate::support::process::run(partial, None).assert_one_line_failure("APNs needs all of");
         let missing = dir.path().join("missing.json");
         let unreadable = pillbox(&[
             "serve",
@@ -1342,7 +1319,7 @@ mod restart {
             "--fcm-service-account",
             missing.to_str().unwrap(),
         ]);
-        crate::process::run(unreadable, None)
+        crate::support::process::run(unreadable, None)
             .assert_one_line_failure("cannot read the FCM service account");
         let not_a_key = dir.path().join("account.json");
         std::fs::write(
@@ -1359,7 +1336,7 @@ mod restart {
             "--fcm-service-account",
             not_a_key.to_str().unwrap(),
         ]);
-        let outcome = crate::process::run(bad, None);
+        let outcome = crate::support::process::run(bad, None);
         outcome.assert_one_line_failure("not an RSA key");
         assert!(!outcome.stderr.contains("not a key"));
     }

@@ -14,9 +14,9 @@ use pillbox::reminders::native::{load_apns, load_fcm};
 use pillbox::reminders::task::Reminders;
 use serde_json::{Value, json};
 
-use crate::reminders::{APNS_TOKEN, FCM_TOKEN, ManualClock};
-use crate::schedules::new_medication;
 use crate::support::TestApp;
+use crate::support::records::new_medication;
+use crate::support::reminders::{APNS_TOKEN, FCM_TOKEN, ManualClock};
 
 /// A throwaway RSA key of a made-up service account (test only).
 const FCM_KEY: &str = "-----BEGIN PRIVATE KEY-----\nMIIEvgIBADANBgkqhkiG9w0BAQEFAASCBKgwggSkAgEAAoIBAQDTVZc70tGpL2jB\nLZNyD/EpLuwLDGdB9EVo4jYXtaJBBvlm/8vyK3VXWcCSAKlf8b91tIseH922De0P\nh4VIQJDJZjA67r9NXQSQL5Bsg8roeasMD+XLAbKsvyI4G4qAmoBcCbfiXPmtK9CM\n9uQ/fiKxY7h8k0xAs4wzUbuV9tcu6NsJSXyVKpD3DkoRO9Q5zfHo+A2jgboEnCuG\ndw+5xsfHiwMW09f9aztsCamVzbhJJ/qPTyU6bemdgicI28CfFyuuKsgG/52Uq57v\ncUjC+rW7ShlTInVH5NrZyXzSCA9ifU8kjsAyx568RhHMHWpHT8NxEQwq8YozLNBK\nLOd8ntXbAgMBAAECggEAKi2y+WWiIrorliKagvFbmHSc97eKBEfUcpJzaVf/Ait6\nK2xyL+ssiDqJjJpFM7j0FXHrMh/6CBPPdIH/v+PjAc87YQe1dqNR/dUAZigHn05p\nLQcfPd0g5AlhswEMK46qf7QQ10TnMADGptu/wkxScEUO1Q4w8djj6notjkituday\nwcGNxHPfijGfS3+3Aq0Pxex9LiVGjOcdDUEyTSRBDtatUYNntCUxd3Wl9Po5T/GE\nrk0KcxZ48FXKh5TEkSPrZ7gf0XgFRnZ5PtMfAKSkr9nEd8pUEod3UdKrqV3n90ix\nVEDy/dKp4nyMv3pppHbFIpS2of6XrEY+XqZc70ZiwQKBgQDuDBuhN7HivriKaSf5\nM91haBOkuJvyjf70uLJYOitczbyVyPbm98PINF1oFpcJeIMjUePEKOloyu660ZLs\nSQVeWOugJ6h5Q3D+lj7lYVTmP7tgOERCzRe0/TAfGqwbJRlO4m3XaasoHz6I9onX\nBWf4kfGjHK+vphfm9QNsATJxzQKBgQDjRb7axyCbeAnH2tPEbft6DgoVaVyvJs5/\nNmUO5lk4z7FhFmve3kIJSCFsqQP8bwrWTdN8n4NUEMLPEO/4Y66Z57tUJuX2eHS4\nq6BYqSGOkpqx3zyJSKDNDvotua1Y0N8OkP9qxE2iMm67fFheM1X9aziYXdoDDELk\niiX3sTheRwKBgQCxOaJ4bJarUYLiyVdRWSPAmVPGlwrDkqP2Xmuo8+XEugdlHLF1\nU5EXRKUmEWtxSZ+YdCc2q57avfrua4kPEW5Fx73lBqGPZn6BjCpXbBdhNKG0CTAI\n69hyju18usbXjs9Aw6MzdSBQRrKwFZyZ0RSPI1jbL0g9ZVL2SAO8LUf5IQKBgQDh\nCSJdhmYnCsjEd0zQZwZmaJhbcyQu2gIFvFp8UmFt+1jrhUPyPaitgBp4eTJVNa5J\nXG5YK6niB2admWvDSxCLnATE4m85iTQp1ubCY1Wy0j8SeLR8SsnNwVK/C+c01jzH\nM5N0qEMmo0E5q3nkbHhsoUo8tFE2S2HA4XmOtI/X6QKBgAmvPWgkdzFvX80GtC1d\nZ0MF4BxXPPe8DhwKx4jJx9GXHtJalx+h+eSBqQAKh/eGkEnUZqkv3rLTWzyvgOSa\n2VBCVF5C19qy7f5GA3M4VjZTcIqrglelzPFOyPi3+wq9JaVO8KC/41G5ZG7zyvG0\ngOGsJ0p3DRxlmqxyOheJLllO\n-----END PRIVATE KEY-----\n";

@@ -8,8 +8,8 @@ use serde_json::{Value, json};
 use tower::ServiceExt;
 
 use crate::review_prompts::{import_fixture, run_pass, sertraline_and_warfarin};
-use crate::schedules::{Ids, grant};
 use crate::support::TestApp;
+use crate::support::records::{Ids, grant};
 
 /// Gives a member (or the owner) the adult review permission.
 async fn allow_adult_review(app: &TestApp, membership_id: i64) {

@@ -10,8 +10,8 @@ use pillbox::reports::evidence::{self, openfda};
 use pillbox::reports::review_prompts::{pass, task};
 use serde_json::{Value, json};
 
-use crate::schedules::{Ids, grant, new_person};
 use crate::support::TestApp;
+use crate::support::records::{Ids, grant, new_person};
 
 pub fn fixture() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/openfda_labels.json")

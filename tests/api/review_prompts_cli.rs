@@ -6,14 +6,17 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
-use crate::process::{
+use crate::review_prompts::fixture;
+use crate::support::process::{
     count_rows, free_port, http_get, http_request, pillbox, run, serve, set_up_household,
     token_create,
 };
-use crate::review_prompts::fixture;
 
 /// `pillbox evidence import FILE` into `data`.
-fn evidence_import(data: &std::path::Path, file: &std::path::Path) -> crate::process::Outcome {
+fn evidence_import(
+    data: &std::path::Path,
+    file: &std::path::Path,
+) -> crate::support::process::Outcome {
     run(
         pillbox(&[
             "evidence",
@@ -83,7 +86,7 @@ fn the_evidence_import_command_loads_and_updates_in_place() {
 struct Served {
     dir: tempfile::TempDir,
     data: std::path::PathBuf,
-    _server: crate::process::Guard,
+    _server: crate::support::process::Guard,
     port: u16,
     token: String,
     household: String,
@@ -148,7 +151,7 @@ impl Served {
     }
 
     /// A PATCH of `path` (a full path) with `etag` in If-Match.
-    fn patch(&self, path: &str, etag: &str, body: Value) -> crate::process::HttpResponse {
+    fn patch(&self, path: &str, etag: &str, body: Value) -> crate::support::process::HttpResponse {
         http_request(
             self.port,
             "PATCH",
@@ -228,7 +231,7 @@ fn the_served_binary_makes_prompts_when_schedules_change() {
 
 #[test]
 fn a_household_import_makes_the_prompts_of_the_people_it_brings() {
-    use crate::cli_backups::PASSPHRASE_LINE;
+    use crate::support::process::PASSPHRASE_LINE;
     let served = Served::start(false);
     let bundle = served.dir.path().join("home.bundle.json");
     run(

@@ -3,8 +3,8 @@ use std::collections::BTreeSet;
 use pillbox::auth::Role;
 use serde_json::{Value, json};
 
-use crate::medications::paracetamol;
 use crate::support::TestApp;
+use crate::support::records::{Ids, feed, grant, new_medication, new_person};
 
 const KEYS: [&str; 24] = [
     "id",
@@ -33,44 +33,6 @@ const KEYS: [&str; 24] = [
     "updated_at",
 ];
 
-/// A numeric id and a portable id of one record.
-#[derive(Clone)]
-pub struct Ids {
-    pub id: i64,
-    pub portable: String,
-}
-
-impl Ids {
-    fn of(data: &Value) -> Ids {
-        Ids {
-            id: data["id"].as_i64().unwrap(),
-            portable: data["portable_id"].as_str().unwrap().to_string(),
-        }
-    }
-}
-
-pub async fn new_person(app: &TestApp, name: &str) -> Ids {
-    let created = app
-        .post(
-            &app.hh("/people"),
-            &app.owner,
-            json!({"person": {"name": name, "date_of_birth": "1950-02-03"}}),
-        )
-        .await;
-    created.assert_status(201);
-    Ids::of(created.data())
-}
-
-/// Paracetamol: dose 1 tablet, default schedule type prn.
-pub async fn new_medication(app: &TestApp, name: &str) -> Ids {
-    let mut body = paracetamol();
-    body["medication"]["name"] = json!(name);
-    body["medication"]["barcode"] = Value::Null;
-    let created = app.post(&app.hh("/medications"), &app.owner, body).await;
-    created.assert_status(201);
-    Ids::of(created.data())
-}
-
 /// A medication with no dose or schedule defaults.
 pub async fn bare_medication(app: &TestApp) -> Ids {
     let created = app
@@ -82,54 +44,6 @@ pub async fn bare_medication(app: &TestApp) -> Ids {
         .await;
     created.assert_status(201);
     Ids::of(created.data())
-}
-
-/// Gives `membership_id` a live grant of `level` on `person_id`, replacing
-/// any live one.
-pub async fn grant(app: &TestApp, membership_id: i64, person_id: i64, level: &'static str) {
-    let household_id = app.household_id;
-    app.db
-        .write(move |conn| {
-            conn.execute(
-                "DELETE FROM person_access_grants WHERE membership_id = ?1 AND person_id = ?2",
-                [membership_id, person_id],
-            )?;
-            conn.execute(
-                "INSERT INTO person_access_grants
-                   (household_id, membership_id, person_id, access_level, relationship_type,
-                    created_at)
-                 VALUES (?1, ?2, ?3, ?4, 'carer', ?5)",
-                rusqlite::params![
-                    household_id,
-                    membership_id,
-                    person_id,
-                    level,
-                    pillbox::domain::Timestamp::now()
-                ],
-            )?;
-            Ok(())
-        })
-        .await
-        .unwrap();
-}
-
-/// (action, person_id) of the change-feed entries of one record, in order.
-pub async fn feed(app: &TestApp, record_type: &'static str, id: i64) -> Vec<(String, Option<i64>)> {
-    app.db
-        .read(move |conn| {
-            let mut stmt = conn.prepare(
-                "SELECT action, person_id FROM change_feed
-                 WHERE record_type = ?1 AND record_id = ?2 ORDER BY seq",
-            )?;
-            let rows = stmt
-                .query_map(rusqlite::params![record_type, id], |r| {
-                    Ok((r.get(0)?, r.get(1)?))
-                })?
-                .collect::<rusqlite::Result<Vec<_>>>()?;
-            Ok(rows)
-        })
-        .await
-        .unwrap()
 }
 
 /// A whole schedule for a PUT: `fields` over a dose of one tablet a day and

@@ -9,9 +9,11 @@ use std::time::Duration;
 
 use pillbox::config::DEFAULT_WEB_CLIENT_ID;
 
-use crate::process::{free_port, pillbox, run, serve, set_up_household};
-use crate::sign_in::{MOBILE, OWNER_EMAIL, assert_oauth_error, pkce, redeem, sign_in, tokens};
 use crate::support::TestApp;
+use crate::support::process::{free_port, pillbox, run, serve, set_up_household};
+use crate::support::sign_in::{
+    MOBILE, OWNER_EMAIL, assert_oauth_error, pkce, redeem, sign_in, tokens,
+};
 
 /// One request over a fresh connection, as written; the whole answer until
 /// the server closes (or `wait` passes), and whether it closed.

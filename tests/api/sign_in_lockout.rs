@@ -3,7 +3,7 @@
 
 use axum::http::StatusCode;
 
-use crate::sign_in::{OWNER_EMAIL, html, pkce, sign_in, submit_password};
+use crate::support::sign_in::{OWNER_EMAIL, html, pkce, sign_in, submit_password};
 use crate::support::{PASSWORD, TestApp};
 
 /// (failures, seconds between the last failure and the end of the wait).

@@ -5,71 +5,11 @@
 use axum::http::Method;
 use pillbox::identity::mfa::totp;
 
-use crate::sign_in::{
+use crate::support::mfa::{enrol, now};
+use crate::support::sign_in::{
     OWNER_EMAIL, html, pkce, post_page, redeem, sign_in, submit_password, tokens,
 };
 use crate::support::{PASSWORD, TestApp};
-
-/// RFC 4648 base32 (no padding), as the enrolment shows the secret.
-pub fn base32_decode(text: &str) -> Vec<u8> {
-    const ALPHABET: &str = "ABCDEFGHIJKLMNOPQRSTUVWXYZ234567";
-    let mut out = Vec::new();
-    let (mut buffer, mut bits) = (0u32, 0);
-    for c in text.chars() {
-        let value = ALPHABET.find(c).expect("base32") as u32;
-        buffer = (buffer << 5) | value;
-        bits += 5;
-        if bits >= 8 {
-            bits -= 8;
-            out.push((buffer >> bits) as u8);
-        }
-    }
-    out
-}
-
-fn now() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .as_secs()
-}
-
-/// Enrols and confirms TOTP for the owner; answers (secret, recovery codes).
-pub async fn enrol(app: &TestApp, access: &str) -> (Vec<u8>, Vec<String>) {
-    let started = app
-        .post(
-            "/api/v1/auth/mfa/totp",
-            access,
-            serde_json::json!({"mfa": {"password": PASSWORD}}),
-        )
-        .await;
-    started.assert_status(201);
-    let shown = started.data()["secret"].as_str().unwrap().to_string();
-    assert!(
-        started.data()["otpauth_uri"]
-            .as_str()
-            .unwrap()
-            .starts_with("otpauth://totp/")
-    );
-    let secret = base32_decode(&shown);
-    assert_eq!(secret.len(), 20);
-    let confirmed = app
-        .post(
-            "/api/v1/auth/mfa/totp/confirm",
-            access,
-            serde_json::json!({"mfa": {"password": PASSWORD, "code": totp::code_at(&secret, now())}}),
-        )
-        .await;
-    confirmed.assert_status(200);
-    let codes: Vec<String> = confirmed.data()["recovery_codes"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|c| c.as_str().unwrap().to_string())
-        .collect();
-    assert_eq!(codes.len(), 10);
-    (secret, codes)
-}
 
 /// Every byte SQLite keeps for the database (the file and its WAL).
 async fn database_bytes(app: &TestApp) -> Vec<u8> {
@@ -127,7 +67,7 @@ async fn totp_enrolment_second_step_recovery_codes_and_disabling() {
     step_two.assert_status(200);
     assert!(step_two.header("location").is_none());
     assert!(html(&step_two).contains("<label for=\"code\">"));
-    let mut fields = crate::sign_in::hidden_fields(html(&step_two));
+    let mut fields = crate::support::sign_in::hidden_fields(html(&step_two));
     fields.push(("code".into(), "123456".into()));
     let refused = post_page(&app, &fields, &cookie).await;
     refused.assert_status(401);
@@ -154,7 +94,7 @@ async fn totp_enrolment_second_step_recovery_codes_and_disabling() {
         .assert_status(200);
     let (_, challenge) = pkce();
     let (step_two, cookie) = submit_password(&app, &challenge, "s", OWNER_EMAIL, PASSWORD).await;
-    let mut fields = crate::sign_in::hidden_fields(html(&step_two));
+    let mut fields = crate::support::sign_in::hidden_fields(html(&step_two));
     fields.push(("recovery_code".into(), recovery[0].clone()));
     post_page(&app, &fields, &cookie).await.assert_status(401);
     assert_eq!(
@@ -269,11 +209,11 @@ async fn the_whole_flow_with_totp() {
             .assert_status(200);
     }
 
-    let rotated = crate::sign_in::refresh(&app, &refresh_token).await;
+    let rotated = crate::support::sign_in::refresh(&app, &refresh_token).await;
     rotated.assert_status(200);
     let access2 = rotated.body["access_token"].as_str().unwrap().to_string();
-    crate::sign_in::assert_oauth_error(
-        &crate::sign_in::refresh(&app, &refresh_token).await,
+    crate::support::sign_in::assert_oauth_error(
+        &crate::support::sign_in::refresh(&app, &refresh_token).await,
         400,
         "invalid_grant",
     );

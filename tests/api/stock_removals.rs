@@ -9,7 +9,7 @@ use pillbox::auth::Role;
 use pillbox::medicine::vocab::StockRemovalReason;
 use serde_json::{Value, json};
 
-use crate::medications::{paracetamol, stock_keeper};
+use crate::support::records::{paracetamol, stock_keeper};
 use crate::support::{TestApp, TestResponse};
 
 /// Creates the paracetamol medication (current_supply "10.5"): (id, portable id).

@@ -45,7 +45,10 @@ const OWNERS: &[(&str, &[&str])] = &[
     ("avatars", &["src/household/profile/store.rs"]),
     ("change_feed", &["src/db/change_feed.rs"]),
     ("dosage_options", &["src/medicine/dosage_options/store.rs"]),
-    ("dose_occurrences", &["src/care/dose_occurrences/store.rs"]),
+    (
+        "dose_occurrences",
+        &["src/care/dose_occurrences/store/outcomes.rs"],
+    ),
     (
         "health_event_medications",
         &["src/care/health_events/store.rs"],
@@ -93,11 +96,11 @@ const OWNERS: &[(&str, &[&str])] = &[
     ("schedules", &["src/care/schedules/store.rs"]),
     ("stock_removals", &["src/medicine/stock_removals/store.rs"]),
     // The database's own unit tests use scratch tables.
-    ("t", &["src/db/writer.rs"]),
-    ("scratch", &["src/db/mod.rs"]),
+    ("t", &["src/db/writer/mod.rs", "src/db/writer/group.rs"]),
+    ("scratch", &["src/db/tests.rs"]),
     // Moved by the schema's triggers; those tests move it by hand for
     // their scratch table.
-    ("plan_stamp", &["src/db/mod.rs"]),
+    ("plan_stamp", &["src/db/tests.rs"]),
     ("marked", &["src/db/commit_mark.rs"]),
     ("gathered", &["src/db/gathered_wal/tests.rs"]),
     ("statement_probe", &["src/db/statements.rs"]),

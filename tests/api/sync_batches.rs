@@ -4,7 +4,7 @@
 use axum::http::Method;
 use serde_json::{Value, json};
 
-use crate::medications::paracetamol;
+use crate::support::records::paracetamol;
 use crate::support::{TestApp, TestResponse};
 
 fn batch(operations: Value) -> Value {
@@ -294,7 +294,7 @@ async fn a_revoked_grant_never_gets_the_saved_result() {
     let (member, token) = app
         .add_member("carer@example.org", pillbox::auth::Role::Member, None)
         .await;
-    crate::schedules::grant(&app, member, ada_id, "manage").await;
+    crate::support::records::grant(&app, member, ada_id, "manage").await;
     let body = batch(json!([
         {"action": "create", "resource_type": "health_event",
          "attributes": {"person_id": ada_id.to_string(), "event_kind": "illness",
@@ -326,14 +326,14 @@ async fn a_revoked_grant_never_gets_the_saved_result() {
         .assert_error(404, "not_found");
 
     // View access is less than recording a health event needed: 403.
-    crate::schedules::grant(&app, member, ada_id, "view").await;
+    crate::support::records::grant(&app, member, ada_id, "view").await;
     app.send(Method::POST, &path, Some(&token), Some(body.clone()), &key)
         .await
         .assert_error(403, "forbidden");
 
     // Restored record access gets the saved response again, without a
     // second write.
-    crate::schedules::grant(&app, member, ada_id, "record").await;
+    crate::support::records::grant(&app, member, ada_id, "record").await;
     let replay = app
         .send(Method::POST, &path, Some(&token), Some(body), &key)
         .await;

@@ -8,8 +8,8 @@ use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use pillbox::auth::Role;
 use serde_json::{Value, json};
 
-use crate::schedules::{grant, new_medication, new_person};
 use crate::support::TestApp;
+use crate::support::records::{grant, new_medication, new_person};
 
 /// One page of the feed.
 async fn page(app: &TestApp, token: &str, cursor: Option<&str>, limit: Option<u32>) -> Value {

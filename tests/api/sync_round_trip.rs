@@ -8,8 +8,8 @@ use axum::http::Method;
 use pillbox::auth::Role;
 use serde_json::{Value, json};
 
-use crate::medications::paracetamol;
-use crate::schedules::new_person;
+use crate::support::records::new_person;
+use crate::support::records::paracetamol;
 use crate::support::{TestApp, TestResponse};
 
 async fn snapshot(app: &TestApp, token: &str) -> Value {
@@ -97,7 +97,7 @@ async fn snapshot_offline_queue_batch_and_changes_from_the_old_cursor() {
     let (carer_membership, carer) = app
         .add_member("carer@example.org", Role::Member, None)
         .await;
-    crate::schedules::grant(&app, carer_membership, bob.id, "view").await;
+    crate::support::records::grant(&app, carer_membership, bob.id, "view").await;
 
     // The phone takes a snapshot, then goes offline.
     let snap = snapshot(&app, &app.owner).await;

@@ -7,8 +7,8 @@ use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use pillbox::auth::Role;
 use serde_json::{Value, json};
 
-use crate::schedules::{Ids, grant, new_medication, new_person};
 use crate::support::TestApp;
+use crate::support::records::{Ids, grant, new_medication, new_person};
 
 fn ids(data: &Value) -> Ids {
     Ids {

@@ -6,8 +6,7 @@
 
 use serde_json::{Value, json};
 
-use crate::medication_takes::ids;
-use crate::schedules::{Ids, new_medication, new_person};
+use crate::support::records::{Ids, new_medication, new_person};
 use crate::support::{TestApp, TestResponse};
 
 /// `minutes` before now, as a taken_at.
@@ -55,7 +54,7 @@ async fn each_change_of_the_plan_reaches_the_next_take_of_the_same_source() {
         )
         .await;
     created.assert_status(201);
-    let routine = ids(created.data());
+    let routine = Ids::of(created.data());
     let schedule = |minutes: i64| {
         let (app, routine) = (&app, &routine);
         async move { take(app, "schedule", routine, &ago(minutes)).await }
@@ -112,7 +111,7 @@ async fn each_change_of_the_plan_reaches_the_next_take_of_the_same_source() {
         )
         .await;
     created.assert_status(201);
-    let extra = ids(created.data());
+    let extra = Ids::of(created.data());
     take(&app, "person_medication", &extra, &ago(300))
         .await
         .assert_status(201);
@@ -182,7 +181,7 @@ async fn a_new_time_zone_reaches_the_next_take() {
         )
         .await;
     created.assert_status(201);
-    let own = ids(created.data());
+    let own = Ids::of(created.data());
     let at = format!("{born}T05:00:00Z");
 
     take(&app, "person_medication", &own, &at)

@@ -5,10 +5,10 @@
 
 use axum::http::Method;
 
-use crate::process::{
+use crate::support::TestApp;
+use crate::support::process::{
     PASSWORD, free_port, http_get, http_request, serve, set_up_household, token_create,
 };
-use crate::support::TestApp;
 
 #[tokio::test]
 async fn every_view_path_serves_the_shell_and_assets_are_versioned() {

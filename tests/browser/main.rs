@@ -5,7 +5,7 @@
 //! violations), and the README's screenshots are taken here.
 
 #[allow(dead_code)]
-#[path = "../api/process.rs"]
+#[path = "../api/support/process.rs"]
 mod process;
 mod webdriver;
 

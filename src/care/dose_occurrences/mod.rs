@@ -73,7 +73,7 @@ use crate::care::schedule_config::{self, ScheduleConfig, Slot, TaperStep};
 use crate::error::{ApiError, Result};
 use crate::medicine::vocab::{DoseCycle, ScheduleType};
 pub use day::list;
-pub use projection::{PlannedDose, ScheduleHistory, planned_doses, untimed_window};
+pub use projection::ScheduleHistory;
 
 pub const SCHEDULE: &str = "schedule";
 pub const PERSON_MEDICATION: &str = "person_medication";

@@ -166,18 +166,3 @@ impl Whole for NotificationPreferenceBody {
         "night_time",
     ];
 }
-
-pub const FLAGS: [&str; 5] = [
-    "enabled",
-    "dose_due_enabled",
-    "missed_dose_enabled",
-    "low_stock_enabled",
-    "private_text_enabled",
-];
-
-pub const TIMES: [&str; 4] = [
-    "morning_time",
-    "afternoon_time",
-    "evening_time",
-    "night_time",
-];

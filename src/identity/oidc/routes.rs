@@ -12,6 +12,7 @@ use serde_json::json;
 
 use super::model::Purpose;
 use super::{CALLBACK_PATH, COOKIE_PATH, Failure, INVITATION_COOKIE, Matched, STATE_COOKIE};
+use crate::db::WriteTx;
 use crate::error::{ApiError, Result};
 use crate::household::invitations;
 use crate::identity::settings::OidcSettings;
@@ -435,65 +436,7 @@ async fn accept_invitation(
     let (oidc, mail_on) = (settings.clone(), crate::mail::configured(state));
     let signed_in = state
         .db
-        .write(move |tx| {
-            let label = claims.label();
-            let mut link = super::NewLink {
-                issuer: &claims.iss,
-                subject: &claims.sub,
-                label: &label,
-                via: "email",
-            };
-            let (account_id, email) = match super::match_account(tx, &claims)? {
-                Ok(Matched::Account { account_id, .. })
-                    if super::needs_second_factor(tx, &oidc, &claims, account_id)? =>
-                {
-                    let failure = Failure::SecondFactorRequired;
-                    super::record_failure(tx, Some(account_id), failure, &address, "invitation")?;
-                    return Ok(Err(failure));
-                }
-                Ok(Matched::Account {
-                    account_id,
-                    email,
-                    linked,
-                }) => {
-                    if !linked {
-                        super::link_identity(tx, &link, account_id, &address, mail_on)?;
-                    }
-                    (account_id, email)
-                }
-                Ok(Matched::Unknown {
-                    verified_email: Some(email),
-                }) if email.eq_ignore_ascii_case(&invited) => {
-                    let account_id = crate::auth::accounts::create(tx, &email, NO_PASSWORD, None)?;
-                    link.via = "invitation";
-                    super::link_identity(tx, &link, account_id, &address, mail_on)?;
-                    events::record(
-                        tx,
-                        Some(account_id),
-                        "account.created",
-                        &address,
-                        json!({"via": "oidc"}),
-                    )?;
-                    (account_id, email)
-                }
-                other => {
-                    let failure = match other {
-                        Err(failure) => failure,
-                        Ok(_) => Failure::NoAccount,
-                    };
-                    super::record_failure(tx, None, failure, &address, "invitation")?;
-                    return Ok(Err(failure));
-                }
-            };
-            sign_in::succeeded(
-                tx,
-                account_id,
-                &email,
-                &address,
-                json!({"step": "oidc", "via": "invitation"}),
-            )?;
-            Ok(Ok((account_id, email)))
-        })
+        .write(move |tx| sign_in_invitee(tx, &claims, &oidc, &address, &invited, mail_on))
         .await?;
     let (account_id, email) = match signed_in {
         Ok(found) => found,
@@ -525,4 +468,74 @@ async fn accept_invitation(
         }
         Err(e) => return Err(e),
     })
+}
+
+/// The account the invitee signs in as: the one the provider's identity
+/// matches, or a new one for the invited, verified email; recorded as a
+/// sign-in, or as a failure the page then explains.
+fn sign_in_invitee(
+    tx: &WriteTx,
+    claims: &super::model::Claims,
+    oidc: &OidcSettings,
+    address: &str,
+    invited: &str,
+    mail_on: bool,
+) -> Result<std::result::Result<(i64, String), Failure>> {
+    let label = claims.label();
+    let mut link = super::NewLink {
+        issuer: &claims.iss,
+        subject: &claims.sub,
+        label: &label,
+        via: "email",
+    };
+    let (account_id, email) = match super::match_account(tx, claims)? {
+        Ok(Matched::Account { account_id, .. })
+            if super::needs_second_factor(tx, oidc, claims, account_id)? =>
+        {
+            let failure = Failure::SecondFactorRequired;
+            super::record_failure(tx, Some(account_id), failure, address, "invitation")?;
+            return Ok(Err(failure));
+        }
+        Ok(Matched::Account {
+            account_id,
+            email,
+            linked,
+        }) => {
+            if !linked {
+                super::link_identity(tx, &link, account_id, address, mail_on)?;
+            }
+            (account_id, email)
+        }
+        Ok(Matched::Unknown {
+            verified_email: Some(email),
+        }) if email.eq_ignore_ascii_case(invited) => {
+            let account_id = crate::auth::accounts::create(tx, &email, NO_PASSWORD, None)?;
+            link.via = "invitation";
+            super::link_identity(tx, &link, account_id, address, mail_on)?;
+            events::record(
+                tx,
+                Some(account_id),
+                "account.created",
+                address,
+                json!({"via": "oidc"}),
+            )?;
+            (account_id, email)
+        }
+        other => {
+            let failure = match other {
+                Err(failure) => failure,
+                Ok(_) => Failure::NoAccount,
+            };
+            super::record_failure(tx, None, failure, address, "invitation")?;
+            return Ok(Err(failure));
+        }
+    };
+    sign_in::succeeded(
+        tx,
+        account_id,
+        &email,
+        address,
+        json!({"step": "oidc", "via": "invitation"}),
+    )?;
+    Ok(Ok((account_id, email)))
 }

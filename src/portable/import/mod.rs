@@ -12,26 +12,23 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use serde_json::{Value, json};
 
+mod create;
 mod history;
 mod permission;
 mod records;
 
 pub use permission::require_may_import;
 
-use records::{attributes, create_person, is_uuid, portable_ref, same_value, strings, typed};
+use records::{is_uuid, same_value};
 
 use super::collections::*;
 use super::model::{Conflict, ImportSummary, Payload, RawRecord, RecordError};
 use super::store;
 use crate::auth::{AccessLevel, Actor};
-use crate::care::person_medications;
-use crate::care::schedules;
-use crate::care::{health_events, medication_takes, notification_preferences};
 use crate::db::WriteTx;
 use crate::domain::ResourceId;
 use crate::error::{ApiError, Result};
-use crate::household::{audit, locations, people};
-use crate::medicine::{dosage_options, medications};
+use crate::household::{audit, people};
 use crate::sync::snapshot::{FORMAT_V1, FORMAT_V2};
 use crate::sync::snapshot_store::Reader;
 
@@ -232,192 +229,29 @@ impl<'t, 'c> Importer<'t, 'c> {
     fn all(&mut self, payload: Payload) -> Result<()> {
         let r = payload.records;
         self.require_manage_of_existing_people(&r.people)?;
-        self.each(&LOCATIONS, &r.locations, |tx, actor, rec| {
-            let attrs = typed(attributes(
-                rec,
-                &[("name", "name"), ("description", "description")],
-            ))?;
-            let made = locations::create(tx, actor, attrs)?;
-            Ok((made.id, made.portable_id))
-        })?;
-        self.each(&MEDICATIONS, &r.medications, |tx, actor, rec| {
-            let attrs = typed(attributes(
-                rec,
-                &[
-                    ("location_portable_id", "location_id"),
-                    ("name", "name"),
-                    ("friendly_name", "friendly_name"),
-                    ("category", "category"),
-                    ("description", "description"),
-                    ("dose_amount", "dose_amount"),
-                    ("dose_unit", "dose_unit"),
-                    ("default_schedule_type", "default_schedule_type"),
-                    ("current_supply", "current_supply"),
-                    ("reorder_threshold", "reorder_threshold"),
-                    ("barcode", "barcode"),
-                    ("dmd_code", "dmd_code"),
-                    ("dmd_system", "dmd_system"),
-                    ("dmd_concept_class", "dmd_concept_class"),
-                ],
-            ))?;
-            let made = medications::create(tx, actor, &crate::care::forecast::CarePlan, attrs)?;
-            Ok((made.id, made.portable_id))
-        })?;
-        self.each(&DOSAGE_OPTIONS, &r.dosage_options, |tx, actor, rec| {
-            let attrs = typed(attributes(
-                rec,
-                &[
-                    ("medication_portable_id", "medication_id"),
-                    ("amount", "amount"),
-                    ("unit", "unit"),
-                    ("frequency", "frequency"),
-                    ("description", "description"),
-                    ("default_for_adults", "default_for_adults"),
-                    ("default_for_children", "default_for_children"),
-                    ("default_max_daily_doses", "default_max_daily_doses"),
-                    (
-                        "default_min_hours_between_doses",
-                        "default_min_hours_between_doses",
-                    ),
-                    ("default_dose_cycle", "default_dose_cycle"),
-                    ("current_supply", "current_supply"),
-                    ("reorder_threshold", "reorder_threshold"),
-                ],
-            ))?;
-            let made = dosage_options::create(tx, actor, &crate::care::forecast::CarePlan, attrs)?;
-            Ok((made.option.id, made.option.portable_id))
-        })?;
-        self.each(&PEOPLE, &r.people, |tx, actor, rec| {
-            let made = create_person(tx, actor, rec)?;
-            for location in strings(rec, "location_portable_ids") {
-                let attrs = typed(json!({"person_id": made.1}))?;
-                locations::memberships::create(tx, actor, &ResourceId::Portable(location), attrs)?;
-            }
-            Ok(made)
-        })?;
+        self.each(&LOCATIONS, &r.locations, create::location)?;
+        self.each(&MEDICATIONS, &r.medications, create::medication)?;
+        self.each(&DOSAGE_OPTIONS, &r.dosage_options, create::dosage_option)?;
+        self.each(&PEOPLE, &r.people, create::person)?;
         // People of the bundle are in place under their own portable ids
         // from here on, so later records may name them.
         self.each(
             &NOTIFICATION_PREFERENCES,
             &r.notification_preferences,
-            |tx, actor, rec| {
-                let person = portable_ref(rec, "person_portable_id")?;
-                let attrs = typed(attributes(
-                    rec,
-                    &[
-                        ("enabled", "enabled"),
-                        ("dose_due_enabled", "dose_due_enabled"),
-                        ("missed_dose_enabled", "missed_dose_enabled"),
-                        ("low_stock_enabled", "low_stock_enabled"),
-                        ("private_text_enabled", "private_text_enabled"),
-                        ("morning_time", "morning_time"),
-                        ("afternoon_time", "afternoon_time"),
-                        ("evening_time", "evening_time"),
-                        ("night_time", "night_time"),
-                    ],
-                ))?;
-                let made = notification_preferences::restore_for(tx, actor, &person, attrs)?;
-                let id = made
-                    .id
-                    .ok_or_else(|| ApiError::internal("restored preferences have no id"))?;
-                let pid = made
-                    .portable_id
-                    .ok_or_else(|| ApiError::internal("restored preferences have no id"))?;
-                Ok((id, pid))
-            },
+            create::notification_preferences,
         )?;
-        self.each(&SCHEDULES, &r.schedules, |tx, actor, rec| {
-            let attrs = typed(attributes(
-                rec,
-                &[
-                    ("person_portable_id", "person_id"),
-                    ("medication_portable_id", "medication_id"),
-                    (
-                        "source_dosage_option_portable_id",
-                        "source_dosage_option_id",
-                    ),
-                    ("dose_amount", "dose_amount"),
-                    ("dose_unit", "dose_unit"),
-                    ("frequency", "frequency"),
-                    ("dose_cycle", "dose_cycle"),
-                    ("max_daily_doses", "max_daily_doses"),
-                    ("min_hours_between_doses", "min_hours_between_doses"),
-                    ("schedule_type", "schedule_type"),
-                    ("schedule_config", "schedule_config"),
-                    ("start_date", "start_date"),
-                    ("end_date", "end_date"),
-                    ("notes", "notes"),
-                ],
-            ))?;
-            let made = schedules::create(tx, actor, attrs)?;
-            Ok((made.record.id, made.record.portable_id))
-        })?;
+        self.each(&SCHEDULES, &r.schedules, create::schedule)?;
         self.each(
             &PERSON_MEDICATIONS,
             &r.person_medications,
-            |tx, actor, rec| {
-                let attrs = typed(attributes(
-                    rec,
-                    &[
-                        ("person_portable_id", "person_id"),
-                        ("medication_portable_id", "medication_id"),
-                        (
-                            "source_dosage_option_portable_id",
-                            "source_dosage_option_id",
-                        ),
-                        ("dose_amount", "dose_amount"),
-                        ("dose_unit", "dose_unit"),
-                        ("dose_cycle", "dose_cycle"),
-                        ("max_daily_doses", "max_daily_doses"),
-                        ("min_hours_between_doses", "min_hours_between_doses"),
-                        ("administration_kind", "administration_kind"),
-                        ("notes", "notes"),
-                    ],
-                ))?;
-                let made = person_medications::create(tx, actor, attrs)?;
-                Ok((made.record.id, made.record.portable_id))
-            },
+            create::person_medication,
         )?;
-        self.each(&MEDICATION_TAKES, &r.medication_takes, |tx, actor, rec| {
-            let input = typed(attributes(
-                rec,
-                &[
-                    ("source_type", "source_type"),
-                    ("source_portable_id", "source_id"),
-                    ("taken_at", "taken_at"),
-                    ("client_uuid", "client_uuid"),
-                    ("dose_amount", "dose_amount"),
-                    ("dose_unit", "dose_unit"),
-                    (
-                        "taken_from_medication_portable_id",
-                        "taken_from_medication_id",
-                    ),
-                    ("taken_from_location_portable_id", "taken_from_location_id"),
-                ],
-            ))?;
-            let made = medication_takes::restore(tx, actor, input)?;
-            if made.replayed {
-                return Err(ApiError::conflict("client_uuid", made.take.portable_id));
-            }
-            Ok((made.take.id, made.take.portable_id))
-        })?;
-        self.each(&HEALTH_EVENTS, &r.health_events, |tx, actor, rec| {
-            let attrs = typed(attributes(
-                rec,
-                &[
-                    ("person_portable_id", "person_id"),
-                    ("event_kind", "event_kind"),
-                    ("severity", "severity"),
-                    ("title", "title"),
-                    ("notes", "notes"),
-                    ("started_on", "started_on"),
-                    ("ended_on", "ended_on"),
-                    ("medication_portable_ids", "medication_ids"),
-                ],
-            ))?;
-            let made = health_events::create(tx, actor, attrs)?;
-            Ok((made.id, made.portable_id))
-        })?;
+        self.each(
+            &MEDICATION_TAKES,
+            &r.medication_takes,
+            create::medication_take,
+        )?;
+        self.each(&HEALTH_EVENTS, &r.health_events, create::health_event)?;
         if let Some(periods) = &r.medication_pause_periods {
             self.pause_periods(periods)?;
             self.advance_periods(periods)?;

@@ -1,15 +1,11 @@
-//! Reading the fields of a portable record, and the person rule an import
-//! calls for a person without a date of birth.
+//! Reading the fields of a portable record.
 
 use serde::de::DeserializeOwned;
 use serde_json::{Map, Value};
 
 use super::super::model::RawRecord;
-use crate::auth::Actor;
-use crate::db::WriteTx;
-use crate::domain::{IfMatch, ResourceId};
+use crate::domain::ResourceId;
 use crate::error::{ApiError, Result};
-use crate::household::people;
 
 /// An optional text field: a string or null.
 pub(super) fn text<'r>(record: &'r RawRecord, field: &str) -> Result<Option<&'r str>> {
@@ -83,46 +79,4 @@ pub(super) fn portable_ref(record: &RawRecord, field: &str) -> Result<ResourceId
         .and_then(Value::as_str)
         .map(|id| ResourceId::Portable(id.to_string()))
         .ok_or_else(|| ApiError::invalid(field, "is required"))
-}
-
-/// A person through the person rule. Only set-up makes a person without a
-/// date of birth (a member's own person); such a person is made the same
-/// way and then given the bundle's type and capacity through the update
-/// rule.
-pub(super) fn create_person(
-    tx: &WriteTx,
-    actor: &Actor,
-    record: &RawRecord,
-) -> Result<(i64, String)> {
-    let has_birth_date = record.get("date_of_birth").is_some_and(|v| !v.is_null());
-    if has_birth_date {
-        let attrs = typed(attributes(
-            record,
-            &[
-                ("name", "name"),
-                ("email", "email"),
-                ("date_of_birth", "date_of_birth"),
-                ("person_type", "person_type"),
-                ("has_capacity", "has_capacity"),
-            ],
-        ))?;
-        let made = people::create(tx, actor, attrs)?;
-        return Ok((made.id, made.portable_id));
-    }
-    actor.require_manager("import a person without a date of birth")?;
-    let name = record
-        .get("name")
-        .and_then(Value::as_str)
-        .ok_or_else(|| ApiError::invalid("name", "is required"))?;
-    let id = people::create_linked(tx, actor.household_id, name)?;
-    let attrs = typed(attributes(
-        record,
-        &[
-            ("email", "email"),
-            ("person_type", "person_type"),
-            ("has_capacity", "has_capacity"),
-        ],
-    ))?;
-    let made = people::update(tx, actor, &ResourceId::Numeric(id), &IfMatch(None), attrs)?;
-    Ok((made.id, made.portable_id))
 }

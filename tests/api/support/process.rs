@@ -13,6 +13,8 @@ use serde_json::Value;
 
 pub(crate) const BIN: &str = env!("CARGO_BIN_EXE_pillbox");
 pub(crate) const PASSWORD: &str = "correct horse battery staple";
+/// The passphrase of a backup or an export, as a command reads it from stdin.
+pub(crate) const PASSPHRASE_LINE: &str = "a long family passphrase\n";
 /// The longest any single wait (a command, a server start) may take.
 pub(crate) const DEADLINE: Duration = Duration::from_secs(20);
 

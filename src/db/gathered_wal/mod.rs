@@ -30,13 +30,15 @@
 //!
 //! Every other method passes straight through to the default VFS.
 
-use std::ffi::{CStr, c_char, c_int, c_void};
+use std::ffi::{CStr, c_int, c_void};
 use std::ptr;
 use std::sync::OnceLock;
 
 use rusqlite::ffi;
 
 use super::commit_mark::CommitMark;
+
+mod vfs;
 
 /// The VFS's registered name.
 pub const NAME: &CStr = c"pillbox-gathered-wal";
@@ -74,18 +76,18 @@ pub fn register() -> Result<&'static CStr, c_int> {
             zName: NAME.as_ptr(),
             pAppData: real.cast(),
             xOpen: Some(open),
-            xDelete: Some(delete),
-            xAccess: Some(access),
-            xFullPathname: Some(full_pathname),
-            xDlOpen: Some(dl_open),
-            xDlError: Some(dl_error),
-            xDlSym: Some(dl_sym),
-            xDlClose: Some(dl_close),
-            xRandomness: Some(randomness),
-            xSleep: Some(sleep),
-            xCurrentTime: Some(current_time),
-            xGetLastError: Some(get_last_error),
-            xCurrentTimeInt64: Some(current_time_int64),
+            xDelete: Some(vfs::delete),
+            xAccess: Some(vfs::access),
+            xFullPathname: Some(vfs::full_pathname),
+            xDlOpen: Some(vfs::dl_open),
+            xDlError: Some(vfs::dl_error),
+            xDlSym: Some(vfs::dl_sym),
+            xDlClose: Some(vfs::dl_close),
+            xRandomness: Some(vfs::randomness),
+            xSleep: Some(vfs::sleep),
+            xCurrentTime: Some(vfs::current_time),
+            xGetLastError: Some(vfs::get_last_error),
+            xCurrentTimeInt64: Some(vfs::current_time_int64),
             xSetSystemCall: None,
             xGetSystemCall: None,
             xNextSystemCall: None,
@@ -513,91 +515,6 @@ static METHODS: ffi::sqlite3_io_methods = ffi::sqlite3_io_methods {
     xFetch: Some(fetch),
     xUnfetch: Some(unfetch),
 };
-
-/// The default VFS's `$method`, called with it and the arguments; `$none`
-/// when it has none.
-macro_rules! forward_vfs {
-    ($vfs:expr, $method:ident, $none:expr $(, $arg:expr)*) => {{
-        // SAFETY: the default VFS's methods take it and these arguments.
-        unsafe {
-            let real = real_vfs($vfs);
-            match (*real).$method {
-                Some(method) => method(real $(, $arg)*),
-                None => $none,
-            }
-        }
-    }};
-}
-
-unsafe extern "C" fn delete(vfs: *mut ffi::sqlite3_vfs, name: *const c_char, sync: c_int) -> c_int {
-    forward_vfs!(vfs, xDelete, ffi::SQLITE_IOERR_DELETE, name, sync)
-}
-
-unsafe extern "C" fn access(
-    vfs: *mut ffi::sqlite3_vfs,
-    name: *const c_char,
-    flags: c_int,
-    out: *mut c_int,
-) -> c_int {
-    forward_vfs!(vfs, xAccess, ffi::SQLITE_IOERR_ACCESS, name, flags, out)
-}
-
-unsafe extern "C" fn full_pathname(
-    vfs: *mut ffi::sqlite3_vfs,
-    name: *const c_char,
-    size: c_int,
-    out: *mut c_char,
-) -> c_int {
-    forward_vfs!(vfs, xFullPathname, ffi::SQLITE_CANTOPEN, name, size, out)
-}
-
-unsafe extern "C" fn dl_open(vfs: *mut ffi::sqlite3_vfs, name: *const c_char) -> *mut c_void {
-    forward_vfs!(vfs, xDlOpen, ptr::null_mut(), name)
-}
-
-unsafe extern "C" fn dl_error(vfs: *mut ffi::sqlite3_vfs, size: c_int, out: *mut c_char) {
-    forward_vfs!(vfs, xDlError, (), size, out)
-}
-
-unsafe extern "C" fn dl_sym(
-    vfs: *mut ffi::sqlite3_vfs,
-    handle: *mut c_void,
-    symbol: *const c_char,
-) -> Option<unsafe extern "C" fn(*mut ffi::sqlite3_vfs, *mut c_void, *const c_char)> {
-    forward_vfs!(vfs, xDlSym, None, handle, symbol)
-}
-
-unsafe extern "C" fn dl_close(vfs: *mut ffi::sqlite3_vfs, handle: *mut c_void) {
-    forward_vfs!(vfs, xDlClose, (), handle)
-}
-
-unsafe extern "C" fn randomness(
-    vfs: *mut ffi::sqlite3_vfs,
-    size: c_int,
-    out: *mut c_char,
-) -> c_int {
-    forward_vfs!(vfs, xRandomness, 0, size, out)
-}
-
-unsafe extern "C" fn sleep(vfs: *mut ffi::sqlite3_vfs, micros: c_int) -> c_int {
-    forward_vfs!(vfs, xSleep, 0, micros)
-}
-
-unsafe extern "C" fn current_time(vfs: *mut ffi::sqlite3_vfs, out: *mut f64) -> c_int {
-    forward_vfs!(vfs, xCurrentTime, ffi::SQLITE_ERROR, out)
-}
-
-unsafe extern "C" fn get_last_error(
-    vfs: *mut ffi::sqlite3_vfs,
-    size: c_int,
-    out: *mut c_char,
-) -> c_int {
-    forward_vfs!(vfs, xGetLastError, 0, size, out)
-}
-
-unsafe extern "C" fn current_time_int64(vfs: *mut ffi::sqlite3_vfs, out: *mut i64) -> c_int {
-    forward_vfs!(vfs, xCurrentTimeInt64, ffi::SQLITE_ERROR, out)
-}
 
 #[cfg(test)]
 mod tests;

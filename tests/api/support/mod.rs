@@ -17,6 +17,13 @@ use pillbox::state::AppState;
 use serde_json::{Value, json};
 use tower::ServiceExt;
 
+pub mod invitations;
+pub mod mfa;
+pub mod process;
+pub mod records;
+pub mod reminders;
+pub mod sign_in;
+
 pub const PASSWORD: &str = "correct horse battery staple";
 
 /// argon2id is slow on purpose; hash the shared test password once.
