@@ -1,0 +1,1 @@
+pub fn not_a_path_key() {}

@@ -1,0 +1,7 @@
+mod helper;
+
+pub struct Name;
+
+pub fn run() {
+    helper::shout();
+}

@@ -1,0 +1,7 @@
+use super::util::helper;
+
+pub struct Value;
+
+pub fn v() {
+    helper()
+}

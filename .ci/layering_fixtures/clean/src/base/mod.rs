@@ -1,0 +1,4 @@
+mod inner;
+pub mod util;
+
+pub use inner::Value;

@@ -1,0 +1,5 @@
+pub mod tools;
+
+pub fn start() {
+    crate::tools::act();
+}

@@ -1,0 +1,3 @@
+pub use pillbox_x as x;
+
+pub mod store;

@@ -1,0 +1,3 @@
+pub fn save() {
+    crate::x::tools::act();
+}

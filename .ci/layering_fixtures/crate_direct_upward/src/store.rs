@@ -1,0 +1,3 @@
+pub fn save() {
+    pillbox_x::act();
+}

@@ -1,0 +1,2 @@
+pub mod high;
+pub mod low;

@@ -1,0 +1,5 @@
+use crate::high::Thing;
+
+pub fn thing() -> Thing {
+    Thing
+}

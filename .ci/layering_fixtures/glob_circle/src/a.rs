@@ -1,0 +1,7 @@
+use crate::b::*;
+
+pub struct A;
+
+pub fn f() -> B {
+    B
+}

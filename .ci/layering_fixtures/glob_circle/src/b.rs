@@ -1,0 +1,5 @@
+pub struct B;
+
+pub fn g() -> crate::a::A {
+    crate::a::A
+}

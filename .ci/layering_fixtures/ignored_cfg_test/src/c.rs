@@ -1,0 +1,7 @@
+pub struct C;
+
+impl C {
+    pub fn new() -> C {
+        C
+    }
+}

@@ -1,0 +1,6 @@
+pub struct Thing;
+
+pub fn make() -> Thing {
+    crate::b::wrap();
+    Thing
+}

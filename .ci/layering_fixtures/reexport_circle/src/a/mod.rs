@@ -1,0 +1,3 @@
+mod inner;
+
+pub use inner::Thing;

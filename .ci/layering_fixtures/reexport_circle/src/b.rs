@@ -1,0 +1,5 @@
+use crate::a::Thing;
+
+pub fn wrap() -> Option<Thing> {
+    None
+}

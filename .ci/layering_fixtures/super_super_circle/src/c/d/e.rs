@@ -1,0 +1,5 @@
+use super::super::Gate;
+
+pub fn open() -> Option<Gate> {
+    None
+}

@@ -1,0 +1,5 @@
+use crate::a::Name;
+
+pub fn shout() -> Option<Name> {
+    None
+}

@@ -1,0 +1,9 @@
+mod helper;
+
+use helper::shout;
+
+pub struct Name;
+
+pub fn run() {
+    shout();
+}

@@ -1,0 +1,6 @@
+pub struct D;
+pub struct E;
+
+pub fn back() -> crate::a::A {
+    crate::a::A
+}

@@ -1,0 +1,2 @@
+pub mod c;
+pub mod q;
