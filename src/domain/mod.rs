@@ -9,13 +9,14 @@ pub mod json_object;
 pub mod outbound;
 pub mod page;
 pub mod record_type;
-pub mod request_id;
 pub mod text;
 pub mod time_zone;
 pub mod timestamp;
 pub mod version;
 pub mod vocabulary;
 
+/// The request id lives beside the error envelope that carries it.
+pub use crate::error::request_id;
 pub use bounded::{AtLeast, Bounded, Digits, Name, Text};
 pub use id::{ResourceId, numeric_id};
 pub use page::{Page, PageMeta};

@@ -7,7 +7,7 @@ use axum::response::{IntoResponse, Response};
 use schemars::JsonSchema;
 use serde::Serialize;
 
-use crate::domain::request_id;
+pub mod request_id;
 
 pub type Result<T, E = ApiError> = std::result::Result<T, E>;
 
