@@ -1,5 +1,5 @@
 //! `schedule_config`: when a schedule's doses fall, typed and checked
-//! against its `schedule_type` (DESIGN.md's decisions). The stored JSON is
+//! against its `schedule_type`. The stored JSON is
 //! always the normalised form `ScheduleConfig::to_json` writes, so any
 //! reader (the schedule API, the dose-occurrence projection) can call
 //! [`parse`] on it and get the same typed config back.

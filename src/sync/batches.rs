@@ -1,6 +1,6 @@
 //! `createSyncBatch`: a phone's offline queue of writes, applied in order in
 //! one transaction by calling the same rule functions the REST handlers use
-//! (DESIGN.md "one rule per mutation").
+//! (one rule per mutation, whichever adapter calls it).
 //!
 //! - Every (resource_type, action) pair is looked up in the operation
 //!   table ([`OPERATIONS`](super::batches_ops::OPERATIONS)) before anything

@@ -11,7 +11,7 @@ use crate::http::openapi;
 use crate::medicine::vocab::DoseUnit;
 
 vocabulary!(
-    /// Outcome values of an expected dose (DESIGN.md: `taken` only through
+    /// Outcome values of an expected dose (`taken` only through
     /// a medication take that names the occurrence).
     Outcome {
         Open => "open",

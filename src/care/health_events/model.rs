@@ -10,7 +10,8 @@ use crate::http::openapi;
 use crate::http::replace::Whole;
 
 vocabulary!(
-    /// What kind of health event this is (DESIGN.md decision).
+    /// What kind of health event this is: a closed list, so reports can
+    /// group events.
     EventKind {
         Illness => "illness",
         SuspectedSideEffect => "suspected_side_effect",

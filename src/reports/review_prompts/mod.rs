@@ -5,7 +5,7 @@
 //! Reading needs view access to the prompt's person (404 outside scope).
 //! Recording a review needs manage access (403 below it) and the prompt's
 //! current ETag in If-Match (428 without, 409 stale). Statuses move as
-//! DESIGN.md and docs/decisions describe: `pending`, `hidden` and
+//! docs/decisions.md describes: `pending`, `hidden` and
 //! `acknowledged` move freely among themselves and to a practitioner
 //! status; a practitioner status (which needs the practitioner's name,
 //! role and review date) moves only to the other practitioner status. The

@@ -10,7 +10,7 @@ use crate::domain::{Name, Text, Timestamp, Versioned, etag, present};
 use crate::http::openapi;
 
 vocabulary!(
-    /// Where a prompt's review stands (DESIGN.md): the practitioner
+    /// Where a prompt's review stands: the practitioner
     /// statuses need a practitioner name, role and review date.
     ReviewStatus {
         Pending => "pending",
