@@ -1,0 +1,117 @@
+//! The document's tags: the four audiences a path belongs to, and the
+//! resource tags with their descriptions.
+
+use serde_json::{Value, json};
+
+/// A schema that also admits `null`.
+pub fn nullable(schema: Value) -> Value {
+    json!({"anyOf": [schema, {"type": "null"}]})
+}
+
+pub const PUBLIC: &str = "Public";
+pub const ACCOUNT: &str = "Account";
+pub const HOUSEHOLD: &str = "Household";
+pub const ADMINISTRATION: &str = "Household administration";
+
+/// Resource tags and their descriptions; a tag is emitted only if used.
+pub(super) const RESOURCE_TAGS: &[(&str, &str)] = &[
+    ("Capabilities", "What this server supports"),
+    ("Contract", "This OpenAPI document"),
+    ("Households", "Households available to the credential"),
+    ("People", "People of a household"),
+    ("Profile", "The signed-in member's own profile"),
+    ("Locations", "Places where medicines are kept"),
+    ("Medications", "Medicines of the household and their stock"),
+    (
+        "Dosage options",
+        "Ways a medication is taken, with schedule defaults",
+    ),
+    ("Stock removals", "Stock that left other than as a dose"),
+    (
+        "Schedules",
+        "When a person takes a medication: dose, timing and dates",
+    ),
+    (
+        "Person medications",
+        "Medications assigned directly to a person, routine or as needed",
+    ),
+    (
+        "Medication takes",
+        "Doses actually given, with the stock they used and safety warnings",
+    ),
+    (
+        "Pause periods",
+        "Periods during which a schedule or direct assignment is paused, and why",
+    ),
+    (
+        "Dose occurrences",
+        "Expected doses of a day, their signed keys and outcomes",
+    ),
+    (
+        "Health events",
+        "Illnesses and suspected side effects of a person",
+    ),
+    (
+        "Notification preferences",
+        "Which reminders the signed-in member's person receives, and when",
+    ),
+    (
+        "Notification devices",
+        "Where the signed-in member's reminders are delivered: Web Push, phones, ntfy",
+    ),
+    ("Location memberships", "Which people a location serves"),
+    ("Settings", "Household settings"),
+    ("Memberships", "Members of a household and their roles"),
+    (
+        "Person access grants",
+        "Which member may view, record for or manage which person",
+    ),
+    (
+        "App tokens",
+        "Household app tokens for API and MCP integrations",
+    ),
+    ("Audit logs", "Security audit events"),
+    (
+        "Invitations",
+        "Invitations into a household and their acceptance",
+    ),
+    (
+        "OAuth",
+        "Sign-in: the OAuth 2.0 authorization server for public clients (PKCE S256)",
+    ),
+    ("Sessions", "Signed-in devices of the account"),
+    (
+        "Linked identities",
+        "Identity-provider identities that sign in as the account",
+    ),
+    ("Multi-factor", "TOTP second factor and recovery codes"),
+    ("Sync", "Snapshots and the change feed for offline clients"),
+    (
+        "Medication review prompts",
+        "Prompts to ask a pharmacist or doctor about medicines a drug label warns about together, and their reviews",
+    ),
+    (
+        "Reports",
+        "A person's health history and medication reviews, as JSON and PDF",
+    ),
+    (
+        "Portability",
+        "Encrypted household export and import, and data exports",
+    ),
+    (
+        "Lookup",
+        "Medication lookup in the national medicines dictionary and AI set-up suggestions",
+    ),
+];
+
+pub(super) fn audience_tags() -> [(&'static str, &'static str); 4] {
+    [
+        (PUBLIC, "No credential needed"),
+        (ACCOUNT, "A credential without a selected household"),
+        (HOUSEHOLD, "Paths under /households/{household_id}"),
+        (
+            ADMINISTRATION,
+            "Paths under /households/{household_id}/admin",
+        ),
+    ]
+}
