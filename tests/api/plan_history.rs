@@ -678,8 +678,10 @@ async fn a_database_from_before_plan_history_migrates_to_the_current_schema() {
     let path = dir.path().join(pillbox::db::DATABASE_FILE);
     {
         let old = rusqlite::Connection::open(&path).unwrap();
-        old.execute_batch(include_str!("../../src/db/migrations/0001_initial.sql"))
-            .unwrap();
+        old.execute_batch(include_str!(
+            "../../crates/storage/src/db/migrations/0001_initial.sql"
+        ))
+        .unwrap();
         old.pragma_update(None, "user_version", 1).unwrap();
     }
     let db = pillbox::db::Db::open(dir.path()).unwrap();

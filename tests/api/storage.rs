@@ -134,8 +134,10 @@ async fn the_change_feed_goes_on_from_its_largest_seq_after_migration() {
     };
     {
         let old = Connection::open(&path).unwrap();
-        old.execute_batch(include_str!("../../src/db/migrations/0001_initial.sql"))
-            .unwrap();
+        old.execute_batch(include_str!(
+            "../../crates/storage/src/db/migrations/0001_initial.sql"
+        ))
+        .unwrap();
         old.pragma_update(None, "user_version", 1).unwrap();
         let seqs: Vec<i64> = (0..3).map(|_| append(&old)).collect();
         assert_eq!(seqs, [1, 2, 3]);

@@ -43,7 +43,7 @@ const OWNERS: &[(&str, &[&str])] = &[
     ("sign_in_failures", &["src/identity/events.rs"]),
     ("sign_in_events", &["src/identity/events.rs"]),
     ("avatars", &["src/household/profile/store.rs"]),
-    ("change_feed", &["src/db/change_feed.rs"]),
+    ("change_feed", &["crates/storage/src/db/change_feed.rs"]),
     ("dosage_options", &["src/medicine/dosage_options/store.rs"]),
     (
         "dose_occurrences",
@@ -58,8 +58,11 @@ const OWNERS: &[(&str, &[&str])] = &[
         "households",
         &["src/household/store.rs", "src/household/settings/store.rs"],
     ),
-    ("idempotency_keys", &["src/db/idempotency.rs"]),
-    ("instance_settings", &["src/db/instance.rs"]),
+    (
+        "idempotency_keys",
+        &["crates/storage/src/db/idempotency.rs"],
+    ),
+    ("instance_settings", &["crates/storage/src/db/instance.rs"]),
     (
         "location_memberships",
         &["src/household/locations/store.rs"],
@@ -96,14 +99,20 @@ const OWNERS: &[(&str, &[&str])] = &[
     ("schedules", &["src/care/schedules/store.rs"]),
     ("stock_removals", &["src/medicine/stock_removals/store.rs"]),
     // The database's own unit tests use scratch tables.
-    ("t", &["src/db/writer/mod.rs", "src/db/writer/group.rs"]),
-    ("scratch", &["src/db/tests.rs"]),
+    (
+        "t",
+        &[
+            "crates/storage/src/db/writer/mod.rs",
+            "crates/storage/src/db/writer/group.rs",
+        ],
+    ),
+    ("scratch", &["crates/storage/src/db/tests.rs"]),
     // Moved by the schema's triggers; those tests move it by hand for
     // their scratch table.
-    ("plan_stamp", &["src/db/tests.rs"]),
-    ("marked", &["src/db/commit_mark.rs"]),
-    ("gathered", &["src/db/gathered_wal/tests.rs"]),
-    ("statement_probe", &["src/db/statements.rs"]),
+    ("plan_stamp", &["crates/storage/src/db/tests.rs"]),
+    ("marked", &["crates/storage/src/db/commit_mark.rs"]),
+    ("gathered", &["crates/storage/src/db/gathered_wal/tests.rs"]),
+    ("statement_probe", &["crates/storage/src/db/statements.rs"]),
 ];
 
 fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {

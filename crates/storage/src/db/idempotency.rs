@@ -272,6 +272,34 @@ fn insert(
     Ok(())
 }
 
+/// A saved response is answered as it was first sent: status, JSON body and ETag.
+impl axum::response::IntoResponse for SavedResponse {
+    fn into_response(self) -> axum::response::Response {
+        let status = StatusCode::from_u16(self.status).unwrap_or(StatusCode::OK);
+        if status == StatusCode::NO_CONTENT {
+            return status.into_response();
+        }
+        let mut response = (
+            status,
+            [(
+                axum::http::header::CONTENT_TYPE,
+                axum::http::HeaderValue::from_static("application/json"),
+            )],
+            self.body,
+        )
+            .into_response();
+        if let Some(value) = self
+            .etag
+            .and_then(|e| axum::http::HeaderValue::from_str(&e).ok())
+        {
+            response
+                .headers_mut()
+                .insert(axum::http::header::ETAG, value);
+        }
+        response
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -9,7 +9,7 @@ use axum::http::request::Parts;
 use serde::de::DeserializeOwned;
 
 use crate::domain::body::{integral_numbers, json_error};
-use crate::domain::{IfMatch, Page, ResourceId, numeric_id};
+use crate::domain::{Page, ResourceId, numeric_id};
 use crate::error::{ApiError, FieldErrors, Result};
 
 mod strict;
@@ -205,24 +205,6 @@ impl QueryParams {
                     ApiError::invalid(name, "must be an ISO 8601 date-time with an offset")
                 }),
         }
-    }
-}
-
-/// The `If-Match` header, when sent.
-impl<S: Send + Sync> FromRequestParts<S> for IfMatch {
-    type Rejection = ApiError;
-
-    async fn from_request_parts(parts: &mut Parts, _state: &S) -> Result<Self> {
-        let value = parts
-            .headers
-            .get(axum::http::header::IF_MATCH)
-            .map(|v| {
-                v.to_str()
-                    .map(|s| s.trim().to_string())
-                    .map_err(|_| ApiError::invalid("If-Match", "must be an ETag string"))
-            })
-            .transpose()?;
-        Ok(IfMatch(value))
     }
 }
 

@@ -7,7 +7,6 @@ use axum::response::{IntoResponse, Response};
 use rusqlite::Connection;
 use serde::Serialize;
 
-use crate::db::idempotency::SavedResponse;
 use crate::domain::{Page, PageMeta, Versioned};
 use crate::error::{ApiError, Result};
 
@@ -157,27 +156,4 @@ pub fn with_etag(mut response: Response, etag: &str) -> Response {
         response.headers_mut().insert(header::ETAG, value);
     }
     response
-}
-
-/// A saved response is answered as it was first sent: status, JSON body and ETag.
-impl IntoResponse for SavedResponse {
-    fn into_response(self) -> Response {
-        let status = StatusCode::from_u16(self.status).unwrap_or(StatusCode::OK);
-        if status == StatusCode::NO_CONTENT {
-            return status.into_response();
-        }
-        let mut response = (
-            status,
-            [(
-                header::CONTENT_TYPE,
-                HeaderValue::from_static("application/json"),
-            )],
-            self.body,
-        )
-            .into_response();
-        if let Some(value) = self.etag.and_then(|e| HeaderValue::from_str(&e).ok()) {
-            response.headers_mut().insert(header::ETAG, value);
-        }
-        response
-    }
 }

@@ -40,3 +40,24 @@ impl IfMatch {
         }
     }
 }
+
+/// The `If-Match` header, when sent.
+impl<S: Send + Sync> axum::extract::FromRequestParts<S> for IfMatch {
+    type Rejection = crate::error::ApiError;
+
+    async fn from_request_parts(
+        parts: &mut axum::http::request::Parts,
+        _state: &S,
+    ) -> crate::error::Result<Self> {
+        let value = parts
+            .headers
+            .get(axum::http::header::IF_MATCH)
+            .map(|v| {
+                v.to_str().map(|s| s.trim().to_string()).map_err(|_| {
+                    crate::error::ApiError::invalid("If-Match", "must be an ETag string")
+                })
+            })
+            .transpose()?;
+        Ok(IfMatch(value))
+    }
+}

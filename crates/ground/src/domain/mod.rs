@@ -4,6 +4,7 @@
 
 pub mod body;
 pub mod bounded;
+mod columns;
 pub mod id;
 pub mod json_object;
 pub mod outbound;
@@ -24,4 +25,4 @@ pub use text::{bounded_text, present, trimmed};
 pub use time_zone::canonical_time_zone;
 pub use timestamp::Timestamp;
 pub use version::{IfMatch, Versioned, etag};
-pub(crate) use vocabulary::vocabulary;
+pub use vocabulary::vocabulary;

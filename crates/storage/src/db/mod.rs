@@ -5,17 +5,17 @@
 /// every call of a hot query formatted it again (and allocated) only to
 /// look the statement up in the connection's cache. The text is built by a
 /// `static`, so a runtime value among the arguments does not compile.
+#[macro_export]
 macro_rules! sql {
     ($($arg:tt)*) => {{
         static SQL: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| format!($($arg)*));
         SQL.as_str()
     }};
 }
-pub(crate) use sql;
+pub use crate::sql;
 
 pub mod change_feed;
 pub mod check;
-mod columns;
 mod commit_mark;
 pub use commit_mark::{CommitMark, CommitWatch, MarkedReader};
 mod connection;

@@ -11,7 +11,7 @@ use rusqlite::Connection;
 
 use super::OpenError;
 
-pub const SCHEMA_SQL: &str = include_str!("../../schema.sql");
+pub const SCHEMA_SQL: &str = include_str!("../../../../schema.sql");
 
 /// Migration N (1-based) moves a database from version N-1 to N.
 /// Migration 1 is the first release's schema, as `schema.sql` was then.

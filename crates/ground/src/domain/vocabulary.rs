@@ -1,6 +1,7 @@
 //! A closed vocabulary: a string enum on the wire and in SQLite, with its
 //! list of values for the OpenAPI document and the capability document.
 
+#[macro_export]
 macro_rules! vocabulary {
     ($(#[$meta:meta])* $name:ident { $($variant:ident => $text:literal),+ $(,)? }) => {
         $(#[$meta])*
@@ -59,4 +60,4 @@ macro_rules! vocabulary {
 
 /// Every closed vocabulary of the API is declared through this macro, in
 /// its own resource's model.
-pub(crate) use vocabulary;
+pub use crate::vocabulary;

@@ -20,7 +20,7 @@ pub fn typed<T: DeserializeOwned>(body: Option<&Value>) -> Result<T> {
 
 /// In JSON (and JSON Schema) `2.0` is the integer 2; serde would refuse it
 /// for an integer field, so whole-valued numbers become integers first.
-pub(crate) fn integral_numbers(value: &mut Value) {
+pub fn integral_numbers(value: &mut Value) {
     match value {
         Value::Number(n) if !n.is_i64() && !n.is_u64() => {
             if let Some(f) = n.as_f64()
@@ -36,7 +36,7 @@ pub(crate) fn integral_numbers(value: &mut Value) {
     }
 }
 
-pub(crate) fn json_error(err: serde_path_to_error::Error<serde_json::Error>) -> ApiError {
+pub fn json_error(err: serde_path_to_error::Error<serde_json::Error>) -> ApiError {
     let path = err.path().to_string();
     let inner = err.into_inner();
     let last = path.rsplit('.').next().unwrap_or_default().to_string();
