@@ -32,22 +32,6 @@ fn checked(table: &str) -> Result<&str> {
         .ok_or_else(|| ApiError::internal(format!("{table} is not a portable table")))
 }
 
-/// The household holding `portable_id` in `table`, if any (portable ids
-/// are unique across the whole database).
-pub fn portable_id_owner(
-    conn: &rusqlite::Connection,
-    table: &str,
-    portable_id: &str,
-) -> Result<Option<i64>> {
-    let table = checked(table)?;
-    Ok(conn
-        .prepare_cached(&format!(
-            "SELECT household_id FROM {table} WHERE portable_id = ?1"
-        ))?
-        .query_row([portable_id], |r| r.get(0))
-        .optional()?)
-}
-
 /// Whether the member holds a live manage grant on anyone of its household.
 pub fn holds_manage_grant(conn: &Connection, actor: &Actor) -> Result<bool> {
     Ok(conn

@@ -48,7 +48,7 @@ pub fn find(conn: &Connection, household_id: i64, id: &ResourceId) -> Result<Opt
     Ok(conn
         .prepare_kept(crate::db::sql!(
             "SELECT {COLUMNS} FROM people p
-             WHERE p.household_id = ?1 AND p.id = coalesce(?2, (SELECT id FROM people WHERE portable_id = ?3))"
+             WHERE p.household_id = ?1 AND p.id = coalesce(?2, (SELECT id FROM people WHERE household_id = ?1 AND portable_id = ?3))"
         ))?
         .query_row(params![household_id, numeric, portable], from_row)
         .optional()?)

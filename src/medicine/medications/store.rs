@@ -65,7 +65,7 @@ pub fn find(
     Ok(conn
         .prepare_kept(crate::db::sql!(
             "SELECT {COLUMNS} FROM {FROM}
-             WHERE m.household_id = ?1 AND m.id = coalesce(?2, (SELECT id FROM medications WHERE portable_id = ?3)) AND m.deleted_at IS NULL"
+             WHERE m.household_id = ?1 AND m.id = coalesce(?2, (SELECT id FROM medications WHERE household_id = ?1 AND portable_id = ?3)) AND m.deleted_at IS NULL"
         ))?
         .query_row(params![household_id, numeric, portable], from_row)
         .optional()?)
@@ -83,7 +83,7 @@ pub fn find_stock(
     Ok(conn
         .prepare_kept(
             "SELECT id, portable_id, dose_unit, current_supply FROM medications
-             WHERE household_id = ?1 AND id = coalesce(?2, (SELECT id FROM medications WHERE portable_id = ?3)) AND deleted_at IS NULL",
+             WHERE household_id = ?1 AND id = coalesce(?2, (SELECT id FROM medications WHERE household_id = ?1 AND portable_id = ?3)) AND deleted_at IS NULL",
         )?
         .query_row(params![household_id, numeric, portable], |r| {
             Ok(MedicationStock {

@@ -235,8 +235,13 @@ impl Importer<'_, '_> {
             let Some(portable_id) = record.get("portable_id").and_then(Value::as_str) else {
                 continue;
             };
-            let created = store::portable_id_owner(self.tx, collection.table, portable_id)?
-                == Some(self.actor.household_id)
+            let created = store::row_id(
+                self.tx,
+                collection.table,
+                self.actor.household_id,
+                portable_id,
+            )?
+            .is_some()
                 && !self
                     .existing
                     .get(collection.name)
