@@ -165,3 +165,12 @@ pub fn names(conn: &Connection, household_id: i64) -> Result<Vec<String>> {
         .collect::<rusqlite::Result<Vec<String>>>()?;
     Ok(names)
 }
+
+/// A person's name; empty for one that is gone.
+pub fn person_name(conn: &Connection, person_id: i64) -> Result<String> {
+    Ok(conn
+        .prepare_kept("SELECT name FROM people WHERE id = ?1")?
+        .query_row([person_id], |r| r.get(0))
+        .optional()?
+        .unwrap_or_default())
+}

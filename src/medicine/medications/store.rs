@@ -223,3 +223,31 @@ pub fn set_supply(conn: &WriteTx, id: i64, supply: Dec, now: &Timestamp) -> Resu
     .execute(params![id, supply, now])?;
     Ok(())
 }
+
+/// A medication with a reorder threshold: (id, name, supply, threshold).
+pub struct Stocked {
+    pub id: i64,
+    pub name: String,
+    pub supply: String,
+    pub threshold: String,
+}
+
+pub fn stocked_medications(conn: &Connection, household_id: i64) -> Result<Vec<Stocked>> {
+    let mut stmt = conn.prepare_kept(
+        "SELECT id, coalesce(friendly_name, name), current_supply, reorder_threshold
+           FROM medications
+          WHERE household_id = ?1 AND deleted_at IS NULL AND reorder_threshold IS NOT NULL
+          ORDER BY id",
+    )?;
+    let rows = stmt
+        .query_map([household_id], |r| {
+            Ok(Stocked {
+                id: r.get(0)?,
+                name: r.get(1)?,
+                supply: r.get(2)?,
+                threshold: r.get(3)?,
+            })
+        })?
+        .collect::<rusqlite::Result<Vec<_>>>()?;
+    Ok(rows)
+}
