@@ -34,7 +34,7 @@ CREATE TABLE households (
 
 CREATE TABLE people (
     id            INTEGER PRIMARY KEY,
-    portable_id   TEXT NOT NULL UNIQUE,
+    portable_id   TEXT NOT NULL,
     household_id  INTEGER NOT NULL REFERENCES households (id),
     name          TEXT NOT NULL,
     email         TEXT,
@@ -45,6 +45,7 @@ CREATE TABLE people (
     created_at    TEXT NOT NULL,
     updated_at    TEXT NOT NULL
 ) STRICT;
+CREATE UNIQUE INDEX people_by_household_portable_id ON people (household_id, portable_id);
 CREATE INDEX people_by_household ON people (household_id, id);
 CREATE INDEX people_by_household_updated ON people (household_id, updated_at);
 
@@ -101,7 +102,7 @@ CREATE INDEX app_tokens_by_household ON app_tokens (household_id, id);
 
 CREATE TABLE locations (
     id           INTEGER PRIMARY KEY,
-    portable_id  TEXT NOT NULL UNIQUE,
+    portable_id  TEXT NOT NULL,
     household_id INTEGER NOT NULL REFERENCES households (id),
     name         TEXT NOT NULL,
     description  TEXT,
@@ -110,6 +111,7 @@ CREATE TABLE locations (
     updated_at   TEXT NOT NULL,
     deleted_at   TEXT
 ) STRICT;
+CREATE UNIQUE INDEX locations_by_household_portable_id ON locations (household_id, portable_id);
 CREATE INDEX locations_by_household ON locations (household_id, id);
 
 CREATE TABLE location_memberships (
@@ -155,7 +157,7 @@ CREATE INDEX change_feed_by_household ON change_feed (household_id, seq);
 -- Medicines of the household. Decimals (doses, stock) are exact TEXT.
 CREATE TABLE medications (
     id                    INTEGER PRIMARY KEY,
-    portable_id           TEXT NOT NULL UNIQUE,
+    portable_id           TEXT NOT NULL,
     household_id          INTEGER NOT NULL REFERENCES households (id),
     location_id           INTEGER REFERENCES locations (id),
     name                  TEXT NOT NULL,
@@ -182,13 +184,14 @@ CREATE TABLE medications (
     updated_at            TEXT NOT NULL,
     deleted_at            TEXT
 ) STRICT;
+CREATE UNIQUE INDEX medications_by_household_portable_id ON medications (household_id, portable_id);
 CREATE INDEX medications_by_household ON medications (household_id, id);
 
 -- Ways a medication is taken, with defaults a schedule can start from.
 -- current_supply is NULL unless this option keeps its own stock.
 CREATE TABLE dosage_options (
     id                              INTEGER PRIMARY KEY,
-    portable_id                     TEXT NOT NULL UNIQUE,
+    portable_id                     TEXT NOT NULL,
     household_id                    INTEGER NOT NULL REFERENCES households (id),
     medication_id                   INTEGER NOT NULL REFERENCES medications (id),
     amount                          TEXT NOT NULL,
@@ -206,13 +209,14 @@ CREATE TABLE dosage_options (
     created_at                      TEXT NOT NULL,
     updated_at                      TEXT NOT NULL
 ) STRICT;
+CREATE UNIQUE INDEX dosage_options_by_household_portable_id ON dosage_options (household_id, portable_id);
 CREATE INDEX dosage_options_by_medication ON dosage_options (medication_id, id);
 CREATE INDEX dosage_options_by_household ON dosage_options (household_id, id);
 
 -- Stock that left other than as a dose. submission_id makes a retry safe.
 CREATE TABLE stock_removals (
     id                  INTEGER PRIMARY KEY,
-    portable_id         TEXT NOT NULL UNIQUE,
+    portable_id         TEXT NOT NULL,
     household_id        INTEGER NOT NULL REFERENCES households (id),
     medication_id       INTEGER NOT NULL REFERENCES medications (id),
     dosage_option_id    INTEGER REFERENCES dosage_options (id),
@@ -226,6 +230,7 @@ CREATE TABLE stock_removals (
     created_at          TEXT NOT NULL,
     UNIQUE (medication_id, submission_id)
 ) STRICT;
+CREATE UNIQUE INDEX stock_removals_by_household_portable_id ON stock_removals (household_id, portable_id);
 CREATE INDEX stock_removals_by_medication ON stock_removals (medication_id, id);
 
 -- Profile pictures live in the database so backups carry them.
@@ -240,7 +245,7 @@ CREATE TABLE avatars (
 -- row (deleted_at set): it is the tombstone the change feed points at.
 CREATE TABLE health_events (
     id           INTEGER PRIMARY KEY,
-    portable_id  TEXT NOT NULL UNIQUE,
+    portable_id  TEXT NOT NULL,
     household_id INTEGER NOT NULL REFERENCES households (id),
     person_id    INTEGER NOT NULL REFERENCES people (id),
     event_kind   TEXT NOT NULL CHECK (event_kind IN ('illness', 'suspected_side_effect')),
@@ -254,6 +259,7 @@ CREATE TABLE health_events (
     updated_at   TEXT NOT NULL,
     deleted_at   TEXT
 ) STRICT;
+CREATE UNIQUE INDEX health_events_by_household_portable_id ON health_events (household_id, portable_id);
 CREATE INDEX health_events_by_household ON health_events (household_id, started_on);
 CREATE INDEX health_events_by_person ON health_events (person_id, started_on);
 
@@ -269,7 +275,7 @@ CREATE TABLE health_event_medications (
 -- 'HH:MM:SS' or NULL and feed the morning/afternoon/evening/night schedule slots.
 CREATE TABLE notification_preferences (
     id                   INTEGER PRIMARY KEY,
-    portable_id          TEXT NOT NULL UNIQUE,
+    portable_id          TEXT NOT NULL,
     household_id         INTEGER NOT NULL REFERENCES households (id),
     person_id            INTEGER NOT NULL UNIQUE REFERENCES people (id),
     enabled              INTEGER NOT NULL CHECK (enabled IN (0, 1)),
@@ -285,6 +291,7 @@ CREATE TABLE notification_preferences (
     created_at           TEXT NOT NULL,
     updated_at           TEXT NOT NULL
 ) STRICT;
+CREATE UNIQUE INDEX notification_preferences_by_household_portable_id ON notification_preferences (household_id, portable_id);
 CREATE INDEX notification_preferences_by_household ON notification_preferences (household_id, id);
 
 -- When a person takes a medication. A retired (deleted) schedule keeps its
@@ -293,7 +300,7 @@ CREATE INDEX notification_preferences_by_household ON notification_preferences (
 -- schedule_type (src/care/schedule_config.rs). active is 0 while paused.
 CREATE TABLE schedules (
     id                      INTEGER PRIMARY KEY,
-    portable_id             TEXT NOT NULL UNIQUE,
+    portable_id             TEXT NOT NULL,
     household_id            INTEGER NOT NULL REFERENCES households (id),
     person_id               INTEGER NOT NULL REFERENCES people (id),
     medication_id           INTEGER NOT NULL REFERENCES medications (id),
@@ -315,6 +322,7 @@ CREATE TABLE schedules (
     updated_at              TEXT NOT NULL,
     retired_at              TEXT
 ) STRICT;
+CREATE UNIQUE INDEX schedules_by_household_portable_id ON schedules (household_id, portable_id);
 CREATE INDEX schedules_by_household ON schedules (household_id, id);
 CREATE INDEX schedules_by_person ON schedules (person_id, id);
 CREATE INDEX schedules_by_person_medication ON schedules (person_id, medication_id);
@@ -325,7 +333,7 @@ CREATE INDEX schedules_by_medication ON schedules (medication_id) WHERE retired_
 -- per person and never reused.
 CREATE TABLE person_medications (
     id                      INTEGER PRIMARY KEY,
-    portable_id             TEXT NOT NULL UNIQUE,
+    portable_id             TEXT NOT NULL,
     household_id            INTEGER NOT NULL REFERENCES households (id),
     person_id               INTEGER NOT NULL REFERENCES people (id),
     medication_id           INTEGER NOT NULL REFERENCES medications (id),
@@ -344,6 +352,7 @@ CREATE TABLE person_medications (
     updated_at              TEXT NOT NULL,
     retired_at              TEXT
 ) STRICT;
+CREATE UNIQUE INDEX person_medications_by_household_portable_id ON person_medications (household_id, portable_id);
 CREATE UNIQUE INDEX person_medications_position ON person_medications (person_id, position);
 CREATE INDEX person_medications_by_household ON person_medications (household_id, person_id, position);
 CREATE INDEX person_medications_by_person_medication
@@ -380,7 +389,7 @@ CREATE INDEX idempotency_keys_by_age ON idempotency_keys (created_at);
 -- period per source is open at a time.
 CREATE TABLE medication_pause_periods (
     id                        INTEGER PRIMARY KEY,
-    portable_id               TEXT NOT NULL UNIQUE,
+    portable_id               TEXT NOT NULL,
     household_id              INTEGER NOT NULL REFERENCES households (id),
     source_type               TEXT NOT NULL CHECK (source_type IN ('schedule', 'person_medication')),
     source_id                 INTEGER NOT NULL,
@@ -397,6 +406,7 @@ CREATE TABLE medication_pause_periods (
     created_at                TEXT NOT NULL,
     updated_at                TEXT NOT NULL
 ) STRICT;
+CREATE UNIQUE INDEX medication_pause_periods_by_household_portable_id ON medication_pause_periods (household_id, portable_id);
 CREATE UNIQUE INDEX medication_pause_periods_one_open ON medication_pause_periods (source_type, source_id) WHERE ended_at IS NULL;
 CREATE INDEX medication_pause_periods_by_source ON medication_pause_periods (source_type, source_id, id);
 CREATE INDEX medication_pause_periods_by_household ON medication_pause_periods (household_id, id);
@@ -417,7 +427,7 @@ CREATE TABLE IF NOT EXISTS medication_pause_period_actor_refs (
 -- (source, window, position) is linked to at most one take.
 CREATE TABLE medication_takes (
     id                          INTEGER PRIMARY KEY,
-    portable_id                 TEXT NOT NULL UNIQUE,
+    portable_id                 TEXT NOT NULL,
     household_id                INTEGER NOT NULL REFERENCES households (id),
     person_id                   INTEGER NOT NULL REFERENCES people (id),
     source_type                 TEXT NOT NULL CHECK (source_type IN ('schedule', 'person_medication')),
@@ -438,6 +448,7 @@ CREATE TABLE medication_takes (
     UNIQUE (household_id, client_uuid),
     CHECK ((occurrence_position IS NULL) = (occurrence_window_starts_on IS NULL))
 ) STRICT;
+CREATE UNIQUE INDEX medication_takes_by_household_portable_id ON medication_takes (household_id, portable_id);
 CREATE INDEX medication_takes_by_source ON medication_takes (source_type, source_id, taken_at);
 CREATE INDEX medication_takes_by_person ON medication_takes (person_id, taken_at);
 CREATE INDEX medication_takes_by_household ON medication_takes (household_id, taken_at);
@@ -453,7 +464,7 @@ CREATE UNIQUE INDEX medication_takes_occurrence
 -- names the medication_takes row of a taken dose.
 CREATE TABLE dose_occurrences (
     id                  INTEGER PRIMARY KEY,
-    portable_id         TEXT NOT NULL UNIQUE,
+    portable_id         TEXT NOT NULL,
     household_id        INTEGER NOT NULL REFERENCES households (id),
     person_id           INTEGER NOT NULL REFERENCES people (id),
     source_type         TEXT NOT NULL CHECK (source_type IN ('schedule', 'person_medication')),
@@ -473,6 +484,7 @@ CREATE TABLE dose_occurrences (
     updated_at          TEXT NOT NULL,
     UNIQUE (source_type, source_id, window_starts_on, position)
 ) STRICT;
+CREATE UNIQUE INDEX dose_occurrences_by_household_portable_id ON dose_occurrences (household_id, portable_id);
 CREATE INDEX dose_occurrences_by_person ON dose_occurrences (person_id, window_starts_on);
 CREATE INDEX dose_occurrences_by_household ON dose_occurrences (household_id, updated_at);
 
@@ -807,7 +819,7 @@ CREATE INDEX IF NOT EXISTS review_evidence_names_by_evidence ON review_evidence_
 -- evidence is the immutable snapshot (JSON); only the review fields change.
 CREATE TABLE IF NOT EXISTS medication_review_prompts (
     id                        INTEGER PRIMARY KEY,
-    portable_id               TEXT NOT NULL UNIQUE,
+    portable_id               TEXT NOT NULL,
     household_id              INTEGER NOT NULL REFERENCES households (id),
     person_id                 INTEGER NOT NULL REFERENCES people (id),
     medication_id             INTEGER NOT NULL REFERENCES medications (id),
@@ -826,6 +838,7 @@ CREATE TABLE IF NOT EXISTS medication_review_prompts (
     updated_at                TEXT NOT NULL,
     CHECK (medication_id <> other_medication_id)
 ) STRICT;
+CREATE UNIQUE INDEX medication_review_prompts_by_household_portable_id ON medication_review_prompts (household_id, portable_id);
 CREATE UNIQUE INDEX IF NOT EXISTS medication_review_prompts_once ON medication_review_prompts
     (person_id, min(medication_id, other_medication_id), max(medication_id, other_medication_id), evidence_id);
 CREATE INDEX IF NOT EXISTS medication_review_prompts_by_household ON medication_review_prompts (household_id, id);

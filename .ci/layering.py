@@ -919,7 +919,12 @@ class Report:
             if self.module_of[rel] not in RESOURCE_AREAS or self.project.files[rel].crate.floor_name is not None:
                 continue
             for target, line in sorted(targets.items()):
-                if self.module_of[target] != "http":
+                # `http` is a module of the root crate or of a workspace
+                # crate (crates/toolkit/src/http/...): the rule is the same.
+                in_http = self.module_of[target] == "http" or (
+                    target.startswith("crates" + os.sep) and (os.sep + "src" + os.sep + "http") in target
+                )
+                if not in_http:
                     continue
                 named = f"{rel}:{line}: uses {target}"
                 if rel in self.project.adapters or rel.endswith("routes.rs"):

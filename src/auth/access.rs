@@ -158,7 +158,7 @@ pub fn filter_id(
     let found: Option<(i64, Option<i64>)> = conn
         .prepare_cached(&format!(
             "SELECT id, {person} FROM {table}
-             WHERE household_id = ?1 AND id = coalesce(?2, (SELECT id FROM {table} WHERE portable_id = ?3))"
+             WHERE household_id = ?1 AND id = coalesce(?2, (SELECT id FROM {table} WHERE household_id = ?1 AND portable_id = ?3))"
         ))?
         .query_row(
             rusqlite::params![actor.household_id, numeric, portable],

@@ -11,6 +11,7 @@ pub mod occurrence_key;
 pub mod pause_periods;
 pub mod person_medications;
 pub mod plan;
+pub mod portable_rows;
 pub mod schedule_config;
 pub mod schedules;
 pub mod source_routes;

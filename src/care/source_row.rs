@@ -13,6 +13,7 @@ use crate::auth::access::{self, Named};
 use crate::auth::store::{VISIBLE_PERSON, Visibility};
 use crate::care::pause_periods::model::{PausePeriod, SourceType};
 use crate::care::plan::Planned;
+use crate::db::PrepareKept;
 use crate::db::WriteTx;
 use crate::db::page::{self, PageQuery};
 use crate::domain::{Page, ResourceId, Timestamp, Versioned, etag};
@@ -163,4 +164,18 @@ pub fn list_visible<T>(
         order_by,
     };
     page::read(conn, &query, &params, page, from_row)
+}
+
+/// The people with a live (not retired) schedule or assignment of a medication.
+pub fn people_using(conn: &Connection, medication_id: i64) -> Result<Vec<i64>> {
+    let mut stmt = conn.prepare_kept(
+        "SELECT person_id FROM schedules WHERE medication_id = ?1 AND retired_at IS NULL
+         UNION
+         SELECT person_id FROM person_medications WHERE medication_id = ?1 AND retired_at IS NULL
+         ORDER BY 1",
+    )?;
+    let ids = stmt
+        .query_map([medication_id], |r| r.get(0))?
+        .collect::<rusqlite::Result<Vec<i64>>>()?;
+    Ok(ids)
 }

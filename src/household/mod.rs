@@ -9,6 +9,7 @@ pub mod me;
 pub mod memberships;
 pub mod model;
 pub mod people;
+pub mod portable_rows;
 pub mod profile;
 pub mod store;
 

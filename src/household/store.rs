@@ -119,3 +119,12 @@ pub fn update(conn: &WriteTx, s: &Household) -> Result<()> {
     ])?;
     Ok(())
 }
+
+/// Every household's id (the reminder engine walks them all).
+pub fn household_ids(conn: &Connection) -> Result<Vec<i64>> {
+    let mut stmt = conn.prepare_kept("SELECT id FROM households ORDER BY id")?;
+    let ids = stmt
+        .query_map([], |r| r.get(0))?
+        .collect::<rusqlite::Result<Vec<i64>>>()?;
+    Ok(ids)
+}

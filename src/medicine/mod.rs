@@ -4,6 +4,7 @@ pub mod dosage_options;
 pub mod forecast;
 pub mod locations;
 pub mod medications;
+pub mod portable_rows;
 pub mod stock;
 pub mod stock_removals;
 pub mod vocab;

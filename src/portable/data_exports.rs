@@ -23,9 +23,10 @@ use serde_json::json;
 use super::envelope::{self, PASSPHRASE_HEADER};
 use super::export::{self, Version};
 use super::routes::{passphrase, sealed_bundle};
-use super::store;
 use crate::auth::Actor;
+use crate::care;
 use crate::error::{ApiError, Result};
+use crate::household;
 use crate::household::audit;
 use crate::http::extract::path_param;
 use crate::http::openapi::{Api, Op};
@@ -188,7 +189,7 @@ fn takes_csv(conn: &Connection, actor: &Actor) -> Result<Vec<u8>> {
         out.extend_from_slice(b"\r\n");
     };
     line(&mut out, CSV_HEADER);
-    store::takes_for_csv(conn, actor, |take| {
+    care::portable_rows::takes_for_csv(conn, actor, |take| {
         let local = take
             .taken_at
             .parse::<jiff::Timestamp>()
@@ -228,7 +229,7 @@ fn backup_zip(conn: &Connection, actor: &Actor) -> Result<Vec<u8>> {
         Version::V2,
         &mut payload,
     )?;
-    let avatars = store::avatars(conn, actor)?;
+    let avatars = household::portable_rows::avatars(conn, actor)?;
     let listed: Vec<_> = avatars
         .iter()
         .map(|a| json!({"person_portable_id": a.person_portable_id, "content_type": a.content_type, "file": a.file_name()}))

@@ -35,12 +35,15 @@ use crate::care::dose_occurrences::{
     model::{DoseOccurrence, Outcome},
 };
 use crate::care::notification_preferences::store as preference_store;
+use crate::care::source_row;
 use crate::db::WriteTx;
 use crate::decimal::Dec;
 use crate::domain::Timestamp as Stored;
 use crate::error::Result;
+use crate::household::people;
 use crate::household::store as household_store;
 use crate::medicine::forecast::{Holder, Plan};
+use crate::medicine::medications;
 use crate::reminders::settings::ReminderSettings;
 
 /// However long the server was down, a scan looks back at most this far.
@@ -109,7 +112,7 @@ fn targets(
 /// Scans every household at `now`.
 pub fn scan(conn: &WriteTx, now: Timestamp, settings: &ReminderSettings) -> Result<Scan> {
     let mut out = Scan::default();
-    for household_id in store::household_ids(conn)? {
+    for household_id in household_store::household_ids(conn)? {
         scan_household(conn, household_id, now, settings, &mut out)?;
     }
     Ok(out)
@@ -258,7 +261,7 @@ fn dose_text(
     tz: &TimeZone,
     private_text: bool,
 ) -> Result<(String, String)> {
-    let person = store::person_name(conn, dose.person_id)?;
+    let person = people::store::person_name(conn, dose.person_id)?;
     let time = at
         .to_zoned_datetime(tz.clone())
         .strftime("%H:%M")
@@ -299,7 +302,7 @@ fn low_stock(
     out: &mut Scan,
 ) -> Result<()> {
     let plan = Plan::default();
-    for medication in store::stocked_medications(conn, household_id)? {
+    for medication in medications::store::stocked_medications(conn, household_id)? {
         let (Ok(supply), Ok(threshold)) = (
             medication.supply.parse::<Dec>(),
             medication.threshold.parse::<Dec>(),
@@ -318,7 +321,7 @@ fn low_stock(
         if !low || window.first {
             continue;
         }
-        let users = store::people_using(conn, medication.id)?;
+        let users = source_row::people_using(conn, medication.id)?;
         let subject = format!("low_stock:{}:{episode}", medication.id);
         for actor in members {
             let preference = preference(conn, actor)?;
@@ -335,7 +338,7 @@ fn low_stock(
             let Some(person) = person else {
                 continue;
             };
-            let name = store::person_name(conn, person)?;
+            let name = people::store::person_name(conn, person)?;
             let body = if preference.private_text {
                 format!("{} for {name} is running low", medication.name)
             } else {

@@ -377,22 +377,6 @@ pub fn reachable_members(conn: &Connection, household_id: i64) -> Result<Vec<Act
     Ok(out)
 }
 
-pub fn household_ids(conn: &Connection) -> Result<Vec<i64>> {
-    let mut stmt = conn.prepare_kept("SELECT id FROM households ORDER BY id")?;
-    let ids = stmt
-        .query_map([], |r| r.get(0))?
-        .collect::<rusqlite::Result<Vec<i64>>>()?;
-    Ok(ids)
-}
-
-pub fn person_name(conn: &Connection, person_id: i64) -> Result<String> {
-    Ok(conn
-        .prepare_kept("SELECT name FROM people WHERE id = ?1")?
-        .query_row([person_id], |r| r.get(0))
-        .optional()?
-        .unwrap_or_default())
-}
-
 /// (scanned_until, missed-dose grace minutes) of a household.
 pub fn progress(conn: &Connection, household_id: i64) -> Result<(Option<Timestamp>, i64)> {
     Ok(conn
@@ -426,48 +410,6 @@ pub fn set_grace_minutes(conn: &WriteTx, household_id: i64, minutes: i64) -> Res
     )?
     .execute(params![household_id, minutes])?;
     Ok(())
-}
-
-/// A medication with a reorder threshold: (id, name, supply, threshold).
-pub struct Stocked {
-    pub id: i64,
-    pub name: String,
-    pub supply: String,
-    pub threshold: String,
-}
-
-pub fn stocked_medications(conn: &Connection, household_id: i64) -> Result<Vec<Stocked>> {
-    let mut stmt = conn.prepare_kept(
-        "SELECT id, coalesce(friendly_name, name), current_supply, reorder_threshold
-           FROM medications
-          WHERE household_id = ?1 AND deleted_at IS NULL AND reorder_threshold IS NOT NULL
-          ORDER BY id",
-    )?;
-    let rows = stmt
-        .query_map([household_id], |r| {
-            Ok(Stocked {
-                id: r.get(0)?,
-                name: r.get(1)?,
-                supply: r.get(2)?,
-                threshold: r.get(3)?,
-            })
-        })?
-        .collect::<rusqlite::Result<Vec<_>>>()?;
-    Ok(rows)
-}
-
-/// The people with a live (not retired) schedule or assignment of a medication.
-pub fn people_using(conn: &Connection, medication_id: i64) -> Result<Vec<i64>> {
-    let mut stmt = conn.prepare_kept(
-        "SELECT person_id FROM schedules WHERE medication_id = ?1 AND retired_at IS NULL
-         UNION
-         SELECT person_id FROM person_medications WHERE medication_id = ?1 AND retired_at IS NULL
-         ORDER BY 1",
-    )?;
-    let ids = stmt
-        .query_map([medication_id], |r| r.get(0))?
-        .collect::<rusqlite::Result<Vec<i64>>>()?;
-    Ok(ids)
 }
 
 /// (episode, low) of a medication's low-stock state.

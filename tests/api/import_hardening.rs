@@ -132,3 +132,115 @@ async fn derivations_beyond_the_queue_are_answered_429_with_retry_after() {
 fn kdf(app: &TestApp) -> &std::sync::Arc<pillbox::portable::kdf_pool::KdfPool> {
     app.state.part::<pillbox::portable::kdf_pool::KdfPool>()
 }
+
+/// What an import answers, without what differs between any two bundles
+/// (the ids it names).
+fn answer_without_ids(got: &TestResponse, ids: &[&str]) -> String {
+    let mut text = got.body.to_string();
+    for id in ids {
+        text = text.replace(id, "<id>");
+    }
+    text
+}
+
+#[tokio::test]
+async fn a_dry_run_answers_the_same_for_another_households_id_as_for_a_free_one() {
+    let app = TestApp::new().await;
+    let (other, other_owner) = app.other_household("Next door", "next@example.org").await;
+    let theirs = app
+        .post(
+            &format!("/api/v1/households/{other}/people"),
+            &other_owner,
+            json!({"person": {"name": "Neighbour", "date_of_birth": "1950-02-03"}}),
+        )
+        .await;
+    theirs.assert_status(201);
+    let taken = theirs.data()["portable_id"].as_str().unwrap().to_string();
+    let free = pillbox::db::new_portable_id();
+    let bundle = |id: &str| {
+        sealed(json!({"people": [{
+            "portable_id": id, "name": "Someone", "email": null, "date_of_birth": null,
+            "person_type": "adult", "has_capacity": true, "location_portable_ids": [],
+            "notification_preference_portable_id": null,
+        }]}))
+    };
+    for path in [DRY_RUN, IMPORT] {
+        let on_taken = post_as(&app, &app.owner, path, &bundle(&taken)).await;
+        let on_free = post_as(&app, &app.owner, path, &bundle(&free)).await;
+        assert_eq!(on_taken.status, on_free.status, "{}", on_taken.body);
+        assert_eq!(
+            answer_without_ids(&on_taken, &[&taken]),
+            answer_without_ids(&on_free, &[&free]),
+            "{path}"
+        );
+    }
+    // Each household reads its own record under the shared id.
+    let named = |list: &TestResponse| -> Vec<String> {
+        list.data()
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|p| p["portable_id"] == taken.as_str())
+            .map(|p| p["name"].as_str().unwrap().to_string())
+            .collect()
+    };
+    let ours = app.get(&app.hh("/people"), &app.owner).await;
+    assert_eq!(named(&ours), ["Someone"]);
+    let next_door = app
+        .get(&format!("/api/v1/households/{other}/people"), &other_owner)
+        .await;
+    assert_eq!(named(&next_door), ["Neighbour"]);
+}
+
+#[tokio::test]
+async fn a_household_moved_onto_a_server_beside_its_copy_keeps_every_id() {
+    // The household of the portable tests, exported and imported into a
+    // second household of the same server: every record keeps its id in
+    // both, and the first household is untouched.
+    let app = TestApp::new().await;
+    crate::portable::household(&app).await;
+    let before = crate::portable::snapshot(&app).await;
+    let exported = crate::portable::export(&app, "?portable_format=service.portable.v2").await;
+    exported.assert_status(200);
+    let (other, other_owner) = app.other_household("Copy", "copy@example.org").await;
+    let into_other = |path: &str| format!("/api/v1/households/{other}{path}");
+    for path in [DRY_RUN, IMPORT] {
+        let got = app
+            .send(
+                Method::POST,
+                &into_other(path),
+                Some(&other_owner),
+                Some(exported.data().clone()),
+                &[(HEADER, PASSPHRASE)],
+            )
+            .await;
+        assert!(got.status == 200 || got.status == 201, "{}", got.body);
+        assert_eq!(got.data()["errors"], json!([]), "{}", got.body);
+        assert_eq!(got.data()["conflicts"], json!([]), "{}", got.body);
+    }
+    assert_eq!(
+        crate::portable::snapshot(&app).await["records"],
+        before["records"]
+    );
+    let copy = app.get(&into_other("/sync/snapshot"), &other_owner).await;
+    copy.assert_status(200);
+    for collection in ["people", "medications", "schedules", "medication_takes"] {
+        let ids = |snapshot: &Value| -> Vec<String> {
+            let mut ids: Vec<String> = snapshot["records"][collection]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|r| r["portable_id"].as_str().unwrap().to_string())
+                .collect();
+            ids.sort();
+            ids
+        };
+        let original = ids(&before);
+        assert!(!original.is_empty(), "{collection}");
+        // The copy's owner is a person of its own; the rest are the same.
+        assert!(
+            original.iter().all(|id| ids(copy.data()).contains(id)),
+            "{collection}"
+        );
+    }
+}

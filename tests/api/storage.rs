@@ -1,7 +1,7 @@
 //! The database file: schema, pragmas, version guard, the single writer.
 
 use pillbox::db::{DATABASE_FILE, Db, SCHEMA_SQL, SCHEMA_VERSION};
-use rusqlite::Connection;
+use rusqlite::{Connection, OptionalExtension};
 
 fn schema_of(conn: &Connection) -> Vec<(String, String, String, Option<String>)> {
     let mut stmt = conn
@@ -158,4 +158,102 @@ async fn the_change_feed_goes_on_from_its_largest_seq_after_migration() {
         .query_row("PRAGMA integrity_check", [], |r| r.get(0))
         .unwrap();
     assert_eq!(check, "ok");
+}
+
+/// Migration 16: every portable table is rebuilt so that a portable id is
+/// unique within its household. Rows, row ids and the references between
+/// them come through; two households may then hold the same id, one
+/// household still may not hold it twice.
+#[tokio::test]
+async fn portable_ids_become_unique_per_household_and_every_row_survives() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join(DATABASE_FILE);
+    const SHARED: &str = "0199b0a0-0000-7000-8000-00000000abcd";
+    {
+        let old = Connection::open(&path).unwrap();
+        for sql in [
+            include_str!("../../crates/storage/src/db/migrations/0001_initial.sql"),
+            include_str!("../../crates/storage/src/db/migrations/0002_plan_revisions.sql"),
+            include_str!("../../crates/storage/src/db/migrations/0003_admin_access_repair.sql"),
+            include_str!("../../crates/storage/src/db/migrations/0004_sign_in.sql"),
+            include_str!("../../crates/storage/src/db/migrations/0005_reminders.sql"),
+            include_str!("../../crates/storage/src/db/migrations/0006_invitations_and_mail.sql"),
+            include_str!("../../crates/storage/src/db/migrations/0007_pause_actor_refs.sql"),
+            include_str!("../../crates/storage/src/db/migrations/0008_oidc.sql"),
+            include_str!("../../crates/storage/src/db/migrations/0009_review_prompts.sql"),
+            include_str!("../../crates/storage/src/db/migrations/0010_sources_by_medicine.sql"),
+            include_str!("../../crates/storage/src/db/migrations/0011_checks_without_lists.sql"),
+            include_str!("../../crates/storage/src/db/migrations/0012_access_stamp.sql"),
+            include_str!(
+                "../../crates/storage/src/db/migrations/0013_change_feed_without_autoincrement.sql"
+            ),
+            include_str!("../../crates/storage/src/db/migrations/0014_plan_stamp.sql"),
+            include_str!("../../crates/storage/src/db/migrations/0015_linked_identities.sql"),
+        ] {
+            old.execute_batch(sql).unwrap();
+        }
+        old.pragma_update(None, "user_version", 15).unwrap();
+        old.execute_batch(&format!(
+            "PRAGMA foreign_keys = ON;
+             INSERT INTO households (id, portable_id, name, time_zone, created_at, updated_at)
+               VALUES (1, 'h1', 'One', 'UTC', 't', 't'), (2, 'h2', 'Two', 'UTC', 't', 't');
+             INSERT INTO locations (id, portable_id, household_id, name, created_at, updated_at)
+               VALUES (7, '{SHARED}', 1, 'Kitchen', 't', 't');
+             INSERT INTO medications (id, portable_id, household_id, location_id, name, created_at, updated_at)
+               VALUES (9, 'm9', 1, 7, 'Calpol', 't', 't');"
+        ))
+        .unwrap();
+        // Before: an id is the whole installation's.
+        assert!(
+            old.execute(
+                &format!(
+                    "INSERT INTO locations (portable_id, household_id, name, created_at, updated_at)
+                     VALUES ('{SHARED}', 2, 'Hall', 't', 't')"
+                ),
+                [],
+            )
+            .is_err()
+        );
+    }
+    let db = Db::open(dir.path()).unwrap();
+    db.close().await;
+    let file = Connection::open(&path).unwrap();
+    file.execute_batch("PRAGMA foreign_keys = ON").unwrap();
+    let kept: (i64, String, i64) = file
+        .query_row(
+            "SELECT m.id, l.name, l.id FROM medications m JOIN locations l ON l.id = m.location_id",
+            [],
+            |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
+        )
+        .unwrap();
+    assert_eq!(kept, (9, "Kitchen".to_string(), 7));
+    let insert = |household: i64| {
+        file.execute(
+            &format!(
+                "INSERT INTO locations (portable_id, household_id, name, created_at, updated_at)
+                 VALUES ('{SHARED}', {household}, 'Hall', 't', 't')"
+            ),
+            [],
+        )
+    };
+    insert(2).expect("another household may hold the same id");
+    assert!(insert(1).is_err(), "one household holds an id once");
+    // The references into the rebuilt tables still hold.
+    assert!(
+        file.execute(
+            "INSERT INTO medications (portable_id, household_id, location_id, name, created_at, updated_at)
+             VALUES ('m10', 1, 4242, 'Nothing', 't', 't')",
+            [],
+        )
+        .is_err()
+    );
+    let check: String = file
+        .query_row("PRAGMA integrity_check", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(check, "ok");
+    let dangling: Option<String> = file
+        .query_row("PRAGMA foreign_key_check", [], |r| r.get(0))
+        .optional()
+        .unwrap();
+    assert_eq!(dangling, None);
 }

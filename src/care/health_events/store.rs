@@ -49,7 +49,7 @@ pub fn find(
     Ok(conn
         .prepare_kept(crate::db::sql!(
             "SELECT {COLUMNS} FROM {FROM}
-             WHERE e.household_id = ?1 AND e.id = coalesce(?2, (SELECT id FROM health_events WHERE portable_id = ?3))
+             WHERE e.household_id = ?1 AND e.id = coalesce(?2, (SELECT id FROM health_events WHERE household_id = ?1 AND portable_id = ?3))
                AND e.deleted_at IS NULL"
         ))?
         .query_row(params![household_id, numeric, portable], from_row)

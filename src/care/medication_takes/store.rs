@@ -150,7 +150,7 @@ macro_rules! find_source_sql {
              JOIN people p ON p.id = x.person_id
              WHERE x.household_id = ?1 AND x.id = coalesce(?2, (SELECT id FROM ",
             $table,
-            " WHERE portable_id = ?3))"
+            " WHERE household_id = ?1 AND portable_id = ?3))"
         )
     };
 }

@@ -63,7 +63,7 @@ pub fn find(
     Ok(conn
         .prepare_kept(crate::db::sql!(
             "SELECT {COLUMNS} FROM {FROM}
-             WHERE a.household_id = ?1 AND a.id = coalesce(?2, (SELECT id FROM person_medications WHERE portable_id = ?3))
+             WHERE a.household_id = ?1 AND a.id = coalesce(?2, (SELECT id FROM person_medications WHERE household_id = ?1 AND portable_id = ?3))
                AND a.retired_at IS NULL"
         ))?
         .query_row(params![household_id, numeric, portable], from_row)

@@ -82,7 +82,7 @@ pub fn find(conn: &Connection, household_id: i64, id: &ResourceId) -> Result<Opt
     Ok(conn
         .prepare_kept(crate::db::sql!(
             "SELECT {COLUMNS} FROM {FROM}
-             WHERE s.household_id = ?1 AND s.id = coalesce(?2, (SELECT id FROM schedules WHERE portable_id = ?3))
+             WHERE s.household_id = ?1 AND s.id = coalesce(?2, (SELECT id FROM schedules WHERE household_id = ?1 AND portable_id = ?3))
                AND s.retired_at IS NULL"
         ))?
         .query_row(params![household_id, numeric, portable], from_row)

@@ -200,3 +200,24 @@ pub fn revoke_all_of_membership(conn: &WriteTx, membership_id: i64) -> Result<us
         )?
         .execute(params![membership_id, Timestamp::now()])?)
 }
+
+/// Whether the member holds a live manage grant on anyone of its household.
+pub fn holds_manage_grant(conn: &Connection, actor: &crate::auth::Actor) -> Result<bool> {
+    Ok(conn
+        .prepare_kept(
+            "SELECT 1 FROM person_access_grants
+             WHERE membership_id = ?1 AND household_id = ?2 AND access_level = 'manage'
+               AND revoked_at IS NULL AND (expires_at IS NULL OR expires_at > ?3)
+             LIMIT 1",
+        )?
+        .query_row(
+            params![
+                actor.membership_id,
+                actor.household_id,
+                &*crate::domain::Timestamp::now()
+            ],
+            |_| Ok(()),
+        )
+        .optional()?
+        .is_some())
+}

@@ -41,7 +41,7 @@ pub fn find(conn: &Connection, household_id: i64, id: &ResourceId) -> Result<Opt
     Ok(conn
         .prepare_kept(crate::db::sql!(
             "SELECT {COLUMNS} FROM locations l
-             WHERE l.household_id = ?1 AND l.id = coalesce(?2, (SELECT id FROM locations WHERE portable_id = ?3))
+             WHERE l.household_id = ?1 AND l.id = coalesce(?2, (SELECT id FROM locations WHERE household_id = ?1 AND portable_id = ?3))
                AND l.deleted_at IS NULL"
         ))?
         .query_row(params![household_id, numeric, portable], from_row)

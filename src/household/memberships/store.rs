@@ -204,3 +204,23 @@ pub fn bump_permissions_version(conn: &WriteTx, membership_id: i64) -> Result<()
     .execute([membership_id])?;
     Ok(())
 }
+
+/// The one membership of the household linked to the person `portable_id`;
+/// None when none or several match (an import keeps the actor unknown).
+pub fn sole_membership_of(
+    conn: &rusqlite::Connection,
+    household_id: i64,
+    person_portable_id: &str,
+) -> Result<Option<i64>> {
+    let ids: Vec<i64> = conn
+        .prepare_kept(
+            "SELECT m.id FROM memberships m JOIN people p ON p.id = m.person_id
+             WHERE m.household_id = ?1 AND p.portable_id = ?2 LIMIT 2",
+        )?
+        .query_map(params![household_id, person_portable_id], |r| r.get(0))?
+        .collect::<rusqlite::Result<_>>()?;
+    Ok(match ids.as_slice() {
+        [one] => Some(*one),
+        _ => None,
+    })
+}

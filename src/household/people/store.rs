@@ -48,7 +48,7 @@ pub fn find(conn: &Connection, household_id: i64, id: &ResourceId) -> Result<Opt
     Ok(conn
         .prepare_kept(crate::db::sql!(
             "SELECT {COLUMNS} FROM people p
-             WHERE p.household_id = ?1 AND p.id = coalesce(?2, (SELECT id FROM people WHERE portable_id = ?3))"
+             WHERE p.household_id = ?1 AND p.id = coalesce(?2, (SELECT id FROM people WHERE household_id = ?1 AND portable_id = ?3))"
         ))?
         .query_row(params![household_id, numeric, portable], from_row)
         .optional()?)
@@ -164,4 +164,13 @@ pub fn names(conn: &Connection, household_id: i64) -> Result<Vec<String>> {
         .query_map([household_id], |row| row.get(0))?
         .collect::<rusqlite::Result<Vec<String>>>()?;
     Ok(names)
+}
+
+/// A person's name; empty for one that is gone.
+pub fn person_name(conn: &Connection, person_id: i64) -> Result<String> {
+    Ok(conn
+        .prepare_kept("SELECT name FROM people WHERE id = ?1")?
+        .query_row([person_id], |r| r.get(0))
+        .optional()?
+        .unwrap_or_default())
 }

@@ -48,7 +48,7 @@ pub fn find(conn: &Connection, household_id: i64, id: &ResourceId) -> Result<Opt
     Ok(conn
         .prepare_kept(crate::db::sql!(
             "SELECT {COLUMNS} FROM {FROM}
-             WHERE d.household_id = ?1 AND d.id = coalesce(?2, (SELECT id FROM dosage_options WHERE portable_id = ?3))
+             WHERE d.household_id = ?1 AND d.id = coalesce(?2, (SELECT id FROM dosage_options WHERE household_id = ?1 AND portable_id = ?3))
                AND m.deleted_at IS NULL"
         ))?
         .query_row(params![household_id, numeric, portable], from_row)

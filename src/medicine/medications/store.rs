@@ -65,7 +65,7 @@ pub fn find(
     Ok(conn
         .prepare_kept(crate::db::sql!(
             "SELECT {COLUMNS} FROM {FROM}
-             WHERE m.household_id = ?1 AND m.id = coalesce(?2, (SELECT id FROM medications WHERE portable_id = ?3)) AND m.deleted_at IS NULL"
+             WHERE m.household_id = ?1 AND m.id = coalesce(?2, (SELECT id FROM medications WHERE household_id = ?1 AND portable_id = ?3)) AND m.deleted_at IS NULL"
         ))?
         .query_row(params![household_id, numeric, portable], from_row)
         .optional()?)
@@ -83,7 +83,7 @@ pub fn find_stock(
     Ok(conn
         .prepare_kept(
             "SELECT id, portable_id, dose_unit, current_supply FROM medications
-             WHERE household_id = ?1 AND id = coalesce(?2, (SELECT id FROM medications WHERE portable_id = ?3)) AND deleted_at IS NULL",
+             WHERE household_id = ?1 AND id = coalesce(?2, (SELECT id FROM medications WHERE household_id = ?1 AND portable_id = ?3)) AND deleted_at IS NULL",
         )?
         .query_row(params![household_id, numeric, portable], |r| {
             Ok(MedicationStock {
@@ -222,4 +222,32 @@ pub fn set_supply(conn: &WriteTx, id: i64, supply: Dec, now: &Timestamp) -> Resu
     )?
     .execute(params![id, supply, now])?;
     Ok(())
+}
+
+/// A medication with a reorder threshold: (id, name, supply, threshold).
+pub struct Stocked {
+    pub id: i64,
+    pub name: String,
+    pub supply: String,
+    pub threshold: String,
+}
+
+pub fn stocked_medications(conn: &Connection, household_id: i64) -> Result<Vec<Stocked>> {
+    let mut stmt = conn.prepare_kept(
+        "SELECT id, coalesce(friendly_name, name), current_supply, reorder_threshold
+           FROM medications
+          WHERE household_id = ?1 AND deleted_at IS NULL AND reorder_threshold IS NOT NULL
+          ORDER BY id",
+    )?;
+    let rows = stmt
+        .query_map([household_id], |r| {
+            Ok(Stocked {
+                id: r.get(0)?,
+                name: r.get(1)?,
+                supply: r.get(2)?,
+                threshold: r.get(3)?,
+            })
+        })?
+        .collect::<rusqlite::Result<Vec<_>>>()?;
+    Ok(rows)
 }

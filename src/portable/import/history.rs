@@ -13,6 +13,7 @@ use crate::care::schedules::{self, model::ScheduleRow};
 use crate::care::sources;
 use crate::domain::{IfMatch, ResourceId};
 use crate::error::{ApiError, Result};
+use crate::household::memberships;
 use crate::portable::collections::*;
 use crate::portable::model::RawRecord;
 
@@ -50,10 +51,12 @@ impl Importer<'_, '_> {
                 let Some(person) = rec.get(field).and_then(Value::as_str) else {
                     return Ok((None, None));
                 };
-                Ok(match store::sole_membership_of(tx, household_id, person)? {
-                    Some(membership) => (Some(membership), None),
-                    None => (None, Some(person)),
-                })
+                Ok(
+                    match memberships::store::sole_membership_of(tx, household_id, person)? {
+                        Some(membership) => (Some(membership), None),
+                        None => (None, Some(person)),
+                    },
+                )
             };
             let (recorded_by_membership_id, recorded_by_person_ref) =
                 actor_of("recorded_by_person_portable_id")?;
@@ -195,10 +198,12 @@ impl Importer<'_, '_> {
                 .get("resumed_by_person_portable_id")
                 .and_then(Value::as_str)
             {
-                Some(person) => match store::sole_membership_of(self.tx, household_id, person)? {
-                    Some(membership) => Resumer::Member(Some(membership)),
-                    None => Resumer::Original(person),
-                },
+                Some(person) => {
+                    match memberships::store::sole_membership_of(self.tx, household_id, person)? {
+                        Some(membership) => Resumer::Member(Some(membership)),
+                        None => Resumer::Original(person),
+                    }
+                }
                 None => Resumer::Member(None),
             };
             self.tx.execute_batch("SAVEPOINT portable_record")?;
@@ -235,8 +240,13 @@ impl Importer<'_, '_> {
             let Some(portable_id) = record.get("portable_id").and_then(Value::as_str) else {
                 continue;
             };
-            let created = store::portable_id_owner(self.tx, collection.table, portable_id)?
-                == Some(self.actor.household_id)
+            let created = store::row_id(
+                self.tx,
+                collection.table,
+                self.actor.household_id,
+                portable_id,
+            )?
+            .is_some()
                 && !self
                     .existing
                     .get(collection.name)

@@ -272,8 +272,7 @@ impl<'t, 'c> Importer<'t, 'c> {
             let Some(portable_id) = record.get("portable_id").and_then(Value::as_str) else {
                 continue;
             };
-            if store::portable_id_owner(self.tx, PEOPLE.table, portable_id)?
-                != Some(self.actor.household_id)
+            if store::row_id(self.tx, PEOPLE.table, self.actor.household_id, portable_id)?.is_none()
             {
                 continue;
             }
@@ -308,18 +307,20 @@ impl<'t, 'c> Importer<'t, 'c> {
             if self.compare_existing(collection, &portable_id, record) {
                 continue;
             }
-            if let Some(household) =
-                store::portable_id_owner(self.tx, collection.table, &portable_id)?
+            // A record of this household the import may not read: another
+            // household's record of the same id is no concern of this one.
+            if store::row_id(
+                self.tx,
+                collection.table,
+                self.actor.household_id,
+                &portable_id,
+            )?
+            .is_some()
             {
-                let field = if household == self.actor.household_id {
-                    "access"
-                } else {
-                    "portable_id"
-                };
                 self.error(
                     collection,
                     Some(&portable_id),
-                    field,
+                    "access",
                     "is already used by a record this import may not change",
                 );
                 continue;

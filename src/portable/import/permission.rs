@@ -3,7 +3,7 @@
 
 use crate::auth::Actor;
 use crate::error::{ApiError, Result};
-use crate::portable::store;
+use crate::household::grants;
 
 /// Who may import or dry-run a bundle at all, checked before it is
 /// decrypted (its key derivation is the costly part): owners and
@@ -17,7 +17,7 @@ pub fn require_may_import(conn: &rusqlite::Connection, actor: &Actor) -> Result<
     if actor.is_manager()
         || actor.can_manage_inventory()
         || actor.can_manage_locations()
-        || store::holds_manage_grant(conn, actor)?
+        || grants::store::holds_manage_grant(conn, actor)?
     {
         return Ok(());
     }

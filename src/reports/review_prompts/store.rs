@@ -55,7 +55,7 @@ pub fn find(conn: &Connection, household_id: i64, id: &ResourceId) -> Result<Opt
     Ok(conn
         .prepare_kept(crate::db::sql!(
             "SELECT {COLUMNS} FROM {FROM}
-             WHERE r.household_id = ?1 AND r.id = coalesce(?2, (SELECT id FROM medication_review_prompts WHERE portable_id = ?3))"
+             WHERE r.household_id = ?1 AND r.id = coalesce(?2, (SELECT id FROM medication_review_prompts WHERE household_id = ?1 AND portable_id = ?3))"
         ))?
         .query_row(params![household_id, numeric, portable], from_row)
         .optional()?)

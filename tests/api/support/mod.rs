@@ -217,6 +217,33 @@ impl TestApp {
         (membership_id, token)
     }
 
+    /// Another household on the same server, with an owner of its own:
+    /// (household id, the owner's token).
+    pub async fn other_household(&self, name: &str, owner_email: &str) -> (i64, String) {
+        let (name, email) = (name.to_string(), owner_email.to_string());
+        let set_up = self
+            .db
+            .write(move |conn| {
+                household::set_up(
+                    conn,
+                    &name,
+                    "Europe/London",
+                    &NewMember {
+                        email: &email,
+                        password_hash: password_hash(),
+                        person_name: "Other Owner",
+                        role: Role::Owner,
+                    },
+                )
+            })
+            .await
+            .unwrap();
+        let token = self
+            .token_for(set_up.household_id, set_up.membership_id)
+            .await;
+        (set_up.household_id, token)
+    }
+
     /// A household path: `hh("/people")` → `/api/v1/households/{id}/people`.
     pub fn hh(&self, rest: &str) -> String {
         format!("/api/v1/households/{}{rest}", self.household_id)

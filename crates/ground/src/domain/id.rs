@@ -24,7 +24,7 @@ impl ResourceId {
     }
 
     /// SQL-ready parts: the numeric id, or else the portable id, for
-    /// `x.id = coalesce(?2, (SELECT id FROM t WHERE portable_id = ?3))`.
+    /// `x.id = coalesce(?2, (SELECT id FROM t WHERE household_id = ?1 AND portable_id = ?3))`.
     /// (SQLite answered `x.id = ?2 OR x.portable_id = ?3` by looking up
     /// both indexes and merging the two, several thousand instructions
     /// more; this is one lookup by id.)

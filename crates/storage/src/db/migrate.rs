@@ -5,6 +5,7 @@
 //! Append to MIGRATIONS, never edit or remove one, and keep `schema.sql` equal
 //! to the result (a test checks both roads end in the same schema).
 
+use std::collections::HashSet;
 use std::path::Path;
 
 use rusqlite::Connection;
@@ -31,6 +32,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("migrations/0013_change_feed_without_autoincrement.sql"),
     include_str!("migrations/0014_plan_stamp.sql"),
     include_str!("migrations/0015_linked_identities.sql"),
+    include_str!("migrations/0016_portable_ids_per_household.sql"),
 ];
 
 pub const SCHEMA_VERSION: i64 = MIGRATIONS.len() as i64;
@@ -69,6 +71,24 @@ pub(super) fn migrate(conn: &mut Connection, path: &Path) -> Result<(), OpenErro
         path: path.to_path_buf(),
         source,
     };
+    // A migration that rebuilds a table (SQLite's way of changing a
+    // constraint) must not have references to it rewritten or its rows
+    // deleted on the way: foreign keys are off while migrations run (the
+    // pragma is a no-op inside a transaction) and every one is checked
+    // before the commit.
+    conn.pragma_update(None, "foreign_keys", false)
+        .map_err(sqlite_err)?;
+    let migrated = migrate_in_one_transaction(conn, path);
+    conn.pragma_update(None, "foreign_keys", true)
+        .map_err(sqlite_err)?;
+    migrated
+}
+
+fn migrate_in_one_transaction(conn: &mut Connection, path: &Path) -> Result<(), OpenError> {
+    let sqlite_err = |source| OpenError::Sqlite {
+        path: path.to_path_buf(),
+        source,
+    };
     // EXCLUSIVE: two processes starting at once cannot both migrate.
     let tx = conn
         .transaction_with_behavior(rusqlite::TransactionBehavior::Exclusive)
@@ -86,6 +106,9 @@ pub(super) fn migrate(conn: &mut Connection, path: &Path) -> Result<(), OpenErro
     if found == 0 {
         tx.execute_batch(SCHEMA_SQL).map_err(sqlite_err)?;
     } else if found < SCHEMA_VERSION {
+        // A file may hold a dangling reference from before foreign keys
+        // were on; a migration must add none.
+        let broken_before = broken_references(&tx).map_err(sqlite_err)?;
         for sql in &MIGRATIONS[found as usize..] {
             tx.execute_batch(sql).map_err(sqlite_err)?;
         }
@@ -97,12 +120,26 @@ pub(super) fn migrate(conn: &mut Connection, path: &Path) -> Result<(), OpenErro
             .map_err(sqlite_err)?;
         tx.pragma_update(None, "schema_version", cookie + 1)
             .map_err(sqlite_err)?;
+        let broken = broken_references(&tx).map_err(sqlite_err)?;
+        if let Some((table, _)) = broken.difference(&broken_before).next() {
+            return Err(sqlite_err(rusqlite::Error::SqliteFailure(
+                rusqlite::ffi::Error::new(rusqlite::ffi::SQLITE_CONSTRAINT_FOREIGNKEY),
+                Some(format!("a migration left a broken reference in {table}")),
+            )));
+        }
     }
     if found != SCHEMA_VERSION {
         tx.pragma_update(None, "user_version", SCHEMA_VERSION)
             .map_err(sqlite_err)?;
     }
     tx.commit().map_err(sqlite_err)
+}
+
+/// Every row whose reference names no row: (table, rowid).
+fn broken_references(conn: &Connection) -> rusqlite::Result<HashSet<(String, Option<i64>)>> {
+    conn.prepare("PRAGMA foreign_key_check")?
+        .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?
+        .collect()
 }
 
 #[cfg(test)]

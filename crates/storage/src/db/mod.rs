@@ -40,7 +40,7 @@ mod readers;
 mod statements;
 pub use kept::read_generation;
 pub use readers::read_transaction;
-pub use statements::PrepareKept;
+pub use statements::{PrepareKept, each_row};
 mod writer;
 
 pub use writer::WriteTx;

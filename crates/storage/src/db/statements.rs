@@ -167,6 +167,22 @@ impl Drop for KeptStatement<'_> {
     }
 }
 
+/// Runs `sql` and hands each row to `each` as it is read: the streaming
+/// reads (the sync snapshot, the exports) never hold a whole collection.
+pub fn each_row(
+    conn: &Connection,
+    sql: &str,
+    params: &[(&str, &dyn rusqlite::ToSql)],
+    mut each: impl FnMut(&rusqlite::Row<'_>) -> crate::error::Result<()>,
+) -> crate::error::Result<()> {
+    let mut stmt = conn.prepare_cached(sql)?;
+    let mut rows = stmt.query(params)?;
+    while let Some(row) = rows.next()? {
+        each(row)?;
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

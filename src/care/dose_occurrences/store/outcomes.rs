@@ -135,7 +135,7 @@ pub fn find_outcome(
     Ok(conn
         .prepare_kept(crate::db::sql!(
             "SELECT {OUTCOME_COLUMNS} FROM dose_occurrences
-             WHERE household_id = ?1 AND id = coalesce(?2, (SELECT id FROM dose_occurrences WHERE portable_id = ?3))"
+             WHERE household_id = ?1 AND id = coalesce(?2, (SELECT id FROM dose_occurrences WHERE household_id = ?1 AND portable_id = ?3))"
         ))?
         .query_row(params![household_id, numeric, portable], outcome_row)
         .optional()?)
