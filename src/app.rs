@@ -3,6 +3,8 @@
 //! document from each area's routes, and wraps them in what every request
 //! goes through. Nothing below imports it.
 
+mod document;
+
 use std::sync::Arc;
 
 use axum::Router;
@@ -113,7 +115,7 @@ fn openapi_route(api: Api) -> Api {
 
 /// The whole service as one Router (tests call this directly).
 pub fn app(mut state: AppState) -> Router {
-    let (routes, doc) = api().finish(crate::identity::clients::SCOPE);
+    let (routes, doc) = api().finish(document::head(crate::identity::clients::SCOPE));
     state.set_openapi(
         serde_json::to_vec(&doc)
             .expect("OpenAPI document serialises")

@@ -11,6 +11,15 @@ use schemars::generate::Contract;
 use serde_json::{Map, Value, json};
 use std::collections::{BTreeMap, BTreeSet};
 
+/// What the composition root says of the whole service at the head of
+/// the document: its title and version, its resource tags (each used tag
+/// must be declared) and how a client signs in.
+pub struct DocumentHead {
+    pub info: Value,
+    pub resource_tags: &'static [(&'static str, &'static str)],
+    pub security_schemes: Value,
+}
+
 /// Collects routes and their documentation together.
 pub struct Api {
     router: Router<AppState>,
@@ -52,11 +61,6 @@ impl Api {
             self.operation_ids.insert(op.id),
             "duplicate operationId {}",
             op.id
-        );
-        assert!(
-            RESOURCE_TAGS.iter().any(|(t, _)| *t == op.tag),
-            "resource tag {} is not declared",
-            op.tag
         );
         for (name, schema) in &op.components {
             self.register_generated(name, schema);
@@ -127,10 +131,9 @@ impl Api {
         self
     }
 
-    /// The router (routes without the /api/v1 prefix) and the document.
-    /// The Router and its document; `scope` is the one OAuth scope the
-    /// sign-in server grants.
-    pub fn finish(self, scope: &str) -> (Router<AppState>, Value) {
+    /// The router (routes without the /api/v1 prefix) and the document,
+    /// headed by what the composition root says of the whole service.
+    pub fn finish(self, head: DocumentHead) -> (Router<AppState>, Value) {
         let used: BTreeSet<String> = self
             .paths
             .values()
@@ -138,9 +141,15 @@ impl Api {
             .flat_map(|op| op["tags"].as_array().cloned().unwrap_or_default())
             .filter_map(|t| t.as_str().map(str::to_string))
             .collect();
-        let tags: Vec<Value> = audience_tags()
-            .iter()
-            .chain(RESOURCE_TAGS.iter())
+        let audiences = audience_tags();
+        let declared = || audiences.iter().chain(head.resource_tags.iter());
+        for tag in &used {
+            assert!(
+                declared().any(|(name, _)| name == tag),
+                "resource tag {tag} is not declared"
+            );
+        }
+        let tags: Vec<Value> = declared()
             .filter(|(name, _)| used.contains(*name))
             .map(|(name, description)| json!({"name": name, "description": description}))
             .collect();
@@ -151,28 +160,13 @@ impl Api {
             .collect();
         let doc = json!({
             "openapi": "3.1.0",
-            "info": {
-                "title": "Household Medication Tracking API",
-                "version": env!("CARGO_PKG_VERSION"),
-                "description": "Pillbox: a self-hosted household medication tracker.",
-            },
+            "info": head.info,
             "servers": [{"url": "/api/v1"}],
             "security": [{"bearerAuth": []}, {"oauth2": []}],
             "tags": tags,
             "paths": paths,
             "components": {
-                "securitySchemes": {
-                    "bearerAuth": {"type": "http", "scheme": "bearer",
-                        "description": "An opaque bearer token: an OAuth access token (pbx_at_...) from sign-in, or a household app token (pbx_app_...)"},
-                    "oauth2": {"type": "oauth2",
-                        "description": "Sign-in through the authorization code flow with PKCE (S256 only) for public clients; discover the endpoints at /.well-known/oauth-authorization-server. The access token is then sent as a bearer token.",
-                        "flows": {"authorizationCode": {
-                            "authorizationUrl": "/api/v1/oauth/authorize",
-                            "tokenUrl": "/api/v1/oauth/token",
-                            "refreshUrl": "/api/v1/oauth/token",
-                            "scopes": {scope: "The account's households, as its memberships and grants allow"},
-                        }}},
-                },
+                "securitySchemes": head.security_schemes,
                 "schemas": self.schemas,
                 "responses": error_responses(),
                 "headers": {
