@@ -155,7 +155,7 @@ async fn method_not_allowed() -> ApiError {
 /// verifies a presented credential once.
 async fn every_request(state: State<AppState>, request: Request, next: Next) -> Response {
     crate::http::around(request, |request| {
-        crate::auth::rate_limit::middleware(state, request, next)
+        crate::auth::rate_limit(state, request, next)
     })
     .await
 }

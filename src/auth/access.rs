@@ -3,20 +3,11 @@
 
 use rusqlite::{Connection, OptionalExtension};
 
-use super::{Actor, Role, store};
-use crate::domain::vocabulary;
+use super::model::{Actor, Role};
+use super::store;
 use crate::error::{ApiError, Result};
 
-vocabulary!(
-    /// Ordered: `view` < `record` < `manage`. `record` may record takes and
-    /// outcomes but not change the care plan.
-    #[derive(PartialOrd, Ord)]
-    AccessLevel {
-        View => "view",
-        Record => "record",
-        Manage => "manage",
-    }
-);
+pub use super::model::AccessLevel;
 
 impl AccessLevel {
     fn verb(self) -> &'static str {

@@ -1,17 +1,110 @@
 //! The request extractors that name the caller: the credential is verified
 //! (or taken from the rate limiter, which already verified it) and, for a
 //! household route, the current membership; both from the access view
-//! (`super::view`), without a database read of their own.
+//! (`super::view`), without a database read of their own. The rate limiter
+//! is here too, since it is where most requests' credentials are verified.
 
-use axum::extract::FromRequestParts;
+use std::net::SocketAddr;
+use std::time::Instant;
+
+use axum::extract::{ConnectInfo, FromRequestParts, Request, State};
+use axum::http::header;
 use axum::http::request::Parts;
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
 
+use super::model::{Actor, Authenticated, Credential, Verified};
 use super::view::AccessView;
-use super::{Actor, Authenticated, Credential, Verified, store, token};
+use super::{store, token};
 use crate::domain::numeric_id;
 use crate::error::{ApiError, Result};
 use crate::http::extract::raw_param;
+use crate::http::rate_limit::client_key;
 use crate::state::AppState;
+
+/// Verifies a presented credential. `Err` only for a failure of the server
+/// itself; a credential that does not verify is an `Ok(Verified(Err(..)))`.
+async fn verify(state: &AppState, presented: String) -> Result<Verified> {
+    let view = state.db.attached::<AccessView>();
+    match view.authenticate(&state.db, &presented) {
+        Ok(authenticated) => Ok(Verified(Ok(authenticated))),
+        Err(ApiError::Unauthorized(why)) => Ok(Verified(Err(why))),
+        Err(other) => Err(other),
+    }
+}
+
+fn limited(retry_after_secs: u64) -> Response {
+    let mut response = ApiError::RateLimited { retry_after_secs }.into_response();
+    response.headers_mut().insert(
+        header::CACHE_CONTROL,
+        header::HeaderValue::from_static("no-store"),
+    );
+    response
+}
+
+/// Rate limits keyed on what was verified. A request with a bearer
+/// credential is verified here, once, and counts against that credential's
+/// bucket only when the secret matched; the outcome travels to the `Actor`
+/// extractor in the request's extensions. Requests without a credential,
+/// and every failed authentication, count against the client's address,
+/// failures in a stricter bucket of their own: once an address has used it
+/// up, every further failure from it is a 429 instead of a 401. A verified
+/// credential is never held back by its address's failures: behind one
+/// home router or reverse proxy, a phone with a stale token must not lock
+/// out the rest of the family (a guess at a 256-bit secret gains nothing
+/// from learning which answer it got). A selector alone proves
+/// nothing, so it never chooses a bucket (else anyone could drain a
+/// victim's bucket, or escape every limit with a fresh selector each time).
+/// The buckets themselves are `crate::limits`; the address key is
+/// `crate::http::rate_limit::client_key`.
+pub async fn rate_limit(
+    State(state): State<AppState>,
+    mut request: Request,
+    next: Next,
+) -> Response {
+    let limits = &state.rate_limits;
+    if !limits.requests.is_on() && !limits.auth_failures.is_on() {
+        return next.run(request).await;
+    }
+    let now = Instant::now();
+    // Worked out only when a bucket needs it: most requests carry a
+    // credential that verifies, and never ask.
+    let address = |request: &Request| {
+        let peer = request
+            .extensions()
+            .get::<ConnectInfo<SocketAddr>>()
+            .map(|ConnectInfo(addr)| addr.ip());
+        client_key(request.headers(), peer, limits.trusted_proxies)
+    };
+    let Some(presented) = token::bearer(request.headers()).map(str::to_string) else {
+        return match limits.requests.check(&address(&request), now) {
+            Ok(()) => next.run(request).await,
+            Err(wait) => limited(wait),
+        };
+    };
+    let verified = match verify(&state, presented).await {
+        Ok(verified) => verified,
+        Err(e) => return e.into_response(),
+    };
+    match &verified.0 {
+        Ok(authenticated) => {
+            if limits.requests.is_on()
+                && let Err(wait) = limits
+                    .requests
+                    .check(&authenticated.credential.bucket(), now)
+            {
+                return limited(wait);
+            }
+        }
+        Err(_) => {
+            if let Err(wait) = limits.auth_failures.check(&address(&request), now) {
+                return limited(wait);
+            }
+        }
+    }
+    request.extensions_mut().insert(verified);
+    next.run(request).await
+}
 
 /// The verification the rate limiter already made for this request, if any.
 fn verified(parts: &Parts) -> Option<Result<Authenticated>> {

@@ -4,8 +4,8 @@ use axum::extract::State;
 use axum::response::Response;
 use axum::routing::get;
 
-use super::model::HouseholdSummary;
-use super::{Authenticated, store};
+use super::model::{Authenticated, HouseholdSummary};
+use super::store;
 use crate::error::Result;
 use crate::http::extract::QueryParams;
 use crate::http::openapi::{Api, Op};

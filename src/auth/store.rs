@@ -4,8 +4,10 @@ use crate::db::PrepareKept;
 use crate::db::WriteTx;
 use rusqlite::{Connection, OptionalExtension, params};
 
-use super::model::HouseholdSummary;
-use super::{AccessLevel, Actor, Authenticated, Credential, Permissions, Role, token};
+use super::model::{
+    AccessLevel, Actor, Authenticated, Credential, HouseholdSummary, Permissions, Role,
+};
+use super::token;
 use crate::domain::Page;
 use crate::error::{ApiError, Result};
 

@@ -26,8 +26,9 @@ use crate::db::PrepareKept;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
+use super::model::{Actor, Authenticated};
 use super::store::{self, AccessTokenRow, AppTokenRow, MembershipRow};
-use super::{Actor, Authenticated, token};
+use super::token;
 use crate::db::{CommitMark, Db, MarkedReader};
 use crate::error::Result;
 

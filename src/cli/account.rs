@@ -4,8 +4,10 @@
 
 use clap::{Args, Subcommand};
 
-use super::{CliResult, OpenMode, open_db, password};
+use super::common::{CliResult, open_db};
+use super::password;
 use crate::config::DataDirArgs;
+use crate::db::OpenMode;
 use crate::identity::operator;
 
 #[derive(Debug, Subcommand)]

@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use clap::Args;
 
-use super::CliResult;
+use super::common::CliResult;
 use super::progress::ProgressLine;
 use crate::config::DataDirArgs;
 

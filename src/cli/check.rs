@@ -3,7 +3,7 @@
 
 use clap::Args;
 
-use super::CliResult;
+use super::common::CliResult;
 use crate::config::DataDirArgs;
 use crate::db::{SCHEMA_VERSION, check, private_files};
 

@@ -11,8 +11,9 @@ use std::path::PathBuf;
 use clap::{Args, Subcommand};
 use tokio::sync::mpsc;
 
-use super::{CliResult, OpenMode, open_db};
+use super::common::{CliResult, open_db};
 use crate::config::DataDirArgs;
+use crate::db::OpenMode;
 use crate::reports::evidence::model::{Evidence, ImportCounts};
 use crate::reports::evidence::{self, openfda};
 use crate::reports::review_prompts::pass;

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use clap::Args;
 
-use super::CliResult;
+use super::common::CliResult;
 use crate::config::DEFAULT_LISTEN;
 
 const TIMEOUT: Duration = Duration::from_secs(5);

@@ -3,8 +3,10 @@
 
 use clap::{Args, Subcommand};
 
-use super::{CliResult, OpenMode, open_db, print_table};
+use super::common::{CliResult, open_db};
+use super::output::print_table;
 use crate::config::DataDirArgs;
+use crate::db::OpenMode;
 use crate::household::store;
 
 #[derive(Debug, Subcommand)]

@@ -5,9 +5,13 @@
 use clap::{Args, Subcommand, ValueEnum};
 use rusqlite::Connection;
 
-use super::{CliResult, OpenMode, all_pages, name, open_db, password, print_table};
+use super::common::{CliResult, all_pages, open_db};
+use super::name;
+use super::output::print_table;
+use super::password;
 use crate::auth::Role;
 use crate::config::DataDirArgs;
+use crate::db::OpenMode;
 use crate::error::{ApiError, Result};
 use crate::household::memberships::{self, model::Membership};
 use crate::household::{self, NewMember, people};

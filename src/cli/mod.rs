@@ -4,6 +4,7 @@
 mod account;
 mod backup;
 mod check;
+mod common;
 mod evidence;
 mod health;
 mod household;
@@ -11,6 +12,7 @@ mod log_line;
 mod log_writer;
 mod member;
 mod name;
+mod output;
 mod password;
 mod portable;
 mod progress;
@@ -22,10 +24,7 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
-use crate::config::{DataDirArgs, LogFormat, ServeArgs};
-use crate::db::{Db, OpenMode};
-use crate::domain::Page;
-use crate::error::Result;
+use crate::config::{LogFormat, ServeArgs};
 
 #[derive(Debug, Parser)]
 #[command(
@@ -74,9 +73,6 @@ pub enum Command {
     /// Import an encrypted portable bundle into a household (passphrase from stdin or a prompt)
     Import(portable::ImportArgs),
 }
-
-/// A failed command: its one line for the operator.
-pub type CliResult<T = ()> = Result<T, String>;
 
 pub fn run(cli: Cli) -> ExitCode {
     let (log_format, default_level) = match &cli.command {
@@ -168,55 +164,4 @@ fn init_tracing(
         LogFormat::Json => builder.json().try_init(),
     };
     Some(guard)
-}
-
-/// Opens the database off the async threads.
-async fn open_db(data: &DataDirArgs, mode: OpenMode) -> CliResult<Db> {
-    let dir = data.data_dir.clone();
-    tokio::task::spawn_blocking(move || Db::open_with(&dir, mode))
-        .await
-        .map_err(|e| format!("cannot open the database: {e}"))?
-        .map_err(|e| e.to_string())
-}
-
-/// Every row of a paged store list, page by page.
-fn all_pages<T>(mut fetch: impl FnMut(Page) -> Result<(Vec<T>, i64)>) -> Result<Vec<T>> {
-    let mut all = Vec::new();
-    for page in 1.. {
-        let (rows, total) = fetch(Page {
-            page,
-            per_page: Page::MAX_PER_PAGE,
-        })?;
-        let last = rows.is_empty();
-        all.extend(rows);
-        if last || all.len() as i64 >= total {
-            break;
-        }
-    }
-    Ok(all)
-}
-
-/// Prints rows under a header in aligned columns; an empty list says so.
-fn print_table(header: &[&str], rows: Vec<Vec<String>>) {
-    if rows.is_empty() {
-        eprintln!("(none)");
-    }
-    let mut widths: Vec<usize> = header.iter().map(|h| h.chars().count()).collect();
-    for row in &rows {
-        for (width, cell) in widths.iter_mut().zip(row) {
-            *width = (*width).max(cell.chars().count());
-        }
-    }
-    let line = |cells: Vec<&str>| {
-        let padded: Vec<String> = cells
-            .iter()
-            .zip(&widths)
-            .map(|(cell, width)| format!("{cell:<width$}"))
-            .collect();
-        println!("{}", padded.join("  ").trim_end());
-    };
-    line(header.to_vec());
-    for row in &rows {
-        line(row.iter().map(String::as_str).collect());
-    }
 }

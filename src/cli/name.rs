@@ -3,7 +3,7 @@
 
 use std::io::{BufRead, IsTerminal, Write};
 
-use super::CliResult;
+use super::common::CliResult;
 
 pub fn person_name(given: Option<String>, prompt: &str) -> CliResult<String> {
     let entered = match given {

@@ -4,7 +4,7 @@
 use std::io::{IsTerminal, Read};
 use std::os::fd::AsFd;
 
-use super::CliResult;
+use super::common::CliResult;
 use crate::auth::password;
 
 pub fn read_new_password() -> CliResult<String> {

@@ -9,10 +9,11 @@ use std::sync::Arc;
 
 use clap::Args;
 
+use super::common::{CliResult, open_db};
 use super::progress::ProgressLine;
-use super::{CliResult, OpenMode, open_db};
 use crate::auth::{Actor, Authenticated, Credential};
 use crate::config::DataDirArgs;
+use crate::db::OpenMode;
 use crate::portable::envelope::{self, Passphrase};
 use crate::portable::export::{self, Version};
 use crate::portable::import;

@@ -2,8 +2,9 @@
 
 use std::net::SocketAddr;
 
-use super::{CliResult, OpenMode};
+use super::common::CliResult;
 use crate::config::{ServeArgs, Settings, load_native_push};
+use crate::db::OpenMode;
 
 pub async fn run(args: ServeArgs) -> CliResult {
     raise_open_file_limit();

@@ -2,9 +2,12 @@
 
 use clap::Args;
 
-use super::{CliResult, OpenMode, name, open_db, password};
+use super::common::{CliResult, open_db};
+use super::name;
+use super::password;
 use crate::auth::Role;
 use crate::config::DataDirArgs;
+use crate::db::OpenMode;
 use crate::error::ApiError;
 use crate::household::{self, NewMember, people};
 

@@ -6,8 +6,10 @@ use std::collections::HashMap;
 
 use clap::{Args, Subcommand};
 
-use super::{CliResult, OpenMode, all_pages, open_db, print_table};
+use super::common::{CliResult, all_pages, open_db};
+use super::output::print_table;
 use crate::config::DataDirArgs;
+use crate::db::OpenMode;
 use crate::error::ApiError;
 use crate::household::app_tokens::{self, TokenRequest};
 use crate::household::{self, memberships};

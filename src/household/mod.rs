@@ -21,8 +21,7 @@ use crate::error::{ApiError, Result};
 use crate::http::openapi::Api;
 use grants::Relationship;
 
-/// Longest life, in days, a household may allow its app tokens.
-pub const MAX_TOKEN_AGE_DAYS: i64 = 3650;
+pub use model::MAX_TOKEN_AGE_DAYS;
 
 pub fn routes(api: Api) -> Api {
     let api = people::routes::routes(api);

@@ -2,6 +2,9 @@
 
 use crate::domain::Timestamp;
 
+/// Longest life, in days, a household may allow its app tokens.
+pub const MAX_TOKEN_AGE_DAYS: i64 = 3650;
+
 /// A household as stored; its settings resource (`crate::household_settings`)
 /// adds what other areas keep about it.
 #[derive(Debug, Clone)]

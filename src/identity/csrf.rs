@@ -8,8 +8,6 @@ use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use subtle::ConstantTimeEq;
 
-use crate::http::origin::is_https;
-
 /// A cookie's value as sent.
 pub fn cookie(headers: &HeaderMap, name: &str) -> Option<String> {
     headers
@@ -46,9 +44,10 @@ pub fn matches(cookie: Option<&str>, sent: Option<&str>) -> bool {
 }
 
 /// Sets the cookie (`SameSite=Lax`, so the top-level navigation back from
-/// an identity provider still carries it; `Secure` on https).
-pub fn set(mut response: Response, name: &str, path: &str, value: &str, base: &str) -> Response {
-    let secure = if is_https(base) { "; Secure" } else { "" };
+/// an identity provider still carries it; `Secure` when `https`, the server
+/// being reached over https: `http::origin::is_https` of the base URL).
+pub fn set(mut response: Response, name: &str, path: &str, value: &str, https: bool) -> Response {
+    let secure = if https { "; Secure" } else { "" };
     let cookie = format!("{name}={value}; Path={path}; HttpOnly; SameSite=Lax{secure}");
     if let Ok(value) = HeaderValue::from_str(&cookie) {
         response.headers_mut().append(header::SET_COOKIE, value);

@@ -6,7 +6,8 @@ use axum::routing::{any, post};
 
 use crate::error::ApiError;
 use crate::http::openapi::{Api, Op};
-use crate::identity::{BaseUrl, oauth};
+use crate::http::origin::BaseUrl;
+use crate::identity::oauth;
 
 const TAG: &str = "Sessions";
 

@@ -4,6 +4,7 @@
 //! (added for every text/html response in `http::cache_headers`), so styles
 //! and scripts live in their own files, never inline.
 
+pub mod paths;
 pub mod setup;
 pub mod setup_link;
 
@@ -19,15 +20,13 @@ use sha2::{Digest, Sha256};
 
 use crate::state::AppState;
 
+pub use paths::APP_PATH;
+
 #[derive(Embed)]
 #[folder = "assets/"]
 #[exclude = "fonts/*"]
 struct Assets;
 
-/// Where the app lives in the browser's address bar; every path under it is
-/// a view of the one shell (deep links), including the OAuth redirect
-/// (`config::DEFAULT_WEB_REDIRECT_PATH`).
-pub const APP_PATH: &str = "/app";
 /// Versioned asset URLs: `/v/<build>/<file>`. A new build changes the
 /// prefix, so these can be cached for a year while the shell is not cached.
 const VERSIONED: &str = "/v";

@@ -20,6 +20,7 @@ use crate::error::ApiError;
 use crate::household::{self, NewMember};
 use crate::identity::sign_in::page::escape;
 use crate::state::AppState;
+use crate::web::paths::APP_PATH;
 pub use crate::web::setup_link::SetupLink;
 
 pub const SETUP_PATH: &str = "/setup";
@@ -138,7 +139,7 @@ async fn submit(State(state): State<AppState>, headers: HeaderMap, body: Bytes) 
             let mut response = StatusCode::SEE_OTHER.into_response();
             response
                 .headers_mut()
-                .insert(header::LOCATION, HeaderValue::from_static(super::APP_PATH));
+                .insert(header::LOCATION, HeaderValue::from_static(APP_PATH));
             response
         }
         Err(ApiError::Conflict { .. }) => {

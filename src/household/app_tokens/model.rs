@@ -46,7 +46,7 @@ pub struct AppTokenAttributes {
     #[schemars(with = "Name<MAX_NAME>")]
     pub name: String,
     /// Days until the token expires; at most the household's app_token_max_age_days (its default)
-    #[schemars(range(min = 1, max = crate::household::MAX_TOKEN_AGE_DAYS))]
+    #[schemars(range(min = 1, max = crate::household::model::MAX_TOKEN_AGE_DAYS))]
     pub max_age_days: Option<i64>,
     /// The member the token acts as: only the caller's own membership may be named (403 otherwise); absent or null means the caller's own
     #[schemars(with = "Option<openapi::NumericId>")]

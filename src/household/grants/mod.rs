@@ -10,24 +10,13 @@ use serde_json::json;
 
 use crate::auth::access::{self, Named};
 use crate::auth::{AccessLevel, Actor};
-use crate::domain::vocabulary;
 use crate::domain::{Page, Timestamp};
 use crate::error::{ApiError, Problems, Result};
 use crate::household::audit;
 use crate::household::memberships::store as memberships_store;
 use crate::household::people::store as people_store;
+pub use model::Relationship;
 use model::{GrantAttributes, PersonAccessGrant};
-
-vocabulary!(
-    /// Why a member holds a grant on a person.
-    Relationship {
-        Myself => "self",
-        Parent => "parent",
-        FamilyMember => "family_member",
-        Carer => "carer",
-        Professional => "professional",
-    }
-);
 
 /// Gives `membership_id` a manage grant on a person, without an acting
 /// member (set-up and CLI use this).

@@ -3,10 +3,21 @@
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use super::Relationship;
 use crate::auth::AccessLevel;
+use crate::domain::vocabulary;
 use crate::domain::{ResourceId, Timestamp};
 use crate::http::openapi;
+
+vocabulary!(
+    /// Why a member holds a grant on a person.
+    Relationship {
+        Myself => "self",
+        Parent => "parent",
+        FamilyMember => "family_member",
+        Carer => "carer",
+        Professional => "professional",
+    }
+);
 
 // A live grant: `membership_id` may act on `person_id` at `access_level`.
 #[derive(Debug, Clone, Serialize, JsonSchema)]

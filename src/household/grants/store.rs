@@ -5,8 +5,7 @@ use crate::db::WriteTx;
 use rusqlite::types::Type;
 use rusqlite::{Connection, OptionalExtension, Row, named_params, params};
 
-use super::Relationship;
-use super::model::PersonAccessGrant;
+use super::model::{PersonAccessGrant, Relationship};
 use crate::auth::AccessLevel;
 use crate::db::page::{self, PageQuery};
 use crate::domain::{Page, ResourceId, Timestamp};

@@ -120,7 +120,7 @@ pub struct ResentInvitation {
 #[serde(deny_unknown_fields)]
 #[schemars(inline)]
 pub struct InvitationAttributes {
-    #[schemars(extend("format" = "email", "maxLength" = crate::household::people::MAX_EMAIL))]
+    #[schemars(extend("format" = "email", "maxLength" = crate::household::people::model::MAX_EMAIL))]
     pub email: String,
     /// Only an owner may invite an owner
     pub role: Role,

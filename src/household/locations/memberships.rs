@@ -13,11 +13,10 @@ use rusqlite::Connection;
 use super::model::{LocationMembership, LocationMembershipAttributes};
 use super::require_location_manager;
 use super::store::{self, LocationRow, MembershipRow};
+use super::touch::touch_person;
 use crate::auth::{AccessLevel, Actor};
-use crate::db::change_feed::{self, Action, Change};
 use crate::db::idempotency::SavedResponse;
 use crate::domain::ResourceId;
-use crate::domain::record_type;
 use crate::error::{ApiError, Result};
 use crate::household::people::{self, store::PersonRow};
 
@@ -38,25 +37,6 @@ fn shape(row: &MembershipRow, location: &LocationRow, person: &PersonRow) -> Loc
         person_portable_id: person.portable_id.clone(),
         created_at: row.created_at.clone(),
     }
-}
-
-/// The person's `location_ids` changed: a new version (so a new ETag) and a
-/// Person change-feed entry, in the caller's transaction.
-pub(super) fn touch_person(conn: &WriteTx, actor: &Actor, mut person: PersonRow) -> Result<()> {
-    person.lock_version += 1;
-    person.updated_at = crate::domain::Timestamp::now();
-    people::store::update(conn, &person)?;
-    change_feed::append(
-        conn,
-        Change {
-            household_id: actor.household_id,
-            record_type: record_type::PERSON,
-            record_id: person.id,
-            record_portable_id: &person.portable_id,
-            action: Action::Update,
-            person_id: Some(person.id),
-        },
-    )
 }
 
 /// Assigning and unassigning need this access to the person.

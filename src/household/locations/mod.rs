@@ -12,6 +12,7 @@ pub mod memberships;
 pub mod model;
 pub mod routes;
 pub mod store;
+mod touch;
 
 use crate::db::WriteTx;
 use rusqlite::Connection;
@@ -200,7 +201,7 @@ pub fn delete(conn: &WriteTx, actor: &Actor, id: &ResourceId, if_match: &IfMatch
             actor.household_id,
             &ResourceId::Numeric(person_id),
         )? {
-            memberships::touch_person(conn, actor, person)?;
+            touch::touch_person(conn, actor, person)?;
         }
     }
     record(conn, actor, &row, Action::Delete)?;

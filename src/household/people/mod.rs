@@ -15,11 +15,10 @@ use crate::error::{ApiError, Problems, Result};
 use crate::household::grants::{self, Relationship};
 use crate::household::store as household_store;
 
-use model::{Person, PersonAttributes, PersonType};
+use model::{MAX_EMAIL, Person, PersonAttributes, PersonType};
 use store::PersonRow;
 
 pub const RECORD_TYPE: &str = crate::domain::record_type::PERSON;
-pub const MAX_EMAIL: usize = 254;
 
 /// Changing a person needs this access to them.
 pub const WRITE_LEVEL: AccessLevel = AccessLevel::Manage;

@@ -21,6 +21,9 @@ vocabulary!(
 /// A person's name: not blank, at most 200 characters.
 pub type PersonName = Name<200>;
 
+/// The longest email address accepted, in bytes.
+pub const MAX_EMAIL: usize = 254;
+
 // Every key is always present, nothing else.
 #[derive(Debug, Clone, Serialize, JsonSchema)]
 #[schemars(deny_unknown_fields)]
@@ -67,7 +70,7 @@ pub struct PersonAttributes {
     #[schemars(with = "PersonName")]
     pub name: Option<Option<PersonName>>,
     #[serde(default, deserialize_with = "present")]
-    #[schemars(with = "Option<String>", extend("format" = "email", "maxLength" = super::MAX_EMAIL))]
+    #[schemars(with = "Option<String>", extend("format" = "email", "maxLength" = MAX_EMAIL))]
     pub email: Option<Option<String>>,
     #[serde(default, deserialize_with = "present")]
     #[schemars(with = "openapi::Date")]

@@ -20,10 +20,8 @@ use crate::household::people::{self, model::PersonAttributes, store::PersonRow};
 use crate::household::store as household_store;
 
 use crate::auth::accounts::{self, AccountPrefs};
-use model::{Avatar, Profile, ProfileAttributes};
+use model::{Avatar, MAX_SHORTCUT_CHARS, MAX_SHORTCUTS, Profile, ProfileAttributes};
 
-pub const MAX_SHORTCUTS: usize = 20;
-pub const MAX_SHORTCUT_CHARS: usize = 50;
 /// The largest avatar file accepted (the spec's limit: 5 MiB).
 pub const MAX_AVATAR_BYTES: usize = 5 * 1024 * 1024;
 

@@ -7,6 +7,10 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
+/// At most this many mobile shortcuts, each of at most this many characters.
+pub const MAX_SHORTCUTS: usize = 20;
+pub const MAX_SHORTCUT_CHARS: usize = 50;
+
 // The signed-in member's own profile: their linked person and the
 // preferences of their account. Every key is always present.
 #[derive(Debug, Clone, Serialize, JsonSchema)]
@@ -30,7 +34,7 @@ pub struct Profile {
     #[schemars(length(min = 1))]
     pub time_zone: Option<String>,
     pub gravatar_enabled: bool,
-    #[schemars(length(max = super::MAX_SHORTCUTS), inner(length(min = 1, max = super::MAX_SHORTCUT_CHARS)))]
+    #[schemars(length(max = MAX_SHORTCUTS), inner(length(min = 1, max = MAX_SHORTCUT_CHARS)))]
     pub mobile_shortcuts: Vec<String>,
     pub has_avatar: bool,
     // The latest change to the person, the account preferences or the avatar.
@@ -59,9 +63,9 @@ pub struct ProfileAttributes {
     #[serde(default, deserialize_with = "present")]
     #[schemars(
         with = "Vec<String>",
-        length(max = super::MAX_SHORTCUTS),
+        length(max = MAX_SHORTCUTS),
         extend("uniqueItems" = true),
-        inner(length(min = 1, max = super::MAX_SHORTCUT_CHARS), pattern("\\S"))
+        inner(length(min = 1, max = MAX_SHORTCUT_CHARS), pattern("\\S"))
     )]
     pub mobile_shortcuts: Option<Option<Vec<String>>>,
 }

@@ -13,10 +13,12 @@ use super::page::{self, ProviderButton};
 use super::{InvitationForm, Step};
 use crate::error::{ApiError, Result};
 use crate::household::invitations::{self, Invitee};
-use crate::identity::sign_in::page::{html, html_to};
+use crate::http::origin::{BaseUrl, ClientAddress, is_https};
+use crate::http::page::{html, html_to};
+use crate::identity::form::{parse_form, parse_pairs};
 use crate::identity::sign_in::password::{self, PasswordCheck};
 use crate::identity::sign_in::{self, SecondFactor};
-use crate::identity::{BaseUrl, ClientAddress, csrf, oidc, parse_form, parse_pairs};
+use crate::identity::{csrf, oidc};
 use crate::state::AppState;
 
 const CSRF_COOKIE: &str = "pillbox_invitation_csrf";
@@ -58,7 +60,7 @@ struct Visit {
 
 impl Visit {
     fn respond(&self, status: StatusCode, body: String) -> Response {
-        let origin = oidc::routes::provider_origin(&self.state);
+        let origin = oidc::provider_origin(&self.state);
         let response = html_to(
             status,
             body,
@@ -69,7 +71,13 @@ impl Visit {
                 .collect::<Vec<_>>()
                 .as_slice(),
         );
-        csrf::set(response, CSRF_COOKIE, page::ACTION, &self.csrf, &self.base)
+        csrf::set(
+            response,
+            CSRF_COOKIE,
+            page::ACTION,
+            &self.csrf,
+            is_https(&self.base),
+        )
     }
 
     fn landing(&self, status: StatusCode, error: Option<(Step, &str)>) -> Response {

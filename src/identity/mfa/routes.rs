@@ -18,8 +18,8 @@ use crate::db::WriteTx;
 use crate::error::Result;
 use crate::http::extract::{ApiJson, OptionalApiJson};
 use crate::http::openapi::{Api, Op};
+use crate::http::origin::{BaseUrl, ClientAddress};
 use crate::http::respond;
-use crate::identity::{BaseUrl, ClientAddress};
 use crate::state::AppState;
 
 const TAG: &str = "Multi-factor";

@@ -10,7 +10,9 @@ use serde::de::DeserializeOwned;
 
 use super::model::{Metadata, OAuthError, RevokeForm, TokenForm, TokenResponse};
 use crate::http::openapi::{Api, Op};
-use crate::identity::{BaseUrl, ClientAddress, METADATA_PATH, clients};
+use crate::http::origin::{BaseUrl, ClientAddress};
+use crate::identity::clients;
+use crate::identity::paths::{API_BASE, METADATA_PATH};
 use crate::state::AppState;
 
 const TAG: &str = "OAuth";
@@ -42,7 +44,7 @@ pub fn routes(api: Api) -> Api {
 }
 
 fn parse_form<T: DeserializeOwned>(headers: &HeaderMap, body: &[u8]) -> Result<T, OAuthError> {
-    crate::identity::parse_form(headers, body).map_err(OAuthError::invalid_request)
+    crate::identity::form::parse_form(headers, body).map_err(OAuthError::invalid_request)
 }
 
 async fn token(
@@ -108,7 +110,7 @@ async fn revoke(
 
 /// The discovery document; the issuer is the server's public URL.
 pub fn metadata_document(base: &str) -> Metadata {
-    let api = format!("{base}{}", crate::identity::API_BASE);
+    let api = format!("{base}{API_BASE}");
     Metadata {
         issuer: base.to_string(),
         authorization_endpoint: format!("{api}{AUTHORIZE_PATH}"),

@@ -31,6 +31,7 @@ use crate::domain::Timestamp;
 use crate::error::Result;
 use crate::identity::events;
 use crate::identity::settings::OidcSettings;
+use crate::state::AppState;
 use model::{Claims, Discovery, Jwks};
 
 /// Where the provider sends the browser back, outside the API.
@@ -452,6 +453,14 @@ pub async fn discover(
 
 async fn keys(http: &reqwest::Client, discovery: &Discovery) -> std::result::Result<Jwks, Failure> {
     get_json(http, &discovery.jwks_uri, "key set").await
+}
+
+/// The provider's origin, which pages with its button must allow as a
+/// form target (browsers apply `form-action` to the redirect after a form).
+pub fn provider_origin(state: &AppState) -> Option<String> {
+    state
+        .try_part::<OidcSettings>()
+        .and_then(|o| origin(&o.issuer))
 }
 
 /// The scheme and host (with port) of a URL, for a page's `form-action`.

@@ -6,7 +6,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::domain::Timestamp;
 use crate::http::openapi;
-use crate::identity::sign_in::AuthorizeParams;
+use crate::identity::sign_in::model::AuthorizeParams;
 
 /// An identity of the identity provider that signs in as this account.
 #[derive(Debug, Clone, Serialize, JsonSchema)]

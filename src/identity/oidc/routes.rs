@@ -15,22 +15,17 @@ use super::{CALLBACK_PATH, COOKIE_PATH, Failure, INVITATION_COOKIE, Matched, STA
 use crate::db::WriteTx;
 use crate::error::{ApiError, Result};
 use crate::household::invitations;
+use crate::http::origin::{BaseUrl, ClientAddress, is_https};
+use crate::http::page::{html, html_to};
+use crate::identity::form::parse_pairs;
 use crate::identity::settings::OidcSettings;
-use crate::identity::sign_in::page::{escape, html, page};
+use crate::identity::sign_in::page::{escape, page};
 use crate::identity::sign_in::{self, Refusal};
-use crate::identity::{BaseUrl, ClientAddress, csrf, events, invitation, parse_pairs};
+use crate::identity::{csrf, events, invitation};
 use crate::state::AppState;
 
 pub fn router() -> Router<AppState> {
     Router::new().route(CALLBACK_PATH, get(callback))
-}
-
-/// The provider's origin, which pages with its button must allow as a
-/// form target (browsers apply `form-action` to the redirect after a form).
-pub fn provider_origin(state: &AppState) -> Option<String> {
-    state
-        .try_part::<crate::identity::settings::OidcSettings>()
-        .and_then(|o| super::origin(&o.issuer))
 }
 
 fn via(purpose: &Purpose) -> &'static str {
@@ -101,9 +96,21 @@ pub async fn start(
         Ok(location) => response.headers_mut().insert(header::LOCATION, location),
         Err(_) => return failure_page(&settings, Failure::Unavailable, None),
     };
-    let response = csrf::set(response, STATE_COOKIE, COOKIE_PATH, &started.state, base);
+    let response = csrf::set(
+        response,
+        STATE_COOKIE,
+        COOKIE_PATH,
+        &started.state,
+        is_https(base),
+    );
     match invitation_token {
-        Some(token) => csrf::set(response, INVITATION_COOKIE, COOKIE_PATH, token, base),
+        Some(token) => csrf::set(
+            response,
+            INVITATION_COOKIE,
+            COOKIE_PATH,
+            token,
+            is_https(base),
+        ),
         None => response,
     }
 }
@@ -216,7 +223,7 @@ async fn verify_answer(
     let back = match &purpose {
         Purpose::Authorize { params, .. } => Some(format!(
             "{}{}?{}",
-            crate::identity::API_BASE,
+            crate::identity::paths::API_BASE,
             crate::identity::oauth::routes::AUTHORIZE_PATH,
             serde_urlencoded::to_string(params.pairs()).unwrap_or_default()
         )),
@@ -250,7 +257,7 @@ struct ToClient<'a> {
     settings: &'a OidcSettings,
     base: &'a str,
     address: &'a str,
-    params: sign_in::AuthorizeParams,
+    params: sign_in::model::AuthorizeParams,
     device_label: String,
 }
 
@@ -348,14 +355,14 @@ impl ToClient<'_> {
         let csrf = csrf::generate();
         let body = sign_in::page::second_step_form(&self.params, &csrf, pending, None);
         let targets: Vec<&str> = self.params.redirect_uri.as_deref().into_iter().collect();
-        let response = sign_in::page::html_to(StatusCode::OK, body, &targets);
-        let path = sign_in::routes::COOKIE_PATH;
+        let response = html_to(StatusCode::OK, body, &targets);
+        let path = sign_in::page::COOKIE_PATH;
         csrf::set(
             response,
-            sign_in::routes::CSRF_COOKIE,
+            sign_in::page::CSRF_COOKIE,
             path,
             &csrf,
-            self.base,
+            is_https(self.base),
         )
     }
 
@@ -379,16 +386,22 @@ impl ToClient<'_> {
             &body,
         );
         let targets: Vec<&str> = params.redirect_uri.as_deref().into_iter().collect();
-        let response = sign_in::page::html_to(failure.status(), text, &targets);
-        let path = sign_in::routes::COOKIE_PATH;
+        let response = html_to(failure.status(), text, &targets);
+        let path = sign_in::page::COOKIE_PATH;
         let response = csrf::set(
             response,
-            sign_in::routes::CSRF_COOKIE,
+            sign_in::page::CSRF_COOKIE,
             path,
             &csrf,
-            self.base,
+            is_https(self.base),
         );
-        csrf::set(response, super::LINK_COOKIE, path, token, self.base)
+        csrf::set(
+            response,
+            super::LINK_COOKIE,
+            path,
+            token,
+            is_https(self.base),
+        )
     }
 }
 

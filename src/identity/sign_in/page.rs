@@ -2,10 +2,7 @@
 //! escaped values. They need no JavaScript; errors are shown in an alert
 //! above the form and tied to its fields with `aria-describedby`.
 
-use axum::http::{HeaderValue, StatusCode, header};
-use axum::response::{IntoResponse, Response};
-
-use super::AuthorizeParams;
+use super::model::AuthorizeParams;
 
 const PAGE: &str = include_str!("templates/page.html");
 const PASSWORD: &str = include_str!("templates/password.html");
@@ -13,6 +10,9 @@ const SECOND_STEP: &str = include_str!("templates/second_step.html");
 
 /// Where the forms post: the authorize endpoint itself.
 pub const ACTION: &str = "/api/v1/oauth/authorize";
+/// The sign-in page's cookies (its CSRF token, and a pending link's).
+pub const COOKIE_PATH: &str = "/api/v1/oauth";
+pub const CSRF_COOKIE: &str = "pillbox_sign_in_csrf";
 
 #[cfg(test)]
 #[test]
@@ -21,11 +21,11 @@ fn the_action_is_the_authorize_endpoint() {
         ACTION,
         format!(
             "{}{}",
-            crate::identity::API_BASE,
+            crate::identity::paths::API_BASE,
             crate::identity::oauth::routes::AUTHORIZE_PATH
         )
     );
-    assert_eq!(crate::identity::API_BASE, crate::http::API_PREFIX);
+    assert_eq!(crate::identity::paths::API_BASE, crate::http::API_PREFIX);
 }
 const ERROR_ID: &str = "form-error";
 
@@ -174,77 +174,15 @@ pub fn error_page(message: &str) -> String {
     )
 }
 
-/// An HTML response with its own Content-Security-Policy: the strict page
-/// policy, with `form-action` widened to the client's redirect target
-/// (browsers apply it to the redirect that follows the form).
-pub fn html(status: StatusCode, body: String, redirect_to: Option<&str>) -> Response {
-    html_to(status, body, redirect_to.as_slice())
-}
-
-/// `html` for a page whose forms may lead to several places (the client
-/// and the identity provider).
-pub fn html_to(status: StatusCode, body: String, targets: &[&str]) -> Response {
-    let mut form_action = "form-action 'self'".to_string();
-    for origin in targets.iter().filter_map(|t| origin_of(t)) {
-        form_action.push(' ');
-        form_action.push_str(&origin);
-    }
-    let csp = crate::http::PAGE_CSP.replace("form-action 'self'", &form_action);
-    let mut response = (
-        status,
-        [(header::CONTENT_TYPE, "text/html; charset=utf-8")],
-        body,
-    )
-        .into_response();
-    if let Ok(value) = HeaderValue::from_str(&csp) {
-        response
-            .headers_mut()
-            .insert(header::CONTENT_SECURITY_POLICY, value);
-    }
-    response
-}
-
-/// The CSP source of a redirect URI: its origin, or its scheme for a
-/// custom-scheme app URI (`pillbox:`).
-fn origin_of(uri: &str) -> Option<String> {
-    let (scheme, rest) = uri.split_once(':')?;
-    if !scheme
-        .bytes()
-        .all(|b| b.is_ascii_alphanumeric() || b"+-.".contains(&b))
-    {
-        return None;
-    }
-    let source = match rest.strip_prefix("//") {
-        Some(authority) if scheme == "http" || scheme == "https" => {
-            let host = authority.split(['/', '?', '#']).next()?;
-            format!("{scheme}://{host}")
-        }
-        _ => format!("{scheme}:"),
-    };
-    source
-        .bytes()
-        .all(|b| b.is_ascii_graphic() && b != b';' && b != b',' && b != b'\'')
-        .then_some(source)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
-    fn escapes_and_origins() {
+    fn escapes() {
         assert_eq!(
             escape("<a href=\"x\">&'"),
             "&lt;a href=&quot;x&quot;&gt;&amp;&#39;"
         );
-        assert_eq!(
-            origin_of("pillbox://oauth/callback").as_deref(),
-            Some("pillbox:")
-        );
-        assert_eq!(
-            origin_of("https://home.example:8443/app/cb?x=1").as_deref(),
-            Some("https://home.example:8443")
-        );
-        assert_eq!(origin_of("https://a; script-src *"), None);
     }
 }

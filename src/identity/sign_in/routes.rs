@@ -8,7 +8,7 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use serde_json::json;
 
-use super::page::{self, html, html_to};
+use super::page::{self, COOKIE_PATH, CSRF_COOKIE};
 use super::password::{self, PasswordCheck};
 use super::{
     AfterConfirmation, AfterPassword, AfterSecondStep, Authorization, AuthorizeParams, Refusal,
@@ -16,15 +16,14 @@ use super::{
 };
 use crate::error::{ApiError, Result};
 use crate::http::openapi::{Api, Op};
+use crate::http::origin::{BaseUrl, ClientAddress, is_https};
+use crate::http::page::{html, html_to};
+use crate::identity::form::{parse_form, parse_pairs};
 use crate::identity::oauth::routes::AUTHORIZE_PATH;
-use crate::identity::{BaseUrl, ClientAddress, csrf, oidc, parse_form, parse_pairs};
-
-/// The sign-in page's cookies (its CSRF token, and a pending link's).
-pub const COOKIE_PATH: &str = "/api/v1/oauth";
+use crate::identity::{csrf, oidc};
 use crate::state::AppState;
 
 const TAG: &str = "OAuth";
-pub const CSRF_COOKIE: &str = "pillbox_sign_in_csrf";
 
 fn html_response(description: &str) -> serde_json::Value {
     json!({"description": description,
@@ -104,7 +103,7 @@ fn csrf_cookie(headers: &HeaderMap) -> Option<String> {
 }
 
 fn with_cookie(response: Response, value: &str, base: &str) -> Response {
-    csrf::set(response, CSRF_COOKIE, COOKIE_PATH, value, base)
+    csrf::set(response, CSRF_COOKIE, COOKIE_PATH, value, is_https(base))
 }
 
 async fn show(
@@ -136,7 +135,7 @@ async fn show(
         .try_part::<crate::identity::settings::OidcSettings>()
         .map(|o| o.name.as_str());
     let body = page::password_form(&params, &csrf, "", None, provider);
-    let origin = oidc::routes::provider_origin(&state);
+    let origin = oidc::provider_origin(&state);
     let targets: Vec<&str> = std::iter::once(request.redirect_uri.as_str())
         .chain(origin.as_deref())
         .collect();
@@ -167,7 +166,7 @@ struct Submission {
 
 impl Submission {
     fn page(&self, status: StatusCode, body: String) -> Response {
-        let origin = oidc::routes::provider_origin(&self.state);
+        let origin = oidc::provider_origin(&self.state);
         let targets: Vec<&str> = std::iter::once(self.request.redirect_uri.as_str())
             .chain(origin.as_deref())
             .collect();

@@ -7,6 +7,7 @@ pub mod extract;
 mod json;
 pub mod openapi;
 pub mod origin;
+pub mod page;
 pub mod rate_limit;
 pub mod replace;
 pub mod respond;

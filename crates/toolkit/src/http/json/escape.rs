@@ -1,13 +1,26 @@
 //! Text as JSON strings, escaped exactly as `serde_json` escapes it.
 
 /// Writes text into a JSON string, escaped (for `collect_str`).
-pub(super) struct Escaping<'w>(pub(super) &'w mut Vec<u8>);
+struct Escaping<'w>(&'w mut Vec<u8>);
 
 impl std::fmt::Write for Escaping<'_> {
     fn write_str(&mut self, s: &str) -> std::fmt::Result {
         write_contents(self.0, s);
         Ok(())
     }
+}
+
+/// `value`'s `Display` text as a JSON string (`collect_str`, of values and
+/// of object keys alike).
+pub(super) fn write_display<T: std::fmt::Display + ?Sized>(
+    out: &mut Vec<u8>,
+    value: &T,
+) -> Result<(), serde_json::Error> {
+    use std::fmt::Write;
+    out.push(b'"');
+    write!(Escaping(out), "{value}").map_err(serde::ser::Error::custom)?;
+    out.push(b'"');
+    Ok(())
 }
 
 /// `s` as a JSON string.

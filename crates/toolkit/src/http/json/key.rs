@@ -4,8 +4,7 @@
 use serde::ser::{self, Impossible, Serialize};
 use serde_json::Error;
 
-use super::Json;
-use super::escape::write_str;
+use super::escape::{write_display, write_str};
 
 /// An object's key: a string, or a number or boolean written as one, as
 /// `serde_json` allows.
@@ -159,6 +158,6 @@ impl ser::Serializer for Key<'_> {
     }
 
     fn collect_str<T: std::fmt::Display + ?Sized>(self, value: &T) -> Result<(), Error> {
-        Json(self.0).collect_str(value)
+        write_display(self.0, value)
     }
 }

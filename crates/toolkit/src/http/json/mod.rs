@@ -27,7 +27,7 @@ macro_rules! integers {
 mod escape;
 mod key;
 
-use escape::{Escaping, write_field_name, write_str};
+use escape::{write_display, write_field_name, write_str};
 use key::Key;
 
 /// Appends `value` as JSON to `out`.
@@ -241,11 +241,7 @@ impl<'w> ser::Serializer for Json<'w> {
     }
 
     fn collect_str<T: std::fmt::Display + ?Sized>(self, value: &T) -> Result<(), Error> {
-        use std::fmt::Write;
-        self.0.push(b'"');
-        write!(Escaping(self.0), "{value}").map_err(ser::Error::custom)?;
-        self.0.push(b'"');
-        Ok(())
+        write_display(self.0, value)
     }
 }
 
