@@ -29,8 +29,7 @@ pub const MISSED_DOSE: &str = "missed_dose";
 pub const LOW_STOCK: &str = "low_stock";
 pub const TEST: &str = "test";
 
-/// The missed-dose grace period of a household that never set one.
-pub const DEFAULT_GRACE_MINUTES: i64 = 60;
+pub use settings::DEFAULT_GRACE_MINUTES;
 
 /// Where the engine reads the time: the system clock when serving, a
 /// clock the test moves in tests.

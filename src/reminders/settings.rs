@@ -36,3 +36,6 @@ impl Default for ReminderSettings {
 
 /// A contact push services accept when none is configured.
 pub const DEFAULT_PUSH_CONTACT: &str = "mailto:pillbox@localhost.invalid";
+
+/// The missed-dose grace period of a household that never set one.
+pub const DEFAULT_GRACE_MINUTES: i64 = 60;

@@ -391,7 +391,7 @@ pub fn progress(conn: &Connection, household_id: i64) -> Result<(Option<Timestam
             ))
         })
         .optional()?
-        .unwrap_or((None, super::DEFAULT_GRACE_MINUTES)))
+        .unwrap_or((None, super::settings::DEFAULT_GRACE_MINUTES)))
 }
 
 pub fn set_scanned_until(conn: &WriteTx, household_id: i64, at: &Timestamp) -> Result<()> {

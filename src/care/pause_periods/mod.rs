@@ -28,6 +28,7 @@ use crate::db::change_feed::{self, Action, Change};
 use crate::domain::record_type;
 use crate::domain::{IfMatch, Page, ResourceId, Timestamp, Versioned, trimmed};
 use crate::error::{ApiError, Result};
+pub use model::Restored;
 use model::{PausePeriod, PausePeriodAttributes, PauseReason, SourceType};
 pub use store::SourceFilter;
 
@@ -209,27 +210,6 @@ pub fn create(conn: &WriteTx, actor: &Actor, attrs: &PausePeriodAttributes) -> R
     )?;
     set_active(conn, actor, &source, false)?;
     reload(conn, id)
-}
-
-/// A period as a portable import restores it: its own times and context,
-/// actors resolved by the importer (None when not exactly one membership
-/// matches).
-pub struct Restored<'a> {
-    pub source_type: SourceType,
-    pub source_id: &'a ResourceId,
-    pub reason: PauseReason,
-    pub note: Option<&'a str>,
-    pub started_at: Option<&'a str>,
-    pub ended_at: Option<&'a str>,
-    pub created_at: &'a str,
-    pub legacy_context: bool,
-    pub recorded_by_membership_id: Option<i64>,
-    pub resumed_by_membership_id: Option<i64>,
-    /// The bundle's reference to the opener when it matched no single
-    /// membership (import rule 8: the original reference is kept).
-    pub recorded_by_person_ref: Option<&'a str>,
-    /// The same for the period's resumer.
-    pub resumed_by_person_ref: Option<&'a str>,
 }
 
 /// Restores a period without pausing or resuming (import rule 1): manage

@@ -4,7 +4,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use crate::domain::vocabulary;
-use crate::domain::{Text, Timestamp, Versioned, etag};
+use crate::domain::{ResourceId, Text, Timestamp, Versioned, etag};
 use crate::http::openapi;
 
 vocabulary!(
@@ -124,3 +124,24 @@ pub struct PausePeriodBody {
 #[serde(deny_unknown_fields)]
 #[schemars(rename = "EmptyRequest", extend("maxProperties" = 0))]
 pub struct EmptyBody {}
+
+/// A period as a portable import restores it: its own times and context,
+/// actors resolved by the importer (None when not exactly one membership
+/// matches).
+pub struct Restored<'a> {
+    pub source_type: SourceType,
+    pub source_id: &'a ResourceId,
+    pub reason: PauseReason,
+    pub note: Option<&'a str>,
+    pub started_at: Option<&'a str>,
+    pub ended_at: Option<&'a str>,
+    pub created_at: &'a str,
+    pub legacy_context: bool,
+    pub recorded_by_membership_id: Option<i64>,
+    pub resumed_by_membership_id: Option<i64>,
+    /// The bundle's reference to the opener when it matched no single
+    /// membership (import rule 8: the original reference is kept).
+    pub recorded_by_person_ref: Option<&'a str>,
+    /// The same for the period's resumer.
+    pub resumed_by_person_ref: Option<&'a str>,
+}

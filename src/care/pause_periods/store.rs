@@ -208,7 +208,7 @@ pub struct RestoredRow<'a> {
     pub source_type: SourceType,
     pub source_id: i64,
     pub person_id: i64,
-    pub period: &'a super::Restored<'a>,
+    pub period: &'a super::model::Restored<'a>,
     pub now: &'a str,
 }
 

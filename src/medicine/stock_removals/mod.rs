@@ -23,7 +23,7 @@ use model::{NewStockRemoval, StockRemoval};
 
 pub const AUDIT_EVENT: &str = "medication.stock_removed";
 
-pub const MAX_NOTE: usize = 1000;
+pub use model::MAX_NOTE;
 
 /// The medication's removals, newest first.
 pub fn list(

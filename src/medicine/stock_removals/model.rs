@@ -10,6 +10,9 @@ use crate::domain::{ResourceId, Text, Timestamp};
 use crate::http::openapi;
 use crate::medicine::vocab::StockRemovalReason;
 
+/// The longest note a removal keeps, in characters.
+pub const MAX_NOTE: usize = 1000;
+
 // A saved stock removal, exactly as it is returned (also on a replay).
 #[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
 #[schemars(deny_unknown_fields)]
@@ -26,7 +29,7 @@ pub struct StockRemoval {
     pub dosage_option_id: Option<i64>,
     pub quantity: Dec,
     pub reason: StockRemovalReason,
-    #[schemars(extend("maxLength" = super::MAX_NOTE))]
+    #[schemars(extend("maxLength" = MAX_NOTE))]
     pub note: Option<String>,
     #[schemars(with = "SubmissionId")]
     pub submission_id: String,
@@ -142,7 +145,7 @@ pub struct NewStockRemoval {
     /// Chosen by the client once per intended removal and kept for every retry of it
     pub submission_id: SubmissionId,
     #[serde(default)]
-    pub note: Option<Text<{ super::MAX_NOTE }>>,
+    pub note: Option<Text<{ MAX_NOTE }>>,
     /// A dosage option of this medication that tracks its own stock (its current_supply is not null), by numeric id or portable id; that stock is decremented instead of the medication's
     #[serde(default)]
     pub dosage_id: Option<DosageRef>,
