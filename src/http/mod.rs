@@ -9,6 +9,7 @@ pub mod openapi;
 pub mod origin;
 pub mod rate_limit;
 pub mod replace;
+pub mod replay;
 pub mod respond;
 pub mod server;
 pub mod stream;
