@@ -18,12 +18,13 @@ use super::export::{self, Version};
 use super::import;
 use super::model::{ImportSummary, Payload};
 use crate::auth::{AccessLevel, Actor};
-use crate::db::idempotency::{self, Replay, SavedResponse};
+use crate::db::idempotency::SavedResponse;
 use crate::domain::ResourceId;
 use crate::error::{ApiError, Result};
 use crate::household::{audit, people};
-use crate::http::extract::{IdempotencyKey, QueryParams};
+use crate::http::extract::QueryParams;
 use crate::http::openapi::{Api, Op};
+use crate::http::replay::Idempotent;
 use crate::http::respond;
 use crate::state::AppState;
 
@@ -279,13 +280,11 @@ async fn dry_run(
 async fn create_import(
     State(state): State<AppState>,
     actor: Actor,
-    IdempotencyKey(key): IdempotencyKey,
+    request: Idempotent,
     headers: HeaderMap,
-    uri: axum::http::Uri,
     body: std::result::Result<Bytes, BytesRejection>,
 ) -> Result<Response> {
     let (payload, digest) = open_bundle(&state, &actor, &headers, body).await?;
-    let replay = Replay::new(key, "POST", uri.path(), Some(&json!({"sha256": digest})));
     let people: Vec<String> = payload
         .records
         .people
@@ -296,31 +295,27 @@ async fn create_import(
                 .map(str::to_string)
         })
         .collect();
-    let saved = state
-        .db
-        .write(move |tx| {
-            idempotency::run(
-                tx,
-                &actor,
-                &replay,
-                |conn, _saved| {
-                    // The importer still manages every person of the bundle.
-                    for person in &people {
-                        people::find_for(
-                            conn,
-                            &actor,
-                            &ResourceId::Portable(person.clone()),
-                            AccessLevel::Manage,
-                        )?;
-                    }
-                    Ok(())
-                },
-                |tx| {
-                    let summary = import::run(tx, &actor, payload, true)?;
-                    SavedResponse::data(StatusCode::CREATED, &summary)
-                },
-            )
-        })
-        .await?;
-    Ok(axum::response::IntoResponse::into_response(saved))
+    request
+        .write(
+            &state.db,
+            (actor, people),
+            Some(&json!({"sha256": digest})),
+            |conn, actor, bundle_people, _| {
+                // The importer still manages every person of the bundle.
+                for person in bundle_people {
+                    people::find_for(
+                        conn,
+                        actor,
+                        &ResourceId::Portable(person.clone()),
+                        AccessLevel::Manage,
+                    )?;
+                }
+                Ok(())
+            },
+            move |tx, actor, _| {
+                let summary = import::run(tx, actor, payload, true)?;
+                SavedResponse::data(StatusCode::CREATED, &summary)
+            },
+        )
+        .await
 }

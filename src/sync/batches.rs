@@ -21,7 +21,7 @@
 use crate::db::WriteTx;
 use axum::Json;
 use axum::extract::State;
-use axum::http::{StatusCode, Uri};
+use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::routing::post;
 use rusqlite::Connection;
@@ -31,11 +31,12 @@ use super::batches_model::{BatchBody, BatchResult, Operation, OperationResult};
 use super::batches_ops::{self, OperationKind, Replayed};
 use super::batches_step::Step;
 use crate::auth::Actor;
-use crate::db::idempotency::{self, Replay, SavedResponse};
+use crate::db::idempotency::SavedResponse;
 use crate::domain::body::typed;
 use crate::error::{ApiError, FieldErrors, Result};
-use crate::http::extract::{ApiJson, IdempotencyKey};
+use crate::http::extract::ApiJson;
 use crate::http::openapi::{Api, Op};
+use crate::http::replay::Idempotent;
 use crate::state::AppState;
 
 const TAG: &str = "Sync";
@@ -71,11 +72,9 @@ fn unsupported_response(index: usize) -> Response {
 async fn create(
     State(state): State<AppState>,
     actor: Actor,
-    IdempotencyKey(key): IdempotencyKey,
-    uri: Uri,
+    request: Idempotent,
     ApiJson(body): ApiJson<Value>,
 ) -> Result<Response> {
-    let replay = Replay::new(key, "POST", uri.path(), Some(&body));
     let batch: BatchBody = typed(Some(&body))?;
     let operations = batch.batch.operations.into_inner();
     let mut queued = Vec::with_capacity(operations.len());
@@ -85,21 +84,17 @@ async fn create(
             None => return Ok(unsupported_response(index)),
         }
     }
-    let saved = state
-        .db
-        .write(move |conn| {
-            idempotency::run(
-                conn,
-                &actor,
-                &replay,
-                // Each operation's rule checks a fresh batch; a replay is
-                // checked result by result.
-                |conn, saved| recheck_replay(conn, &actor, &queued, &saved.body),
-                |conn| apply_all(conn, &actor, &queued),
-            )
-        })
-        .await?;
-    Ok(saved.into_response())
+    request
+        .write(
+            &state.db,
+            (actor, queued),
+            Some(&body),
+            // Each operation's rule checks a fresh batch; a replay is
+            // checked result by result.
+            |conn, actor, queued, saved| recheck_replay(conn, actor, queued, &saved.body),
+            |conn, actor, queued| apply_all(conn, actor, queued),
+        )
+        .await
 }
 
 /// An operation of the batch with the row of the operation table it is.

@@ -2,20 +2,21 @@
 //! Idempotency-Key), shape the response.
 
 use axum::extract::{RawPathParams, State};
-use axum::http::{StatusCode, Uri};
-use axum::response::{IntoResponse, Response};
+use axum::http::StatusCode;
+use axum::response::Response;
 use axum::routing::{get, post};
 use serde_json::{Value, json};
 
 use super::SourceFilter;
 use super::model::{EmptyBody, PausePeriod, PausePeriodBody, SourceType};
 use crate::auth::Actor;
-use crate::db::idempotency::{self, Replay, SavedResponse};
+use crate::db::idempotency::SavedResponse;
 use crate::domain::IfMatch;
 use crate::domain::body::typed;
 use crate::error::{ApiError, FieldErrors, Result};
-use crate::http::extract::{ApiJson, IdempotencyKey, OptionalApiJson, QueryParams, path_param};
+use crate::http::extract::{ApiJson, OptionalApiJson, QueryParams, path_param};
 use crate::http::openapi::{Api, Op};
+use crate::http::replay::Idempotent;
 use crate::http::respond;
 use crate::state::AppState;
 
@@ -113,57 +114,45 @@ async fn list(State(state): State<AppState>, actor: Actor, query: QueryParams) -
 async fn create(
     State(state): State<AppState>,
     actor: Actor,
-    IdempotencyKey(key): IdempotencyKey,
-    uri: Uri,
+    request: Idempotent,
     ApiJson(body): ApiJson<Value>,
 ) -> Result<Response> {
-    let replay = Replay::new(key, "POST", uri.path(), Some(&body));
     let attrs = typed::<PausePeriodBody>(Some(&body))?.medication_pause_period;
-    let saved = state
-        .db
-        .write(move |conn| {
-            idempotency::run(
-                conn,
-                &actor,
-                &replay,
-                |conn, _| super::authorize_create(conn, &actor, &attrs).map(drop),
-                |conn| {
-                    let period = super::create(conn, &actor, &attrs)?;
-                    SavedResponse::tagged(StatusCode::CREATED, &period)
-                },
-            )
-        })
-        .await?;
-    Ok(saved.into_response())
+    request
+        .write(
+            &state.db,
+            (actor, attrs),
+            Some(&body),
+            |conn, actor, attrs, _| super::authorize_create(conn, actor, attrs).map(drop),
+            |conn, actor, attrs| {
+                let period = super::create(conn, actor, attrs)?;
+                SavedResponse::tagged(StatusCode::CREATED, &period)
+            },
+        )
+        .await
 }
 
 async fn resume(
     State(state): State<AppState>,
     actor: Actor,
     params: RawPathParams,
-    IdempotencyKey(key): IdempotencyKey,
+    request: Idempotent,
     if_match: IfMatch,
-    uri: Uri,
     OptionalApiJson(body): OptionalApiJson<Value>,
 ) -> Result<Response> {
     let portable_id =
         path_param(&params, "portable_id").ok_or_else(|| ApiError::not_found("pause period"))?;
-    let replay = Replay::new(key, "POST", uri.path(), body.as_ref());
     typed::<EmptyBody>(body.as_ref())?;
-    let saved = state
-        .db
-        .write(move |conn| {
-            idempotency::run(
-                conn,
-                &actor,
-                &replay,
-                |conn, _| super::authorize_resume(conn, &actor, &portable_id).map(drop),
-                |conn| {
-                    let period = super::resume(conn, &actor, &portable_id, &if_match)?;
-                    SavedResponse::tagged(StatusCode::OK, &period)
-                },
-            )
-        })
-        .await?;
-    Ok(saved.into_response())
+    request
+        .write(
+            &state.db,
+            (actor, portable_id),
+            body.as_ref(),
+            |conn, actor, id, _| super::authorize_resume(conn, actor, id).map(drop),
+            move |conn, actor, id| {
+                let period = super::resume(conn, actor, id, &if_match)?;
+                SavedResponse::tagged(StatusCode::OK, &period)
+            },
+        )
+        .await
 }

@@ -1,21 +1,22 @@
 //! Location membership handlers: parse, call the rule, shape the response.
 
 use axum::extract::{FromRequestParts, State};
+use axum::http::StatusCode;
 use axum::http::request::Parts;
-use axum::http::{StatusCode, Uri};
-use axum::response::{IntoResponse, Response};
+use axum::response::Response;
 use axum::routing::{delete, post};
 use serde_json::Value;
 
 use super::memberships;
 use super::model::{LocationMembership, LocationMembershipBody};
 use crate::auth::Actor;
-use crate::db::idempotency::{self, Replay, SavedResponse};
+use crate::db::idempotency::SavedResponse;
 use crate::domain::body::typed;
 use crate::domain::{ResourceId, numeric_id};
 use crate::error::{ApiError, Result};
-use crate::http::extract::{ApiJson, IdempotencyKey, raw_param};
+use crate::http::extract::{ApiJson, raw_param};
 use crate::http::openapi::{Api, Op};
+use crate::http::replay::Idempotent;
 use crate::state::AppState;
 
 const TAG: &str = "Location memberships";
@@ -77,34 +78,30 @@ async fn create(
     State(state): State<AppState>,
     actor: Actor,
     LocationPathId(location_id): LocationPathId,
-    IdempotencyKey(key): IdempotencyKey,
-    uri: Uri,
+    request: Idempotent,
     ApiJson(body): ApiJson<Value>,
 ) -> Result<Response> {
-    let replay = Replay::new(key, "POST", uri.path(), Some(&body));
     let attrs = typed::<LocationMembershipBody>(Some(&body))?.location_membership;
     let person_id = attrs.person_id.clone();
-    let saved = state
-        .db
-        .write(move |conn| {
-            idempotency::run(
-                conn,
-                &actor,
-                &replay,
-                |conn, _| memberships::authorize(conn, &actor, &location_id, &person_id).map(drop),
-                |conn| {
-                    let assignment = memberships::create(conn, &actor, &location_id, attrs)?;
-                    let status = if assignment.created {
-                        StatusCode::CREATED
-                    } else {
-                        StatusCode::OK
-                    };
-                    SavedResponse::data(status, &assignment.membership)
-                },
-            )
-        })
-        .await?;
-    Ok(saved.into_response())
+    request
+        .write(
+            &state.db,
+            (actor, location_id),
+            Some(&body),
+            move |conn, actor, location_id, _| {
+                memberships::authorize(conn, actor, location_id, &person_id).map(drop)
+            },
+            move |conn, actor, location_id| {
+                let assignment = memberships::create(conn, actor, location_id, attrs)?;
+                let status = if assignment.created {
+                    StatusCode::CREATED
+                } else {
+                    StatusCode::OK
+                };
+                SavedResponse::data(status, &assignment.membership)
+            },
+        )
+        .await
 }
 
 async fn remove(
@@ -112,24 +109,20 @@ async fn remove(
     actor: Actor,
     LocationPathId(location_id): LocationPathId,
     MembershipPathId(membership_id): MembershipPathId,
-    IdempotencyKey(key): IdempotencyKey,
-    uri: Uri,
+    request: Idempotent,
 ) -> Result<Response> {
-    let replay = Replay::new(key, "DELETE", uri.path(), None);
-    let saved = state
-        .db
-        .write(move |conn| {
-            idempotency::run(
-                conn,
-                &actor,
-                &replay,
-                |conn, saved| memberships::recheck_removal(conn, &actor, &location_id, saved),
-                |conn| {
-                    let removed = memberships::delete(conn, &actor, &location_id, membership_id)?;
-                    SavedResponse::no_content(&removed)
-                },
-            )
-        })
-        .await?;
-    Ok(saved.into_response())
+    request
+        .write(
+            &state.db,
+            (actor, location_id),
+            None,
+            |conn, actor, location_id, saved| {
+                memberships::recheck_removal(conn, actor, location_id, saved)
+            },
+            move |conn, actor, location_id| {
+                let removed = memberships::delete(conn, actor, location_id, membership_id)?;
+                SavedResponse::no_content(&removed)
+            },
+        )
+        .await
 }

@@ -1,20 +1,21 @@
 //! Stock removal handlers.
 
 use axum::extract::{FromRequestParts, State};
+use axum::http::StatusCode;
 use axum::http::request::Parts;
-use axum::http::{StatusCode, Uri};
-use axum::response::{IntoResponse, Response};
+use axum::response::Response;
 use axum::routing::{get, post};
 use serde_json::Value;
 
 use super::model::{StockRemoval, StockRemovalBody};
 use crate::auth::Actor;
-use crate::db::idempotency::{self, Replay, SavedResponse};
+use crate::db::idempotency::SavedResponse;
 use crate::domain::ResourceId;
 use crate::domain::body::typed;
 use crate::error::{ApiError, Result};
-use crate::http::extract::{ApiJson, IdempotencyKey, QueryParams, raw_param};
+use crate::http::extract::{ApiJson, QueryParams, raw_param};
 use crate::http::openapi::{Api, Op};
+use crate::http::replay::Idempotent;
 use crate::http::respond;
 use crate::state::AppState;
 
@@ -94,28 +95,22 @@ async fn create(
     State(state): State<AppState>,
     actor: Actor,
     MedicationPathId(medication_id): MedicationPathId,
-    IdempotencyKey(key): IdempotencyKey,
-    uri: Uri,
+    request: Idempotent,
     ApiJson(body): ApiJson<Value>,
 ) -> Result<Response> {
-    let replay = Replay::new(key, "POST", uri.path(), Some(&body));
     let removal = typed::<StockRemovalBody>(Some(&body))?.stock_removal;
-    let saved = state
-        .db
-        .write(move |conn| {
-            idempotency::run(
-                conn,
-                &actor,
-                &replay,
-                |conn, _| super::authorize(conn, &actor, &medication_id).map(drop),
-                |conn| {
-                    let removal = super::create(conn, &actor, &medication_id, removal)?;
-                    SavedResponse::data(StatusCode::CREATED, &removal)
-                },
-            )
-        })
-        .await?;
-    Ok(saved.into_response())
+    request
+        .write(
+            &state.db,
+            (actor, medication_id),
+            Some(&body),
+            |conn, actor, medication_id, _| super::authorize(conn, actor, medication_id).map(drop),
+            move |conn, actor, medication_id| {
+                let removal = super::create(conn, actor, medication_id, removal)?;
+                SavedResponse::data(StatusCode::CREATED, &removal)
+            },
+        )
+        .await
 }
 
 #[cfg(test)]

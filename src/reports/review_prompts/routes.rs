@@ -1,8 +1,8 @@
 //! Review prompt handlers: parse, call the rule, shape the response.
 
 use axum::extract::State;
-use axum::http::{StatusCode, Uri};
-use axum::response::{IntoResponse, Response};
+use axum::http::StatusCode;
+use axum::response::Response;
 use axum::routing::{get, patch};
 use serde_json::{Value, json};
 
@@ -10,12 +10,13 @@ use super::Filter;
 use super::model::{MedicationReviewPrompt, Priority, ReviewBody, ReviewStatus};
 use crate::auth::Actor;
 use crate::auth::access::{Named, filter_id};
-use crate::db::idempotency::{self, Replay, SavedResponse};
+use crate::db::idempotency::SavedResponse;
 use crate::domain::IfMatch;
 use crate::domain::body::typed;
 use crate::error::{ApiError, Result};
-use crate::http::extract::{ApiJson, IdempotencyKey, PathId, QueryParams};
+use crate::http::extract::{ApiJson, PathId, QueryParams};
 use crate::http::openapi::{Api, Op};
+use crate::http::replay::Idempotent;
 use crate::http::respond;
 use crate::state::AppState;
 
@@ -114,27 +115,21 @@ async fn update(
     actor: Actor,
     PathId(id): PathId,
     if_match: IfMatch,
-    IdempotencyKey(key): IdempotencyKey,
-    uri: Uri,
+    request: Idempotent,
     ApiJson(body): ApiJson<Value>,
 ) -> Result<Response> {
-    let replay = Replay::new(key, "PATCH", uri.path(), Some(&body));
     let attrs = typed::<ReviewBody>(Some(&body))?.medication_review_prompt;
-    let saved = state
-        .db
-        .write(move |tx| {
-            idempotency::run(
-                tx,
-                &actor,
-                &replay,
-                // A saved review is replayed only while the caller may still review.
-                |conn, _| super::authorize(conn, &actor, &id),
-                |tx| {
-                    let prompt = super::update(tx, &actor, &id, &if_match, attrs)?;
-                    SavedResponse::tagged(StatusCode::OK, &prompt)
-                },
-            )
-        })
-        .await?;
-    Ok(saved.into_response())
+    request
+        .write(
+            &state.db,
+            (actor, id),
+            Some(&body),
+            // A saved review is replayed only while the caller may still review.
+            |conn, actor, id, _| super::authorize(conn, actor, id),
+            move |tx, actor, id| {
+                let prompt = super::update(tx, actor, id, &if_match, attrs)?;
+                SavedResponse::tagged(StatusCode::OK, &prompt)
+            },
+        )
+        .await
 }

@@ -10,6 +10,7 @@ pub mod origin;
 pub mod page;
 pub mod rate_limit;
 pub mod replace;
+pub mod replay;
 pub mod respond;
 pub mod server;
 pub mod stream;
