@@ -4,7 +4,7 @@
 use jiff::civil::{Date, Time, Weekday};
 use serde_json::{Map, Value};
 
-use super::{STEP_KEYS, Slot, TaperStep, WeekdayName};
+use super::model::{STEP_KEYS, Slot, TaperStep, WeekdayName};
 use crate::decimal::{Dec, NonNegativeDecimal, PositiveDecimal};
 use crate::error::{ApiError, Problems};
 use crate::medicine::vocab::DoseUnit;
