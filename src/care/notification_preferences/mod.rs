@@ -24,7 +24,6 @@ use crate::care::dose_occurrences::history;
 use crate::care::schedule_config::{self, Slot};
 use crate::care::schedules;
 use crate::db::change_feed::{self, Action, Change};
-use crate::domain::record_type;
 use crate::domain::{IfMatch, ResourceId, Timestamp, etag};
 use crate::error::{ApiError, Problems, Result};
 use crate::household::people::{self, store::PersonRow};
@@ -235,25 +234,6 @@ fn record(conn: &WriteTx, actor: &Actor, row: &PreferenceRow, action: Action) ->
     )
 }
 
-/// The person now names its preferences (`notification_preference_id`):
-/// a new version of the person and a Person change-feed entry.
-fn touch_person(conn: &WriteTx, actor: &Actor, person: &mut PersonRow) -> Result<()> {
-    person.lock_version += 1;
-    person.updated_at = Timestamp::now();
-    people::store::update(conn, person)?;
-    change_feed::append(
-        conn,
-        Change {
-            household_id: actor.household_id,
-            record_type: record_type::PERSON,
-            record_id: person.id,
-            record_portable_id: &person.portable_id,
-            action: Action::Update,
-            person_id: Some(person.id),
-        },
-    )
-}
-
 /// Shared by PATCH and PUT: manage access to the linked person, the
 /// precondition, the change, and the row created on the first write.
 fn write(
@@ -329,7 +309,7 @@ fn write_for(
         row.updated_at = now;
         row.id = store::insert(conn, actor.household_id, &row)?;
         record(conn, actor, &row, Action::Create)?;
-        touch_person(conn, actor, &mut person)?;
+        people::touch(conn, actor, &mut person)?;
     }
     Ok(to_api(row, &person))
 }
