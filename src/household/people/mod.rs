@@ -402,6 +402,26 @@ pub fn update(
     one(conn, actor.household_id, row)
 }
 
+/// Something the person shows changed elsewhere (its `location_ids`, its
+/// `notification_preference_id`): a new version of the person, so a new
+/// ETag, and a Person change-feed entry, in the caller's transaction.
+pub fn touch(conn: &WriteTx, actor: &Actor, person: &mut PersonRow) -> Result<()> {
+    person.lock_version += 1;
+    person.updated_at = Timestamp::now();
+    store::update(conn, person)?;
+    change_feed::append(
+        conn,
+        Change {
+            household_id: actor.household_id,
+            record_type: crate::domain::record_type::PERSON,
+            record_id: person.id,
+            record_portable_id: &person.portable_id,
+            action: Action::Update,
+            person_id: Some(person.id),
+        },
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -422,24 +442,4 @@ mod tests {
         assert!(!plausible_email("nat example.org"));
         assert!(!plausible_email("a@b@c.org"));
     }
-}
-
-/// Something the person shows changed elsewhere (its `location_ids`, its
-/// `notification_preference_id`): a new version of the person, so a new
-/// ETag, and a Person change-feed entry, in the caller's transaction.
-pub fn touch(conn: &WriteTx, actor: &Actor, person: &mut PersonRow) -> Result<()> {
-    person.lock_version += 1;
-    person.updated_at = Timestamp::now();
-    store::update(conn, person)?;
-    change_feed::append(
-        conn,
-        Change {
-            household_id: actor.household_id,
-            record_type: crate::domain::record_type::PERSON,
-            record_id: person.id,
-            record_portable_id: &person.portable_id,
-            action: Action::Update,
-            person_id: Some(person.id),
-        },
-    )
 }
