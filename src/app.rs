@@ -31,7 +31,9 @@ pub fn state(db: Db, settings: Settings) -> AppState {
         settings.trusted_proxies,
     );
     let server = ServerSettings {
-        public_url: settings.public_url.clone(),
+        public_url: Arc::new(crate::state::PublicUrl::configured(
+            settings.public_url.clone(),
+        )),
         trusted_proxies: settings.trusted_proxies,
     };
     let mfa_key = crate::identity::mfa::crypt::MfaKey::for_database(&db);

@@ -42,8 +42,8 @@ pub struct ServeArgs {
     /// Address or host name and port to listen on, e.g. 0.0.0.0:8080 or localhost:8080
     #[arg(long, env = "PILLBOX_LISTEN", default_value = DEFAULT_LISTEN, value_parser = parse_listen)]
     pub listen: String,
-    /// Public base URL of this server (used in links), e.g. https://pillbox.home.example
-    #[arg(long, env = "PILLBOX_PUBLIC_URL")]
+    /// The address phones and other computers open Pillbox at (links, the OAuth issuer), e.g. http://raspberrypi.local:8080; default: the one given at set-up, else the address each request reached
+    #[arg(long, env = "PILLBOX_PUBLIC_URL", value_parser = public_url)]
     pub public_url: Option<String>,
     /// Requests a minute allowed per verified credential, and per client address for requests without one (bursts up to the same number); 0 switches the limit off
     #[arg(long, env = "PILLBOX_RATE_LIMIT", default_value_t = DEFAULT_RATE_LIMIT)]
@@ -420,4 +420,9 @@ fn oidc_settings(args: &ServeArgs) -> Option<OidcSettings> {
             .filter(|v| !v.is_empty())
             .collect(),
     })
+}
+
+/// `--public-url` in its one form, or clap's error naming it.
+pub fn public_url(text: &str) -> Result<String, String> {
+    crate::domain::public_url::parse(text).map_err(str::to_string)
 }

@@ -42,10 +42,17 @@ async function challengeOf(verifier) {
 }
 
 export async function startSignIn(returnTo) {
+  location.assign(`${OAUTH}/authorize?${await signInRequest(returnTo)}`);
+}
+
+// The authorization request of a sign-in this tab then completes at the
+// callback; the first-run set-up page sends it with its form, so the new
+// owner comes back signed in.
+export async function signInRequest(returnTo) {
   const verifier = randomString(48);
   const state = randomString(16);
   sessionStorage.setItem(PENDING_KEY, JSON.stringify({ verifier, state, returnTo: returnTo || '/app/' }));
-  const params = new URLSearchParams({
+  return new URLSearchParams({
     response_type: 'code',
     client_id: CLIENT_ID,
     redirect_uri: redirectUri(),
@@ -55,7 +62,6 @@ export async function startSignIn(returnTo) {
     scope: 'pillbox',
     device_label: deviceLabel(),
   });
-  location.assign(`${OAUTH}/authorize?${params}`);
 }
 
 function deviceLabel() {

@@ -117,6 +117,7 @@ async fn add(args: AddArgs) -> CliResult {
         MemberRole::Administrator => Role::Administrator,
         MemberRole::Member => Role::Member,
     };
+    let said = (email.clone(), person_name.trim().to_string());
     let result = db
         .write(move |conn| {
             household::add_member(
@@ -134,6 +135,13 @@ async fn add(args: AddArgs) -> CliResult {
     db.close().await;
     let membership_id = result.map_err(|e| e.to_string())?;
     println!("{membership_id}");
+    eprintln!(
+        "Added {} to household {} as {} (membership {membership_id}), with their own person \"{}\". They sign in with this email and password.",
+        said.0,
+        args.household,
+        role.as_str(),
+        said.1
+    );
     Ok(())
 }
 

@@ -55,10 +55,19 @@ pub async fn run(args: ServeArgs) -> CliResult {
         );
         tokio::spawn(crate::backup::schedule::run(plan, status));
     }
-    let base = match &state.settings.public_url {
-        Some(url) => url.trim_end_matches('/').to_string(),
-        None => format!("http://{local}"),
-    };
+    if !state.settings.public_url.is_configured()
+        && let Some(given) = db
+            .read(|conn| crate::db::instance::find(conn, crate::db::instance::PUBLIC_URL))
+            .await
+            .map_err(|e| format!("cannot read the database: {e}"))?
+    {
+        state.settings.public_url.remember(given);
+    }
+    let base = state
+        .settings
+        .public_url
+        .get()
+        .unwrap_or_else(|| format!("http://{local}"));
     let setup_link = state.part::<crate::web::setup_link::SetupLink>().clone();
     let app = crate::app::app(state);
     tracing::info!(
@@ -68,12 +77,19 @@ pub async fn run(args: ServeArgs) -> CliResult {
     );
     // The one line that shows the token: whoever reads the server's log may
     // claim it, nobody else on the network.
+    if local.ip().is_loopback() {
+        tracing::info!(
+            "only this computer can reach http://{local}; for phones and other computers, start with --listen 0.0.0.0:{}",
+            local.port()
+        );
+    }
+    // The last line of start-up, so that it is the one a newcomer sees.
     if let Some(link) = crate::web::setup::offer(&db, &setup_link, &base)
         .await
         .map_err(|e| format!("cannot read the database: {e}"))?
     {
         tracing::info!(
-            "no household yet: open {link} to set this server up (the link works once, until the server restarts)"
+            "no household yet: open {link} in a browser to set Pillbox up (the link works once, until the server restarts)"
         );
     }
     let returns = tokio::spawn(return_free_memory(db.clone()));
@@ -186,9 +202,22 @@ async fn bind(listen: &str) -> CliResult<tokio::net::TcpListener> {
         }
     }
     Err(match last {
+        Some(e) if e.kind() == std::io::ErrorKind::AddrInUse => busy(listen),
         Some(e) => format!("cannot listen on {listen}: {e}"),
         None => format!("cannot listen on {listen}: the host name has no address"),
     })
+}
+
+/// The port is taken (often by a Pillbox already running): the one line
+/// says which and how to choose another.
+fn busy(listen: &str) -> String {
+    let (host, port) = listen.rsplit_once(':').unwrap_or((listen, ""));
+    let other = port
+        .parse::<u16>()
+        .map_or(8081, |p| p.wrapping_add(1).max(1));
+    format!(
+        "cannot listen on {listen}: port {port} on {host} is already in use (is Pillbox already running?); stop what uses it, or choose another port with --listen {host}:{other}"
+    )
 }
 
 async fn shutdown_signal() {

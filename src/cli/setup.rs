@@ -27,6 +27,9 @@ pub struct SetupArgs {
     /// The owner's own name, for their person in the household (asked for when omitted in a terminal)
     #[arg(long)]
     pub name: Option<String>,
+    /// The address phones and other computers will open Pillbox at (for links), e.g. http://raspberrypi.local:8080; `serve --public-url` goes before it
+    #[arg(long, value_parser = crate::config::public_url)]
+    pub public_url: Option<String>,
     /// Create a further household although this data directory already has one
     #[arg(long)]
     pub another_household: bool,
@@ -50,6 +53,7 @@ pub async fn run(args: SetupArgs) -> CliResult {
     let password_hash = password::hash(password).await?;
     let db = open_db(&args.data, OpenMode::Create).await?;
     let another = args.another_household;
+    let public_url = args.public_url.clone();
     let result = db
         .write(move |conn| {
             if !another && let Some(first) = household::store::list_all(conn)?.first() {
@@ -61,7 +65,7 @@ pub async fn run(args: SetupArgs) -> CliResult {
                     ),
                 ));
             }
-            household::set_up(
+            let set_up = household::set_up(
                 conn,
                 &args.household,
                 &time_zone,
@@ -71,7 +75,11 @@ pub async fn run(args: SetupArgs) -> CliResult {
                     person_name: &person_name,
                     role: Role::Owner,
                 },
-            )
+            )?;
+            if let Some(url) = &public_url {
+                crate::db::instance::set(conn, crate::db::instance::PUBLIC_URL, url)?;
+            }
+            Ok(set_up)
         })
         .await;
     db.close().await;
@@ -81,6 +89,14 @@ pub async fn run(args: SetupArgs) -> CliResult {
         "Created household {} with its owner. Next: start the server with `pillbox serve`",
         set_up.household_id
     );
+    match &args.public_url {
+        Some(url) => eprintln!(
+            "Phones and other computers open Pillbox at {url}; links in invitations use it."
+        ),
+        None => eprintln!(
+            "Links (invitations, phone sign-in) use the address each device opens; to fix one, give --public-url (here or to serve). Phones need serve --listen 0.0.0.0:8080."
+        ),
+    }
     Ok(())
 }
 

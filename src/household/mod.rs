@@ -48,6 +48,8 @@ pub struct NewMember<'a> {
 pub struct SetUp {
     pub household_id: i64,
     pub membership_id: i64,
+    /// The owner's account (the set-up page signs it in).
+    pub account_id: i64,
 }
 
 /// Checks an IANA time zone name against the bundled database, for the
@@ -71,10 +73,11 @@ pub fn set_up(conn: &WriteTx, name: &str, time_zone: &str, owner: &NewMember<'_>
         &time_zone,
         &crate::domain::Timestamp::now(),
     )?;
-    let membership_id = add_member(conn, household_id, owner)?;
+    let (membership_id, account_id) = enrol(conn, household_id, owner)?;
     Ok(SetUp {
         household_id,
         membership_id,
+        account_id,
     })
 }
 
@@ -82,6 +85,11 @@ pub fn set_up(conn: &WriteTx, name: &str, time_zone: &str, owner: &NewMember<'_>
 /// with a `self` manage grant); the membership is audited with no acting
 /// membership, since the command line acts as the server's administrator.
 pub fn add_member(conn: &WriteTx, household_id: i64, member: &NewMember<'_>) -> Result<i64> {
+    enrol(conn, household_id, member).map(|(membership_id, _)| membership_id)
+}
+
+/// `add_member`, answering the membership and the account.
+fn enrol(conn: &WriteTx, household_id: i64, member: &NewMember<'_>) -> Result<(i64, i64)> {
     if !store::exists(conn, household_id)? {
         return Err(ApiError::not_found("household"));
     }
@@ -114,5 +122,5 @@ pub fn add_member(conn: &WriteTx, household_id: i64, member: &NewMember<'_>) -> 
         ("membership", membership_id),
         serde_json::json!({ "role": member.role.as_str(), "person_id": person_id, "via": "cli" }),
     )?;
-    Ok(membership_id)
+    Ok((membership_id, account_id))
 }

@@ -113,7 +113,7 @@ pub fn router(state: &AppState) -> Router<AppState> {
     let config = StreamableHttpServerConfig::default()
         .with_legacy_session_mode(false)
         .with_json_response(true)
-        .with_allowed_hosts(allowed_hosts(state.settings.public_url.as_deref()));
+        .with_allowed_hosts(allowed_hosts(state.settings.public_url.get().as_deref()));
     let service = StreamableHttpService::new(
         move || Ok(handler.clone()),
         Arc::new(NeverSessionManager::default()),

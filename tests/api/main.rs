@@ -18,6 +18,7 @@ mod dose_occurrences;
 mod dose_outcomes;
 mod durability;
 mod file_modes;
+mod first_run;
 mod hardening;
 mod health_events;
 mod import_hardening;

@@ -38,10 +38,51 @@ pub struct Shared {
 pub struct ServerSettings {
     /// The address phones and browsers reach the server at; links and the
     /// OAuth issuer are built from it when set.
-    pub public_url: Option<String>,
+    pub public_url: Arc<PublicUrl>,
     /// Reverse proxies in front of the server whose `X-Forwarded-For`
     /// entries are believed.
     pub trusted_proxies: usize,
+}
+
+/// The public URL: the operator's `--public-url`, else the one the owner
+/// gave at set-up (kept in the database), else none, and links follow the
+/// address each request reached. The set-up page gives it while the server
+/// runs, so it is read at each use.
+#[derive(Debug, Default)]
+pub struct PublicUrl {
+    configured: Option<String>,
+    given: std::sync::RwLock<Option<String>>,
+}
+
+impl PublicUrl {
+    pub fn configured(url: Option<String>) -> PublicUrl {
+        PublicUrl {
+            configured: url.map(|u| u.trim_end_matches('/').to_string()),
+            given: std::sync::RwLock::default(),
+        }
+    }
+
+    pub fn get(&self) -> Option<String> {
+        self.configured.clone().or_else(|| {
+            self.given
+                .read()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .clone()
+        })
+    }
+
+    /// Whether the operator set it (then nothing else changes it).
+    pub fn is_configured(&self) -> bool {
+        self.configured.is_some()
+    }
+
+    /// The address the owner gave, already checked and stored.
+    pub fn remember(&self, url: String) {
+        *self
+            .given
+            .write()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(url);
+    }
 }
 
 impl AppState {

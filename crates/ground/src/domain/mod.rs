@@ -9,6 +9,7 @@ pub mod id;
 pub mod json_object;
 pub mod outbound;
 pub mod page;
+pub mod public_url;
 pub mod record_type;
 pub mod text;
 pub mod time_zone;

@@ -14,6 +14,9 @@ pub const OCCURRENCE_KEY_SECRET: &str = "occurrence_key_secret";
 /// The Web Push (VAPID, RFC 8292) signing key: 32 random bytes read as a
 /// P-256 private scalar by `reminders`.
 pub const VAPID_PRIVATE_KEY: &str = "vapid_private_key";
+/// The address the owner said phones and other computers open Pillbox at
+/// (set-up); the operator's `--public-url` goes before it.
+pub const PUBLIC_URL: &str = "public_url";
 
 /// Creates whatever is missing; called once at start-up, before serving.
 pub fn ensure(conn: &Connection) -> rusqlite::Result<()> {
@@ -35,10 +38,24 @@ pub fn ensure(conn: &Connection) -> rusqlite::Result<()> {
 }
 
 pub fn get(conn: &Connection, key: &str) -> Result<String> {
-    conn.prepare_kept("SELECT value FROM instance_settings WHERE key = ?1")?
+    find(conn, key)?.ok_or_else(|| ApiError::internal(format!("instance setting {key} is missing")))
+}
+
+/// A setting that may be absent (one the owner gives, not one made at start).
+pub fn find(conn: &Connection, key: &str) -> Result<Option<String>> {
+    Ok(conn
+        .prepare_kept("SELECT value FROM instance_settings WHERE key = ?1")?
         .query_row([key], |r| r.get(0))
-        .optional()?
-        .ok_or_else(|| ApiError::internal(format!("instance setting {key} is missing")))
+        .optional()?)
+}
+
+/// Sets a setting the owner gives, replacing what was there.
+pub fn set(tx: &crate::db::WriteTx, key: &str, value: &str) -> Result<()> {
+    tx.prepare_kept(
+        "INSERT INTO instance_settings (key, value) VALUES (?1, ?2) ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+    )?
+    .execute(params![key, value])?;
+    Ok(())
 }
 
 /// The secret as bytes.

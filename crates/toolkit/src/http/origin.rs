@@ -104,7 +104,7 @@ impl axum::extract::FromRequestParts<AppState> for BaseUrl {
 
 pub fn base_url(settings: &ServerSettings, parts: &axum::http::request::Parts) -> String {
     origin(
-        settings.public_url.as_deref(),
+        settings.public_url.get().as_deref(),
         &parts.headers,
         parts.extensions.get().copied(),
     )
