@@ -7,8 +7,8 @@ use axum::routing::get;
 use super::model::{Authenticated, HouseholdSummary};
 use super::store;
 use crate::error::Result;
-use crate::http::extract::QueryParams;
 use crate::http::openapi::{Api, Op};
+use crate::http::query::Paged;
 use crate::http::respond;
 use crate::state::AppState;
 
@@ -25,9 +25,8 @@ pub fn routes(api: Api) -> Api {
 async fn list(
     State(state): State<AppState>,
     auth: Authenticated,
-    query: QueryParams,
+    Paged(page, _): Paged,
 ) -> Result<Response> {
-    let page = query.page()?;
     let (items, total) = state
         .db
         .read(move |conn| store::households(conn, &auth, page))

@@ -11,7 +11,8 @@ use crate::care::source_row::{Filter, SourceRow};
 use crate::care::sources;
 use crate::domain::IfMatch;
 use crate::error::Result;
-use crate::http::extract::{OptionalApiJson, PathId, QueryParams};
+use crate::http::extract::{OptionalApiJson, PathId};
+use crate::http::query::{At, Reference, at, reference};
 use crate::http::respond;
 use crate::state::AppState;
 
@@ -68,12 +69,16 @@ pub async fn resume<R: SourceRow + Serialize + Send + 'static>(
     Ok(respond::ok_tagged(source))
 }
 
-/// A list's `person_id`, `medication_id` and `updated_since` from the query
-/// string.
-pub fn filter(query: &QueryParams) -> Result<Filter> {
-    Ok(Filter {
-        person_id: query.reference("person_id")?,
-        medication_id: query.reference("medication_id")?,
-        updated_since: query.updated_since()?,
-    })
+/// A list's `updated_since`, `person_id` and `medication_id` as the rules
+/// take them.
+pub fn filter(
+    updated_since: Option<At>,
+    person_id: Option<Reference>,
+    medication_id: Option<Reference>,
+) -> Filter {
+    Filter {
+        person_id: reference(person_id),
+        medication_id: reference(medication_id),
+        updated_since: at(updated_since),
+    }
 }

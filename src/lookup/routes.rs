@@ -4,14 +4,17 @@ use axum::Json;
 use axum::extract::State;
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
-use serde_json::json;
+use schemars::{JsonSchema, Schema, SchemaGenerator, json_schema};
+use serde::Deserialize;
+use serde::de::{self, Deserializer};
 
 use super::ai_model::Suggestions;
 use super::model::{MedicationLookupResults, SuggestionBody};
 use crate::auth::Actor;
 use crate::error::{ApiError, Result};
-use crate::http::extract::{ApiJson, QueryParams};
+use crate::http::extract::ApiJson;
 use crate::http::openapi::{Api, Op};
+use crate::http::query::{Count, Query};
 use crate::http::respond;
 use crate::state::AppState;
 
@@ -29,16 +32,7 @@ pub fn routes(api: Api) -> Api {
         Op::get(LOOKUP, "searchMedicationLookup", TAG)
             .summary("Search the national medicines dictionary")
             .description("Searches dm+d for generic (VMP) and branded (AMP) products whose names match `q`, and lists them together, generic ones first, each concept once. The dictionary carries no dosage guidance, contraindication or interaction data. Off (503 feature_unavailable) unless the server has both TERMINOLOGY_DMD_CLIENT_ID and TERMINOLOGY_DMD_CLIENT_SECRET; a dictionary that cannot answer now is a 503, one that answers with something unusable a 502.")
-            .query(
-                "q",
-                json!({"type": "string", "minLength": MIN_TEXT, "maxLength": MAX_TEXT}),
-                "Text to search for, e.g. paracetamol 500 (required)",
-            )
-            .query(
-                "count",
-                json!({"type": "integer", "minimum": 1, "maximum": MAX_COUNT, "default": DEFAULT_COUNT}),
-                "Most concepts asked for per concept class",
-            )
+            .query_params::<LookupQuery>()
             .errors(&[502, 503])
             .ok_unwrapped::<MedicationLookupResults>(),
         get(lookup),
@@ -54,38 +48,58 @@ pub fn routes(api: Api) -> Api {
     )
 }
 
-/// The `q` and `count` of a lookup, checked.
-pub fn lookup_query(query: &QueryParams) -> Result<(String, u32)> {
-    let text = query.get("q").map(str::trim).unwrap_or_default();
-    let length = text.chars().count();
-    if !(MIN_TEXT..=MAX_TEXT).contains(&length) {
-        return Err(ApiError::invalid(
-            "q",
-            format!("must be {MIN_TEXT} to {MAX_TEXT} characters"),
-        ));
+/// The `q` and `count` of a lookup.
+#[derive(Deserialize, JsonSchema)]
+struct LookupQuery {
+    /// Text to search for, e.g. paracetamol 500 (required)
+    q: SearchText,
+    /// Most concepts asked for per concept class
+    count: Count<MAX_COUNT, DEFAULT_COUNT>,
+}
+
+/// The text of a lookup, trimmed: `MIN_TEXT` to `MAX_TEXT` characters.
+struct SearchText(String);
+
+impl<'de> Deserialize<'de> for SearchText {
+    fn deserialize<D: Deserializer<'de>>(de: D) -> std::result::Result<Self, D::Error> {
+        let text = Option::<String>::deserialize(de)?.unwrap_or_default();
+        let text = text.trim();
+        if (MIN_TEXT..=MAX_TEXT).contains(&text.chars().count()) {
+            Ok(SearchText(text.to_string()))
+        } else {
+            Err(de::Error::custom(format!(
+                "must be {MIN_TEXT} to {MAX_TEXT} characters"
+            )))
+        }
     }
-    let count = match query.get("count") {
-        None => DEFAULT_COUNT,
-        Some(raw) => raw
-            .parse::<u32>()
-            .ok()
-            .filter(|n| (1..=MAX_COUNT).contains(n))
-            .ok_or_else(|| {
-                ApiError::invalid("count", format!("must be an integer from 1 to {MAX_COUNT}"))
-            })?,
-    };
-    Ok((text.to_string(), count))
+}
+
+impl JsonSchema for SearchText {
+    fn inline_schema() -> bool {
+        true
+    }
+
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "SearchText".into()
+    }
+
+    fn json_schema(_: &mut SchemaGenerator) -> Schema {
+        json_schema!({"type": "string", "minLength": MIN_TEXT, "maxLength": MAX_TEXT})
+    }
 }
 
 async fn lookup(
     State(state): State<AppState>,
     _actor: Actor,
-    query: QueryParams,
+    query: std::result::Result<Query<LookupQuery>, ApiError>,
 ) -> Result<Response> {
     let settings = state
         .try_part::<crate::lookup::TerminologySettings>()
         .ok_or_else(lookup_off)?;
-    let (text, count) = lookup_query(&query)?;
+    let Query(LookupQuery {
+        q: SearchText(text),
+        count: Count(count),
+    }) = query?;
     let data = super::terminology::search(
         state.part::<crate::lookup::Services>(),
         settings,

@@ -9,6 +9,7 @@ use axum::extract::{DefaultBodyLimit, State};
 use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::Response;
 use axum::routing::{get, post};
+use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::json;
 use sha2::{Digest, Sha256};
@@ -19,11 +20,11 @@ use super::import;
 use super::model::{ImportSummary, Payload};
 use crate::auth::{AccessLevel, Actor};
 use crate::db::idempotency::SavedResponse;
-use crate::domain::ResourceId;
+use crate::domain::{ResourceId, vocabulary};
 use crate::error::{ApiError, Result};
 use crate::household::{audit, people};
-use crate::http::extract::QueryParams;
 use crate::http::openapi::{Api, Op};
+use crate::http::query::{OneOf, Query};
 use crate::http::replay::Idempotent;
 use crate::http::respond;
 use crate::state::AppState;
@@ -59,16 +60,7 @@ pub fn routes(api: Api) -> Api {
                 passphrase.clone(),
                 "The passphrase the bundle is encrypted with; never sent in a URL or body",
             )
-            .query(
-                "portable_format",
-                json!({"type": "string", "enum": [export::Version::V1.format(), export::Version::V2.format()]}),
-                "The plaintext format (default service.portable.v1)",
-            )
-            .query(
-                "version",
-                json!({"type": "string", "enum": ["1", "2"]}),
-                "Short form of portable_format",
-            )
+            .query_params::<ExportQuery>()
             .errors(&[422])
             .ok::<Envelope>(),
         get(export_bundle),
@@ -86,7 +78,12 @@ pub fn routes(api: Api) -> Api {
                  management may import: anyone else is 403 before the bundle is decrypted. \
                  Key derivations run a few at a time; a full queue is 429 with Retry-After.",
             )
-            .header(PASSPHRASE_HEADER, true, passphrase.clone(), "The bundle's passphrase")
+            .header(
+                PASSPHRASE_HEADER,
+                true,
+                passphrase.clone(),
+                "The bundle's passphrase",
+            )
             .body::<Envelope>()
             .errors(&[422])
             .ok::<ImportSummary>(),
@@ -104,7 +101,12 @@ pub fn routes(api: Api) -> Api {
                  as the importing member. Bodies up to 32 MiB. Who may import, and the 429 of a \
                  full key derivation queue, as for the dry run.",
             )
-            .header(PASSPHRASE_HEADER, true, passphrase, "The bundle's passphrase")
+            .header(
+                PASSPHRASE_HEADER,
+                true,
+                passphrase,
+                "The bundle's passphrase",
+            )
             .idempotency_key()
             .body::<Envelope>()
             .errors(&[422])
@@ -125,24 +127,34 @@ pub fn passphrase(headers: &HeaderMap) -> Result<Passphrase> {
     Passphrase::new(value)
 }
 
-fn version_of(query: &QueryParams) -> Result<Version> {
-    let by_format = match query.get("portable_format") {
-        None => None,
-        Some(f) if f == Version::V1.format() => Some(Version::V1),
-        Some(f) if f == Version::V2.format() => Some(Version::V2),
-        Some(_) => {
-            return Err(ApiError::invalid(
-                "portable_format",
-                "must be service.portable.v1 or service.portable.v2",
-            ));
-        }
-    };
-    let by_version = match query.get("version") {
-        None => None,
-        Some("1") => Some(Version::V1),
-        Some("2") => Some(Version::V2),
-        Some(_) => return Err(ApiError::invalid("version", "must be 1 or 2")),
-    };
+/// The plaintext format an export is asked for, by name or by number.
+#[derive(Deserialize, JsonSchema)]
+struct ExportQuery {
+    /// The plaintext format (default service.portable.v1)
+    portable_format: Option<OneOf<FormatName>>,
+    /// Short form of portable_format
+    version: Option<OneOf<FormatNumber>>,
+}
+
+vocabulary!(
+    /// `portable_format`: a format's name (`Version::format`).
+    FormatName { V1 => "service.portable.v1", V2 => "service.portable.v2" }
+);
+
+vocabulary!(
+    /// `version`: a format's number.
+    FormatNumber { V1 => "1", V2 => "2" }
+);
+
+fn version_of(query: ExportQuery) -> Result<Version> {
+    let by_format = query.portable_format.map(|OneOf(name)| match name {
+        FormatName::V1 => Version::V1,
+        FormatName::V2 => Version::V2,
+    });
+    let by_version = query.version.map(|OneOf(number)| match number {
+        FormatNumber::V1 => Version::V1,
+        FormatNumber::V2 => Version::V2,
+    });
     match (by_format, by_version) {
         (Some(a), Some(b)) if a != b => Err(ApiError::invalid(
             "version",
@@ -191,9 +203,9 @@ async fn export_bundle(
     State(state): State<AppState>,
     actor: Actor,
     headers: HeaderMap,
-    query: QueryParams,
+    Query(query): Query<ExportQuery>,
 ) -> Result<Response> {
-    let version = version_of(&query)?;
+    let version = version_of(query)?;
     let passphrase = passphrase(&headers)?;
     let sealed = sealed_bundle(&state, actor, version, passphrase).await?;
     Ok(respond::ok(sealed))
@@ -318,4 +330,15 @@ async fn create_import(
             },
         )
         .await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_format_names_are_the_formats() {
+        assert_eq!(FormatName::V1.as_str(), Version::V1.format());
+        assert_eq!(FormatName::V2.as_str(), Version::V2.format());
+    }
 }

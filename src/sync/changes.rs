@@ -12,7 +12,8 @@ use axum::routing::get;
 use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use rusqlite::Connection;
-use serde_json::json;
+use schemars::JsonSchema;
+use serde::Deserialize;
 
 use super::changes_model::{ChangeEntry, ChangeMetadata, SyncChanges, Tombstone};
 use super::changes_store;
@@ -20,8 +21,8 @@ use super::snapshot_store::Reader;
 use crate::auth::Actor;
 use crate::care::dose_occurrences::outcomes;
 use crate::error::{ApiError, Result};
-use crate::http::extract::QueryParams;
 use crate::http::openapi::{Api, Op};
+use crate::http::query::{Count, Query, query_param};
 use crate::http::respond;
 use crate::state::AppState;
 
@@ -64,18 +65,22 @@ fn decode_cursor(text: &str, household_id: i64) -> Result<i64> {
     }
 }
 
-fn parse_limit(query: &QueryParams) -> Result<usize> {
-    match query.get("limit") {
-        None => Ok(DEFAULT_LIMIT),
-        Some(text) => match text.parse::<usize>() {
-            Ok(n) if (1..=MAX_LIMIT).contains(&n) => Ok(n),
-            _ => Err(ApiError::invalid(
-                "limit",
-                format!("must be an integer from 1 to {MAX_LIMIT}"),
-            )),
-        },
-    }
+/// The query of a page of the feed.
+#[derive(Deserialize, JsonSchema)]
+struct ChangesQuery {
+    /// Opaque cursor from a snapshot or an earlier next_cursor
+    cursor: Option<CursorText>,
+    /// Most entries (changes and tombstones together) in one page, 1 to 1000
+    limit: Count<{ MAX_LIMIT as u32 }, { DEFAULT_LIMIT as u32 }>,
 }
+
+query_param!(
+    /// A cursor as sent; `changes` reads it.
+    CursorText(String),
+    |text| Some(text.to_string()),
+    "is not a cursor",
+    {"type": "string", "minLength": 1, "pattern": "^[A-Za-z0-9_-]+$"}
+);
 
 /// One page of the feed after `cursor` (the beginning when `None`).
 pub fn changes(
@@ -165,17 +170,7 @@ pub fn routes(api: Api) -> Api {
                      belongs to another household or points past the feed is refused with 422 \
                      naming `cursor`.",
             )
-            .query(
-                "cursor",
-                json!({"type": "string", "minLength": 1, "pattern": "^[A-Za-z0-9_-]+$"}),
-                "Opaque cursor from a snapshot or an earlier next_cursor",
-            )
-            .query(
-                "limit",
-                json!({"type": "integer", "minimum": 1, "maximum": MAX_LIMIT,
-                           "default": DEFAULT_LIMIT}),
-                "Most entries (changes and tombstones together) in one page, 1 to 1000",
-            )
+            .query_params::<ChangesQuery>()
             .ok::<SyncChanges>(),
         get(handler),
     )
@@ -184,10 +179,10 @@ pub fn routes(api: Api) -> Api {
 async fn handler(
     State(state): State<AppState>,
     actor: Actor,
-    query: QueryParams,
+    Query(query): Query<ChangesQuery>,
 ) -> Result<Response> {
-    let limit = parse_limit(&query)?;
-    let cursor = query.get("cursor").map(str::to_string);
+    let limit = query.limit.0 as usize;
+    let cursor = query.cursor.map(|CursorText(text)| text);
     let page = state
         .db
         .read(move |conn| changes(conn, &actor, cursor.as_deref(), limit))

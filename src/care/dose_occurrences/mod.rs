@@ -183,13 +183,13 @@ pub(super) fn start_of(tz: &TimeZone, date: Date) -> Result<Timestamp> {
         .map_err(|e| ApiError::internal(format!("start of {date}: {e}")))
 }
 
-/// Parses the `date` query parameter: strictly `YYYY-MM-DD` (422 otherwise).
+/// What a `date` that is not strictly `YYYY-MM-DD` is refused with.
+pub(crate) const DATE_RULE: &str = "must be a date written YYYY-MM-DD";
+
+/// Parses the `date` of the MCP tool: strictly `YYYY-MM-DD` (422 otherwise).
 pub fn parse_date_param(text: Option<&str>) -> Result<Option<Date>> {
-    text.map(|t| {
-        schedule_config::parse_date(t)
-            .ok_or_else(|| ApiError::invalid("date", "must be a date written YYYY-MM-DD"))
-    })
-    .transpose()
+    text.map(|t| schedule_config::parse_date(t).ok_or_else(|| ApiError::invalid("date", DATE_RULE)))
+        .transpose()
 }
 
 #[cfg(test)]

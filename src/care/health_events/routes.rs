@@ -3,15 +3,17 @@
 use axum::extract::State;
 use axum::response::Response;
 use axum::routing::{delete, get, patch, post, put};
-use serde_json::json;
+use schemars::JsonSchema;
+use serde::Deserialize;
 
 use super::Filter;
 use super::model::{HealthEvent, HealthEventBody};
 use crate::auth::Actor;
 use crate::domain::IfMatch;
 use crate::error::Result;
-use crate::http::extract::{ApiJson, PathId, QueryParams};
+use crate::http::extract::{ApiJson, PathId};
 use crate::http::openapi::{Api, Op};
+use crate::http::query::{At, Paged, Reference, at, reference};
 use crate::http::replace::{ReplaceJson, Whole};
 use crate::http::respond;
 use crate::state::AppState;
@@ -28,12 +30,7 @@ pub fn routes(api: Api) -> Api {
                 .summary("List health events of the people you may view")
                 .description("Newest first (by started_on). Only events of people the caller has view access to are listed; deleted events are not listed.")
                 .paginated()
-                .updated_since()
-                .query(
-                    "person_id",
-                    json!({"$ref": "#/components/schemas/ResourceIdentifier"}),
-                    "Only events of this person (numeric or portable id)",
-                )
+                .query_params::<ListQuery>()
                 .page::<HealthEvent>(),
             get(list),
         )
@@ -84,16 +81,24 @@ pub fn routes(api: Api) -> Api {
         )
 }
 
-fn filter(query: &QueryParams) -> Result<Filter> {
-    Ok(Filter {
-        person_id: query.reference("person_id")?,
-        updated_since: query.updated_since()?,
-    })
+/// The filters of a list of health events.
+#[derive(Deserialize, JsonSchema)]
+struct ListQuery {
+    /// Only records updated at or after this time
+    updated_since: Option<At>,
+    /// Only events of this person (numeric or portable id)
+    person_id: Option<Reference>,
 }
 
-async fn list(State(state): State<AppState>, actor: Actor, query: QueryParams) -> Result<Response> {
-    let page = query.page()?;
-    let filter = filter(&query)?;
+async fn list(
+    State(state): State<AppState>,
+    actor: Actor,
+    Paged(page, query): Paged<ListQuery>,
+) -> Result<Response> {
+    let filter = Filter {
+        person_id: reference(query.person_id),
+        updated_since: at(query.updated_since),
+    };
     let (events, total) = state
         .db
         .read(move |conn| super::list(conn, &actor, &filter, page))

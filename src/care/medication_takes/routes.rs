@@ -4,7 +4,8 @@ use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::Response;
 use axum::routing::{get, post};
-use serde_json::json;
+use schemars::JsonSchema;
+use serde::Deserialize;
 
 use super::Filter;
 use super::model::{
@@ -13,8 +14,9 @@ use super::model::{
 use crate::auth::Actor;
 use crate::domain::{ResourceId, Versioned};
 use crate::error::{ApiError, Result};
-use crate::http::extract::{ApiJson, QueryParams};
+use crate::http::extract::ApiJson;
 use crate::http::openapi::{Api, Op};
+use crate::http::query::{At, OneOf, Paged, Reference, at, reference};
 use crate::http::respond;
 use crate::state::AppState;
 
@@ -64,32 +66,7 @@ pub fn routes(api: Api) -> Api {
                 .summary("List recorded doses, newest first")
                 .description("Takes of the people the caller may view, by taken_at, newest first. source_type and source_id filter together (one without the other is a 422); takes of retired sources stay listed.")
                 .paginated()
-                .updated_since()
-                .query(
-                    "person_id",
-                    json!({"$ref": "#/components/schemas/ResourceIdentifier"}),
-                    "Only takes of this person (numeric or portable id)",
-                )
-                .query(
-                    "source_type",
-                    SourceType::schema(),
-                    "Only takes of this kind of source; needs source_id",
-                )
-                .query(
-                    "source_id",
-                    json!({"$ref": "#/components/schemas/ResourceIdentifier"}),
-                    "Only takes of this schedule or person medication (numeric or portable id); needs source_type",
-                )
-                .query(
-                    "from",
-                    json!({"type": "string", "format": "date-time"}),
-                    "Only takes taken at or after this time",
-                )
-                .query(
-                    "to",
-                    json!({"type": "string", "format": "date-time"}),
-                    "Only takes taken at or before this time",
-                )
+                .query_params::<ListQuery>()
                 .page::<MedicationTake>(),
             get(list),
         )
@@ -106,19 +83,31 @@ pub fn routes(api: Api) -> Api {
         )
 }
 
-fn source_filter(query: &QueryParams) -> Result<Option<(SourceType, ResourceId)>> {
-    let source_type = query
-        .get("source_type")
-        .map(|text| {
-            SourceType::parse(text).ok_or_else(|| {
-                ApiError::invalid("source_type", "must be schedule or person_medication")
-            })
-        })
-        .transpose()?;
-    let source_id = query.reference("source_id")?;
+/// The filters of a list of takes.
+#[derive(Deserialize, JsonSchema)]
+struct ListQuery {
+    /// Only records updated at or after this time
+    updated_since: Option<At>,
+    /// Only takes of this person (numeric or portable id)
+    person_id: Option<Reference>,
+    /// Only takes of this kind of source; needs source_id
+    source_type: Option<OneOf<SourceType>>,
+    /// Only takes of this schedule or person medication (numeric or portable id); needs source_type
+    source_id: Option<Reference>,
+    /// Only takes taken at or after this time
+    from: Option<At>,
+    /// Only takes taken at or before this time
+    to: Option<At>,
+}
+
+/// `source_type` and `source_id`, both or neither.
+fn source_filter(
+    source_type: Option<OneOf<SourceType>>,
+    source_id: Option<Reference>,
+) -> Result<Option<(SourceType, ResourceId)>> {
     match (source_type, source_id) {
         (None, None) => Ok(None),
-        (Some(t), Some(id)) => Ok(Some((t, id))),
+        (Some(OneOf(t)), Some(Reference(id))) => Ok(Some((t, id))),
         (Some(_), None) => Err(ApiError::invalid(
             "source_id",
             "is required with source_type",
@@ -130,14 +119,17 @@ fn source_filter(query: &QueryParams) -> Result<Option<(SourceType, ResourceId)>
     }
 }
 
-async fn list(State(state): State<AppState>, actor: Actor, query: QueryParams) -> Result<Response> {
-    let page = query.page()?;
+async fn list(
+    State(state): State<AppState>,
+    actor: Actor,
+    Paged(page, query): Paged<ListQuery>,
+) -> Result<Response> {
     let filter = Filter {
-        person_id: query.reference("person_id")?,
-        source: source_filter(&query)?,
-        from: query.timestamp("from")?,
-        to: query.timestamp("to")?,
-        updated_since: query.updated_since()?,
+        person_id: reference(query.person_id),
+        source: source_filter(query.source_type, query.source_id)?,
+        from: at(query.from),
+        to: at(query.to),
+        updated_since: at(query.updated_since),
     };
     let (items, total) = state
         .db

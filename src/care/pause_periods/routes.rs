@@ -5,7 +5,9 @@ use axum::extract::{RawPathParams, State};
 use axum::http::StatusCode;
 use axum::response::Response;
 use axum::routing::{get, post};
-use serde_json::{Value, json};
+use schemars::JsonSchema;
+use serde::Deserialize;
+use serde_json::Value;
 
 use super::SourceFilter;
 use super::model::{EmptyBody, PausePeriod, PausePeriodBody, SourceType};
@@ -14,8 +16,9 @@ use crate::db::idempotency::SavedResponse;
 use crate::domain::IfMatch;
 use crate::domain::body::typed;
 use crate::error::{ApiError, FieldErrors, Result};
-use crate::http::extract::{ApiJson, OptionalApiJson, QueryParams, path_param};
+use crate::http::extract::{ApiJson, OptionalApiJson, path_param};
 use crate::http::openapi::{Api, Op};
+use crate::http::query::{Checked, OneOf, Paged, PortableRef};
 use crate::http::replay::Idempotent;
 use crate::http::respond;
 use crate::state::AppState;
@@ -30,12 +33,7 @@ pub fn routes(api: Api) -> Api {
                 .summary("List pause periods of the people you may view")
                 .description("Current and completed periods, newest first (by start, then creation). source_type and source_id (the source's portable id) must be given together to get one source's history; the history of deleted (retired) sources stays visible to those with view access to the person.")
                 .paginated()
-                .query("source_type", SourceType::schema(), "Only periods of this kind of source; needs source_id")
-                .query(
-                    "source_id",
-                    json!({"$ref": "#/components/schemas/PortableId"}),
-                    "Only periods of this source (portable id); needs source_type",
-                )
+                .query_params::<ListQuery>()
                 .page::<PausePeriod>(),
             get(list),
         )
@@ -62,31 +60,33 @@ pub fn routes(api: Api) -> Api {
         )
 }
 
+/// The filters of a list of pause periods: both or neither, every problem
+/// reported at once.
+#[derive(Deserialize, JsonSchema)]
+struct ListQuery {
+    /// Only periods of this kind of source; needs source_id
+    source_type: Option<Checked<OneOf<SourceType>>>,
+    /// Only periods of this source (portable id); needs source_type
+    source_id: Option<Checked<PortableRef>>,
+}
+
 /// `source_type` and `source_id` from the query, both or neither.
-fn source_filter(query: &QueryParams) -> Result<Option<SourceFilter>> {
-    let source_type = query.get("source_type");
-    let source_id = query.get("source_id");
+fn source_filter(query: ListQuery) -> Result<Option<SourceFilter>> {
     let mut errors = FieldErrors::new();
     let mut problem = |field: &str, message: &str| {
         errors.insert(field.to_string(), vec![message.to_string()]);
     };
-    let parsed_type = source_type.and_then(SourceType::parse);
-    if source_type.is_some() && parsed_type.is_none() {
-        problem("source_type", "must be schedule or person_medication");
-    }
-    let parsed_id = source_id.and_then(|text| {
-        uuid::Uuid::parse_str(text)
-            .ok()
-            .map(|u| u.hyphenated().to_string())
-    });
-    if source_id.is_some() && parsed_id.is_none() {
-        problem("source_id", "must be a portable id (UUID)");
-    }
-    match (source_type, source_id) {
+    match (&query.source_type, &query.source_id) {
         (Some(_), None) => problem("source_id", "is required together with source_type"),
         (None, Some(_)) => problem("source_type", "is required together with source_id"),
         _ => {}
     }
+    let parsed_type = query
+        .source_type
+        .and_then(|t| t.or_report(|m| problem("source_type", m)));
+    let parsed_id = query
+        .source_id
+        .and_then(|id| id.or_report(|m| problem("source_id", m)));
     if !errors.is_empty() {
         return Err(ApiError::Validation {
             message: "source_type and source_id must be given together and be valid".into(),
@@ -95,15 +95,18 @@ fn source_filter(query: &QueryParams) -> Result<Option<SourceFilter>> {
     }
     Ok(parsed_type
         .zip(parsed_id)
-        .map(|(source_type, id)| SourceFilter {
+        .map(|(OneOf(source_type), PortableRef(id))| SourceFilter {
             source_type,
             source_portable_id: id,
         }))
 }
 
-async fn list(State(state): State<AppState>, actor: Actor, query: QueryParams) -> Result<Response> {
-    let page = query.page()?;
-    let filter = source_filter(&query)?;
+async fn list(
+    State(state): State<AppState>,
+    actor: Actor,
+    Paged(page, query): Paged<ListQuery>,
+) -> Result<Response> {
+    let filter = source_filter(query)?;
     let (items, total) = state
         .db
         .read(move |conn| super::list(conn, &actor, filter.as_ref(), page))

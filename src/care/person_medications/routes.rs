@@ -3,7 +3,8 @@
 use axum::extract::State;
 use axum::response::Response;
 use axum::routing::{delete, get, patch, post, put};
-use serde_json::json;
+use schemars::JsonSchema;
+use serde::Deserialize;
 
 use super::model::{PersonMedication, PersonMedicationBody, PersonMedicationRow, ReorderBody};
 use crate::auth::Actor;
@@ -11,8 +12,9 @@ use crate::care::pause_periods::model::EmptyBody;
 use crate::care::source_routes;
 use crate::domain::IfMatch;
 use crate::error::Result;
-use crate::http::extract::{ApiJson, PathId, QueryParams};
+use crate::http::extract::{ApiJson, PathId};
 use crate::http::openapi::{Api, Op};
+use crate::http::query::{At, Paged, Reference};
 use crate::http::replace::{ReplaceJson, Whole};
 use crate::http::respond;
 use crate::state::AppState;
@@ -28,17 +30,7 @@ pub fn routes(api: Api) -> Api {
                 .summary("List direct assignments of the people you may view")
                 .description("By person, then position; only live (not deleted) assignments of people the caller has view access to.")
                 .paginated()
-                .updated_since()
-                .query(
-                    "person_id",
-                    json!({"$ref": "#/components/schemas/ResourceIdentifier"}),
-                    "Only assignments of this person (numeric or portable id)",
-                )
-                .query(
-                    "medication_id",
-                    json!({"$ref": "#/components/schemas/ResourceIdentifier"}),
-                    "Only assignments of this medication (numeric or portable id)",
-                )
+                .query_params::<ListQuery>()
                 .page::<PersonMedication>(),
             get(list),
         )
@@ -133,9 +125,23 @@ pub fn routes(api: Api) -> Api {
         )
 }
 
-async fn list(State(state): State<AppState>, actor: Actor, query: QueryParams) -> Result<Response> {
-    let page = query.page()?;
-    let filter = crate::care::source_routes::filter(&query)?;
+/// The filters of a list of assignments.
+#[derive(Deserialize, JsonSchema)]
+struct ListQuery {
+    /// Only records updated at or after this time
+    updated_since: Option<At>,
+    /// Only assignments of this person (numeric or portable id)
+    person_id: Option<Reference>,
+    /// Only assignments of this medication (numeric or portable id)
+    medication_id: Option<Reference>,
+}
+
+async fn list(
+    State(state): State<AppState>,
+    actor: Actor,
+    Paged(page, q): Paged<ListQuery>,
+) -> Result<Response> {
+    let filter = source_routes::filter(q.updated_since, q.person_id, q.medication_id);
     let (items, total) = state
         .db
         .read(move |conn| super::list(conn, &actor, &filter, page))

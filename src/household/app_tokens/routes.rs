@@ -7,8 +7,9 @@ use axum::routing::{delete, get, post};
 use super::model::{AppToken, AppTokenBody, CreatedAppToken};
 use crate::auth::Actor;
 use crate::error::Result;
-use crate::http::extract::{ApiJson, PathNumericId, QueryParams};
+use crate::http::extract::{ApiJson, PathNumericId};
 use crate::http::openapi::{Api, Op};
+use crate::http::query::Paged;
 use crate::http::respond;
 use crate::state::AppState;
 
@@ -42,8 +43,11 @@ pub fn routes(api: Api) -> Api {
         )
 }
 
-async fn list(State(state): State<AppState>, actor: Actor, query: QueryParams) -> Result<Response> {
-    let page = query.page()?;
+async fn list(
+    State(state): State<AppState>,
+    actor: Actor,
+    Paged(page, _): Paged,
+) -> Result<Response> {
     let (tokens, total) = state
         .db
         .read(move |conn| super::list(conn, &actor, page))

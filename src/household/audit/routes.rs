@@ -7,8 +7,8 @@ use axum::routing::get;
 use super::model::AuditEvent;
 use crate::auth::Actor;
 use crate::error::Result;
-use crate::http::extract::QueryParams;
 use crate::http::openapi::{Api, Op};
+use crate::http::query::Paged;
 use crate::http::respond;
 use crate::state::AppState;
 
@@ -25,8 +25,11 @@ pub fn routes(api: Api) -> Api {
     )
 }
 
-async fn list(State(state): State<AppState>, actor: Actor, query: QueryParams) -> Result<Response> {
-    let page = query.page()?;
+async fn list(
+    State(state): State<AppState>,
+    actor: Actor,
+    Paged(page, _): Paged,
+) -> Result<Response> {
     let (events, total) = state
         .db
         .read(move |conn| super::list(conn, &actor, page))

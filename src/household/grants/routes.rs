@@ -3,15 +3,16 @@
 use axum::extract::State;
 use axum::response::Response;
 use axum::routing::{delete, get, post};
-use serde_json::json;
+use schemars::JsonSchema;
+use serde::Deserialize;
 
 use super::model::{GrantBody, PersonAccessGrant};
 use super::store::Filter;
 use crate::auth::Actor;
-use crate::domain::numeric_id;
-use crate::error::{ApiError, Result};
-use crate::http::extract::{ApiJson, PathNumericId, QueryParams};
+use crate::error::Result;
+use crate::http::extract::{ApiJson, PathNumericId};
 use crate::http::openapi::{Api, Op};
+use crate::http::query::{NumericRef, Paged, Reference, reference};
 use crate::http::respond;
 use crate::state::AppState;
 
@@ -26,16 +27,7 @@ pub fn routes(api: Api) -> Api {
                 .summary("List the household's live person access grants")
                 .description("Revoked grants are not listed; expired ones are, until deleted.")
                 .paginated()
-                .query(
-                    "membership_id",
-                    json!({"type": "integer", "minimum": 1, "maximum": i64::MAX}),
-                    "Only grants held by this membership; 404 when it names no membership of the household",
-                )
-                .query(
-                    "person_id",
-                    json!({"$ref": "#/components/schemas/ResourceIdentifier"}),
-                    "Only grants on this person (numeric or portable id); 404 when it names no person of the household",
-                )
+                .query_params::<ListQuery>()
                 .page::<PersonAccessGrant>(),
             get(list),
         )
@@ -56,28 +48,24 @@ pub fn routes(api: Api) -> Api {
         )
 }
 
-fn filter(query: &QueryParams) -> Result<Filter> {
-    let membership_id = match query.get("membership_id") {
-        None => None,
-        Some(text) => match numeric_id(text) {
-            Some(n) => Some(n),
-            None => {
-                return Err(ApiError::invalid(
-                    "membership_id",
-                    "must be a positive integer",
-                ));
-            }
-        },
-    };
-    Ok(Filter {
-        membership_id,
-        person_id: query.reference("person_id")?,
-    })
+/// The filters of a list of grants.
+#[derive(Deserialize, JsonSchema)]
+struct ListQuery {
+    /// Only grants held by this membership; 404 when it names no membership of the household
+    membership_id: Option<NumericRef>,
+    /// Only grants on this person (numeric or portable id); 404 when it names no person of the household
+    person_id: Option<Reference>,
 }
 
-async fn list(State(state): State<AppState>, actor: Actor, query: QueryParams) -> Result<Response> {
-    let page = query.page()?;
-    let filter = filter(&query)?;
+async fn list(
+    State(state): State<AppState>,
+    actor: Actor,
+    Paged(page, query): Paged<ListQuery>,
+) -> Result<Response> {
+    let filter = Filter {
+        membership_id: query.membership_id.map(|NumericRef(id)| id),
+        person_id: reference(query.person_id),
+    };
     let (grants, total) = state
         .db
         .read(move |conn| super::list(conn, &actor, &filter, page))

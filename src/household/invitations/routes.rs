@@ -10,8 +10,9 @@ use super::Policy;
 use super::model::{AcceptBody, AcceptedInvitation, CreatedInvitation, Invitation, InvitationBody};
 use crate::auth::{Actor, Authenticated};
 use crate::error::Result;
-use crate::http::extract::{ApiJson, PathNumericId, QueryParams};
+use crate::http::extract::{ApiJson, PathNumericId};
 use crate::http::openapi::{Api, Op};
+use crate::http::query::Paged;
 use crate::http::respond;
 use crate::state::AppState;
 
@@ -62,8 +63,11 @@ pub fn routes(api: Api) -> Api {
     )
 }
 
-async fn list(State(state): State<AppState>, actor: Actor, query: QueryParams) -> Result<Response> {
-    let page = query.page()?;
+async fn list(
+    State(state): State<AppState>,
+    actor: Actor,
+    Paged(page, _): Paged,
+) -> Result<Response> {
     let (items, total) = state
         .db
         .read(move |conn| super::list(conn, &actor, page))

@@ -8,8 +8,9 @@ use super::model::{Location, LocationBody};
 use crate::auth::Actor;
 use crate::domain::IfMatch;
 use crate::error::Result;
-use crate::http::extract::{ApiJson, PathId, QueryParams};
+use crate::http::extract::{ApiJson, PathId};
 use crate::http::openapi::{Api, Op};
+use crate::http::query::{Paged, Since};
 use crate::http::replace::{ReplaceJson, Whole};
 use crate::http::respond;
 use crate::state::AppState;
@@ -26,7 +27,7 @@ pub fn routes(api: Api) -> Api {
                 .summary("List the household's locations")
                 .description("Any active member may list locations. Deleted locations are not listed.")
                 .paginated()
-                .updated_since()
+                .query_params::<Since>()
                 .page::<Location>(),
             get(list),
         )
@@ -71,9 +72,12 @@ pub fn routes(api: Api) -> Api {
     super::membership_routes::routes(api)
 }
 
-async fn list(State(state): State<AppState>, actor: Actor, query: QueryParams) -> Result<Response> {
-    let page = query.page()?;
-    let since = query.updated_since()?;
+async fn list(
+    State(state): State<AppState>,
+    actor: Actor,
+    Paged(page, since): Paged<Since>,
+) -> Result<Response> {
+    let since = since.at();
     let (locations, total) = state
         .db
         .read(move |conn| super::list(conn, &actor, since.as_deref(), page))

@@ -8,8 +8,9 @@ use super::model::{Person, PersonBody};
 use crate::auth::Actor;
 use crate::domain::{IfMatch, ResourceId};
 use crate::error::Result;
-use crate::http::extract::{ApiJson, PathNumericId, QueryParams};
+use crate::http::extract::{ApiJson, PathNumericId};
 use crate::http::openapi::{Api, Op};
+use crate::http::query::{Paged, Since};
 use crate::http::respond;
 use crate::state::AppState;
 
@@ -22,7 +23,7 @@ pub fn routes(api: Api) -> Api {
             Op::get(COLLECTION, "listPeople", TAG)
                 .summary("List the people you may view")
                 .paginated()
-                .updated_since()
+                .query_params::<Since>()
                 .page::<Person>(),
             get(list),
         )
@@ -62,9 +63,12 @@ pub fn routes(api: Api) -> Api {
         )
 }
 
-async fn list(State(state): State<AppState>, actor: Actor, query: QueryParams) -> Result<Response> {
-    let page = query.page()?;
-    let since = query.updated_since()?;
+async fn list(
+    State(state): State<AppState>,
+    actor: Actor,
+    Paged(page, since): Paged<Since>,
+) -> Result<Response> {
+    let since = since.at();
     let (people, total) = state
         .db
         .read(move |conn| super::list(conn, &actor, since.as_deref(), page))

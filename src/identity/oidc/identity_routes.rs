@@ -8,10 +8,11 @@ use axum::routing::{delete, get};
 
 use super::model::LinkedIdentity;
 use crate::auth::Authenticated;
-use crate::error::Result;
-use crate::http::extract::{PathNumericId, QueryParams};
+use crate::error::{ApiError, Result};
+use crate::http::extract::PathNumericId;
 use crate::http::openapi::{Api, Op};
 use crate::http::origin::ClientAddress;
+use crate::http::query::Paged;
 use crate::http::respond;
 use crate::state::AppState;
 
@@ -40,10 +41,10 @@ pub fn routes(api: Api) -> Api {
 async fn list(
     State(state): State<AppState>,
     auth: Authenticated,
-    query: QueryParams,
+    page: std::result::Result<Paged, ApiError>,
 ) -> Result<Response> {
     crate::identity::sessions::require_session(&auth)?;
-    let (page, account_id) = (query.page()?, auth.account_id);
+    let (Paged(page, _), account_id) = (page?, auth.account_id);
     let (items, total) = state
         .db
         .read(move |conn| super::linked_identities(conn, account_id, page))

@@ -7,9 +7,10 @@ use axum::routing::{delete, get};
 use super::model::Session;
 use crate::auth::Authenticated;
 use crate::error::Result;
-use crate::http::extract::{PathNumericId, QueryParams};
+use crate::http::extract::PathNumericId;
 use crate::http::openapi::{Api, Op};
 use crate::http::origin::ClientAddress;
+use crate::http::query::Paged;
 use crate::http::respond;
 use crate::state::AppState;
 
@@ -43,9 +44,8 @@ pub fn routes(api: Api) -> Api {
 async fn list(
     State(state): State<AppState>,
     auth: Authenticated,
-    query: QueryParams,
+    Paged(page, _): Paged,
 ) -> Result<Response> {
-    let page = query.page()?;
     let (items, total) = state
         .db
         .read(move |conn| super::list(conn, &auth, page))

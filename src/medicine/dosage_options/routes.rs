@@ -3,14 +3,16 @@
 use axum::extract::State;
 use axum::response::Response;
 use axum::routing::{get, patch, post, put};
-use serde_json::json;
+use schemars::JsonSchema;
+use serde::Deserialize;
 
 use super::model::{DosageOptionBody, DosageOptionView};
 use crate::auth::Actor;
 use crate::domain::IfMatch;
 use crate::error::Result;
-use crate::http::extract::{ApiJson, PathId, QueryParams};
+use crate::http::extract::{ApiJson, PathId};
 use crate::http::openapi::{Api, Op};
+use crate::http::query::{At, Paged, Reference, at, reference};
 use crate::http::replace::{ReplaceJson, Whole};
 use crate::http::respond;
 use crate::medicine::forecast::PlannedUse;
@@ -29,12 +31,7 @@ pub fn routes(api: Api) -> Api {
                 .summary("List the household's dosage options")
                 .description("In id order; only options of medications that have not been deleted.")
                 .paginated()
-                .updated_since()
-                .query(
-                    "medication_id",
-                    json!({"$ref": "#/components/schemas/ResourceIdentifier"}),
-                    "Only the options of this medication (numeric or portable id)",
-                )
+                .query_params::<ListQuery>()
                 .page::<DosageOptionView>(),
             get(list),
         )
@@ -79,11 +76,23 @@ pub fn routes(api: Api) -> Api {
         )
 }
 
-async fn list(State(state): State<AppState>, actor: Actor, query: QueryParams) -> Result<Response> {
+/// The filters of a list of dosage options.
+#[derive(Deserialize, JsonSchema)]
+struct ListQuery {
+    /// Only records updated at or after this time
+    updated_since: Option<At>,
+    /// Only the options of this medication (numeric or portable id)
+    medication_id: Option<Reference>,
+}
+
+async fn list(
+    State(state): State<AppState>,
+    actor: Actor,
+    Paged(page, query): Paged<ListQuery>,
+) -> Result<Response> {
     let plan = state.part::<dyn PlannedUse>().clone();
-    let page = query.page()?;
-    let since = query.updated_since()?;
-    let medication = query.reference("medication_id")?;
+    let since = at(query.updated_since);
+    let medication = reference(query.medication_id);
     let (items, total) = state
         .db
         .read(move |conn| {

@@ -9,8 +9,9 @@ use super::model::{AdjustmentBody, Medication, MedicationBody, OrderBody, Receip
 use crate::auth::Actor;
 use crate::domain::IfMatch;
 use crate::error::Result;
-use crate::http::extract::{ApiJson, OptionalApiJson, PathId, QueryParams};
+use crate::http::extract::{ApiJson, OptionalApiJson, PathId};
 use crate::http::openapi::{Api, Op};
+use crate::http::query::{Paged, Since};
 use crate::http::replace::{ReplaceJson, Whole};
 use crate::http::respond::{self, Rendered};
 use crate::medicine::forecast::PlannedUse;
@@ -29,7 +30,7 @@ pub fn routes(api: Api) -> Api {
             Op::get(COLLECTION, "listMedications", TAG)
                 .summary("List the household's medications")
                 .paginated()
-                .updated_since()
+                .query_params::<Since>()
                 .page::<Medication>(),
             get(list),
         )
@@ -109,10 +110,13 @@ pub fn routes(api: Api) -> Api {
         )
 }
 
-async fn list(State(state): State<AppState>, actor: Actor, query: QueryParams) -> Result<Response> {
+async fn list(
+    State(state): State<AppState>,
+    actor: Actor,
+    Paged(page, since): Paged<Since>,
+) -> Result<Response> {
     let plan = state.part::<dyn PlannedUse>().clone();
-    let page = query.page()?;
-    let since = query.updated_since()?;
+    let since = since.at();
     let household = actor.household_id;
     let rendered = state
         .db

@@ -13,8 +13,9 @@ use crate::db::idempotency::SavedResponse;
 use crate::domain::ResourceId;
 use crate::domain::body::typed;
 use crate::error::{ApiError, Result};
-use crate::http::extract::{ApiJson, QueryParams, raw_param};
+use crate::http::extract::{ApiJson, raw_param};
 use crate::http::openapi::{Api, Op};
+use crate::http::query::Paged;
 use crate::http::replay::Idempotent;
 use crate::http::respond;
 use crate::state::AppState;
@@ -81,9 +82,8 @@ async fn list(
     State(state): State<AppState>,
     actor: Actor,
     MedicationPathId(medication_id): MedicationPathId,
-    query: QueryParams,
+    Paged(page, _): Paged,
 ) -> Result<Response> {
-    let page = query.page()?;
     let (items, total) = state
         .db
         .read(move |conn| super::list(conn, &actor, &medication_id, page))

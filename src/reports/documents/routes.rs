@@ -9,7 +9,8 @@ use axum::extract::State;
 use axum::http::{HeaderValue, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
-use serde::Serialize;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
 use serde_json::json;
 use tokio::sync::Semaphore;
 
@@ -17,8 +18,8 @@ use super::model::{HealthHistoryReport, MedicationReviewsReport};
 use super::{HistoryQuery, Kind, unavailable};
 use crate::auth::Actor;
 use crate::error::{ApiError, Result};
-use crate::http::extract::QueryParams;
 use crate::http::openapi::{Api, Op};
+use crate::http::query::{Checked, Day, Flag, Query, Reference, Supported};
 use crate::reports::review_prompts::model::ReviewStatus;
 use crate::state::AppState;
 
@@ -34,39 +35,29 @@ const RENDERERS: usize = 2;
 const HISTORY_TEXT: &str = "The health history of one person: current medicines with doses and schedules, pauses with their reasons, health events, the person's review prompts (only for callers with the adult review permission) and, with include_medication_takes=1, every dose given. person_id (numeric or portable) is required; start_date and end_date are ISO dates at most 366 days apart (default: the 365 days up to today in the household time zone). Needs manage access to the person. Responses are no-store; every successful download is audited. A rendering or audit failure is 503 report_unavailable.";
 const REVIEWS_TEXT: &str = "The medication review prompts of one person, with their evidence and reviews, and the person's current medicines. person_id (numeric or portable) is required; review_status filters by exact status; there are no date filters. Needs view access to the person and the adult review permission. Responses are no-store; every successful download is audited. A rendering or audit failure is 503 report_unavailable.";
 
-fn person_param(op: Op) -> Op {
-    op.query(
-        "person_id",
-        json!({"$ref": "#/components/schemas/ResourceIdentifier"}),
-        "The person the report is about (numeric or portable id); required",
-    )
+/// The query of a health history report.
+#[derive(Deserialize, JsonSchema)]
+struct HistoryParams {
+    /// The person the report is about (numeric or portable id); required
+    person_id: Reference,
+    /// First day of the period
+    start_date: Option<Day>,
+    /// Last day of the period (at most 366 days after start_date)
+    end_date: Option<Day>,
+    /// 1 adds every dose given in the period
+    include_medication_takes: Option<Flag>,
 }
 
-fn history_params(op: Op) -> Op {
-    person_param(op)
-        .query(
-            "start_date",
-            json!({"type": "string", "format": "date"}),
-            "First day of the period",
-        )
-        .query(
-            "end_date",
-            json!({"type": "string", "format": "date"}),
-            "Last day of the period (at most 366 days after start_date)",
-        )
-        .query(
-            "include_medication_takes",
-            json!({"type": "string", "enum": ["1", "0", "true", "false"]}),
-            "1 adds every dose given in the period",
-        )
-}
-
-fn reviews_params(op: Op) -> Op {
-    person_param(op).query(
-        "review_status",
-        ReviewStatus::schema(),
-        "Only prompts with exactly this status",
-    )
+/// The query of a medication reviews report.
+#[derive(Deserialize, JsonSchema)]
+struct ReviewsParams {
+    /// The person the report is about (numeric or portable id); required
+    person_id: Reference,
+    /// Only prompts with exactly this status
+    review_status: Option<Supported<ReviewStatus>>,
+    /// The older name of review_status, read only without it.
+    #[schemars(skip)]
+    status: Option<Checked<Supported<ReviewStatus>>>,
 }
 
 fn unavailable_response(op: Op) -> Op {
@@ -82,104 +73,78 @@ fn unavailable_response(op: Op) -> Op {
 
 pub fn routes(api: Api) -> Api {
     api.route(
-        unavailable_response(history_params(
+        unavailable_response(
             Op::get(HISTORY, "getHealthHistoryReport", TAG)
                 .summary("Health history report (JSON)")
-                .description(HISTORY_TEXT),
-        ))
+                .description(HISTORY_TEXT)
+                .query_params::<HistoryParams>(),
+        )
         .ok::<HealthHistoryReport>(),
         get(history_json),
     )
     .route(
-        unavailable_response(history_params(
+        unavailable_response(
             Op::get(HISTORY_PDF, "getHealthHistoryReportPdf", TAG)
                 .summary("Health history report (PDF)")
-                .description(HISTORY_TEXT),
-        ))
+                .description(HISTORY_TEXT)
+                .query_params::<HistoryParams>(),
+        )
         .binary_ok(&["application/pdf"]),
         get(history_pdf),
     )
     .route(
-        unavailable_response(reviews_params(
+        unavailable_response(
             Op::get(REVIEWS, "getMedicationReviewsReport", TAG)
                 .summary("Medication reviews report (JSON)")
-                .description(REVIEWS_TEXT),
-        ))
+                .description(REVIEWS_TEXT)
+                .query_params::<ReviewsParams>(),
+        )
         .ok::<MedicationReviewsReport>(),
         get(reviews_json),
     )
     .route(
-        unavailable_response(reviews_params(
+        unavailable_response(
             Op::get(REVIEWS_PDF, "getMedicationReviewsReportPdf", TAG)
                 .summary("Medication reviews report (PDF)")
-                .description(REVIEWS_TEXT),
-        ))
+                .description(REVIEWS_TEXT)
+                .query_params::<ReviewsParams>(),
+        )
         .binary_ok(&["application/pdf"]),
         get(reviews_pdf),
     )
 }
 
-fn person_id(query: &QueryParams) -> Result<crate::domain::ResourceId> {
-    query
-        .reference("person_id")?
-        .ok_or_else(|| ApiError::invalid("person_id", "is required"))
-}
-
-fn date(query: &QueryParams, name: &str) -> Result<Option<jiff::civil::Date>> {
-    query
-        .get(name)
-        .map(|text| {
-            text.parse::<jiff::civil::Date>()
-                .map_err(|_| ApiError::invalid(name, "must be an ISO date (YYYY-MM-DD)"))
-        })
-        .transpose()
-}
-
-fn history_query(query: &QueryParams) -> Result<HistoryQuery> {
-    let include = match query.get("include_medication_takes") {
-        None | Some("0") | Some("false") => false,
-        Some("1") | Some("true") => true,
-        Some(_) => {
-            return Err(ApiError::invalid(
-                "include_medication_takes",
-                "must be 1, 0, true or false",
-            ));
-        }
-    };
-    let start_date = date(query, "start_date")?;
-    let end_date = date(query, "end_date")?;
+fn history_query(query: HistoryParams) -> Result<HistoryQuery> {
+    let start_date = query.start_date.map(|Day(day)| day);
+    let end_date = query.end_date.map(|Day(day)| day);
     if let (Some(start), Some(end)) = (start_date, end_date) {
         super::check_span(start, end)?;
     }
     Ok(HistoryQuery {
-        person_id: person_id(query)?,
+        person_id: query.person_id.0,
         start_date,
         end_date,
-        include_medication_takes: include,
+        include_medication_takes: query.include_medication_takes.unwrap_or_default().0,
     })
 }
 
-fn review_status(query: &QueryParams) -> Result<Option<ReviewStatus>> {
-    let name = if query.get("review_status").is_some() {
-        "review_status"
-    } else {
-        "status"
-    };
-    query
-        .get(name)
-        .map(|text| {
-            ReviewStatus::parse(text)
-                .ok_or_else(|| ApiError::invalid(name, "is not a supported value"))
-        })
-        .transpose()
+/// `review_status`, or else its older name `status`.
+fn review_status(query: ReviewsParams) -> Result<Option<ReviewStatus>> {
+    match (query.review_status, query.status) {
+        (Some(Supported(status)), _) => Ok(Some(status)),
+        (None, Some(Checked(older))) => older
+            .map(|Supported(status)| Some(status))
+            .map_err(|message| ApiError::invalid("status", message)),
+        (None, None) => Ok(None),
+    }
 }
 
 async fn history(
     state: &AppState,
     actor: &Actor,
-    query: QueryParams,
+    query: HistoryParams,
 ) -> Result<HealthHistoryReport> {
-    let query = history_query(&query)?;
+    let query = history_query(query)?;
     let actor = actor.clone();
     state
         .db
@@ -190,10 +155,10 @@ async fn history(
 async fn reviews(
     state: &AppState,
     actor: &Actor,
-    query: QueryParams,
+    query: ReviewsParams,
 ) -> Result<MedicationReviewsReport> {
-    let person = person_id(&query)?;
-    let status = review_status(&query)?;
+    let person = query.person_id.0.clone();
+    let status = review_status(query)?;
     let actor = actor.clone();
     state
         .db
@@ -272,7 +237,7 @@ async fn render<T: Send + Sync + 'static>(
 async fn history_json(
     State(state): State<AppState>,
     actor: Actor,
-    query: QueryParams,
+    Query(query): Query<HistoryParams>,
 ) -> Result<Response> {
     let report = history(&state, &actor, query).await?;
     let bytes = json_bytes(&report)?;
@@ -290,7 +255,7 @@ async fn history_json(
 async fn history_pdf(
     State(state): State<AppState>,
     actor: Actor,
-    query: QueryParams,
+    Query(query): Query<HistoryParams>,
 ) -> Result<Response> {
     let report = history(&state, &actor, query).await?;
     let person_id = report.person.id;
@@ -302,7 +267,7 @@ async fn history_pdf(
 async fn reviews_json(
     State(state): State<AppState>,
     actor: Actor,
-    query: QueryParams,
+    Query(query): Query<ReviewsParams>,
 ) -> Result<Response> {
     let report = reviews(&state, &actor, query).await?;
     let bytes = json_bytes(&report)?;
@@ -320,7 +285,7 @@ async fn reviews_json(
 async fn reviews_pdf(
     State(state): State<AppState>,
     actor: Actor,
-    query: QueryParams,
+    Query(query): Query<ReviewsParams>,
 ) -> Result<Response> {
     let report = reviews(&state, &actor, query).await?;
     let person_id = report.person.id;

@@ -4,7 +4,9 @@ use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::Response;
 use axum::routing::{get, patch};
-use serde_json::{Value, json};
+use schemars::JsonSchema;
+use serde::Deserialize;
+use serde_json::Value;
 
 use super::Filter;
 use super::model::{MedicationReviewPrompt, Priority, ReviewBody, ReviewStatus};
@@ -13,9 +15,10 @@ use crate::auth::access::{Named, filter_id};
 use crate::db::idempotency::SavedResponse;
 use crate::domain::IfMatch;
 use crate::domain::body::typed;
-use crate::error::{ApiError, Result};
-use crate::http::extract::{ApiJson, PathId, QueryParams};
+use crate::error::Result;
+use crate::http::extract::{ApiJson, PathId};
 use crate::http::openapi::{Api, Op};
+use crate::http::query::{Flag, Paged, Reference, Supported, reference};
 use crate::http::replay::Idempotent;
 use crate::http::respond;
 use crate::state::AppState;
@@ -30,14 +33,7 @@ pub fn routes(api: Api) -> Api {
             .summary("List medication review prompts")
             .description("The review queue: prompts of the people the caller may view, highest priority first, then newest. Each holds the immutable evidence snapshot it was made from. Hidden prompts are left out unless show_hidden=1 (or review_status=hidden). Responses are no-store.")
             .paginated()
-            .query("review_status", ReviewStatus::schema(), "Only prompts with this review status")
-            .query("priority", Priority::schema(), "Only prompts of this priority")
-            .query("show_hidden", json!({"type": "string", "enum": ["1", "0", "true", "false"]}), "Include hidden prompts")
-            .query(
-                "person_id",
-                json!({"$ref": "#/components/schemas/ResourceIdentifier"}),
-                "Only prompts of this person (numeric or portable id)",
-            )
+            .query_params::<ListQuery>()
             .page::<MedicationReviewPrompt>(),
         get(list),
     )
@@ -62,31 +58,28 @@ pub fn routes(api: Api) -> Api {
     )
 }
 
-fn flag(query: &QueryParams, name: &str) -> Result<bool> {
-    match query.get(name) {
-        None | Some("0") | Some("false") => Ok(false),
-        Some("1") | Some("true") => Ok(true),
-        Some(_) => Err(ApiError::invalid(name, "must be 1, 0, true or false")),
-    }
+/// The filters of the review queue.
+#[derive(Deserialize, JsonSchema)]
+struct ListQuery {
+    /// Only prompts with this review status
+    review_status: Option<Supported<ReviewStatus>>,
+    /// Only prompts of this priority
+    priority: Option<Supported<Priority>>,
+    /// Include hidden prompts
+    show_hidden: Option<Flag>,
+    /// Only prompts of this person (numeric or portable id)
+    person_id: Option<Reference>,
 }
 
-fn vocabulary<T>(
-    query: &QueryParams,
-    name: &str,
-    parse: fn(&str) -> Option<T>,
-) -> Result<Option<T>> {
-    query
-        .get(name)
-        .map(|text| parse(text).ok_or_else(|| ApiError::invalid(name, "is not a supported value")))
-        .transpose()
-}
-
-async fn list(State(state): State<AppState>, actor: Actor, query: QueryParams) -> Result<Response> {
-    let page = query.page()?;
-    let review_status = vocabulary(&query, "review_status", ReviewStatus::parse)?;
-    let priority = vocabulary(&query, "priority", Priority::parse)?;
-    let show_hidden = flag(&query, "show_hidden")?;
-    let person = query.reference("person_id")?;
+async fn list(
+    State(state): State<AppState>,
+    actor: Actor,
+    Paged(page, query): Paged<ListQuery>,
+) -> Result<Response> {
+    let review_status = query.review_status.map(|Supported(status)| status);
+    let priority = query.priority.map(|Supported(priority)| priority);
+    let show_hidden = query.show_hidden.unwrap_or_default().0;
+    let person = reference(query.person_id);
     let (prompts, total) = state
         .db
         .read(move |conn| {

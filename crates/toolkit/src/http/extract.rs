@@ -1,7 +1,5 @@
 //! Extractors whose rejections speak the spec's error envelope.
 
-use std::collections::HashMap;
-
 use axum::body::Bytes;
 use axum::extract::{FromRequest, FromRequestParts, RawPathParams, Request};
 use axum::http::StatusCode;
@@ -9,8 +7,8 @@ use axum::http::request::Parts;
 use serde::de::DeserializeOwned;
 
 use crate::domain::body::{integral_numbers, json_error};
-use crate::domain::{Page, ResourceId, numeric_id};
-use crate::error::{ApiError, FieldErrors, Result};
+use crate::domain::{ResourceId, numeric_id};
+use crate::error::{ApiError, Result};
 
 mod strict;
 
@@ -97,115 +95,6 @@ pub fn parse_json<T: DeserializeOwned>(bytes: &[u8]) -> Result<T> {
     let mut value = strict::parse(bytes)?;
     integral_numbers(&mut value);
     serde_path_to_error::deserialize(value).map_err(json_error)
-}
-
-/// Query-string parameters, with typed accessors that fail as 422s.
-pub struct QueryParams(HashMap<String, String>);
-
-impl<S: Send + Sync> FromRequestParts<S> for QueryParams {
-    type Rejection = ApiError;
-
-    async fn from_request_parts(parts: &mut Parts, _state: &S) -> Result<Self> {
-        let raw = parts.uri.query().unwrap_or("");
-        let pairs: Vec<(String, String)> = form_decode(raw);
-        Ok(QueryParams(pairs.into_iter().collect()))
-    }
-}
-
-fn form_decode(raw: &str) -> Vec<(String, String)> {
-    raw.split('&')
-        .filter(|s| !s.is_empty())
-        .map(|pair| {
-            let (k, v) = pair.split_once('=').unwrap_or((pair, ""));
-            (percent_decode(k), percent_decode(v))
-        })
-        .collect()
-}
-
-fn percent_decode(s: &str) -> String {
-    let bytes = s.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while i < bytes.len() {
-        match bytes[i] {
-            b'+' => out.push(b' '),
-            b'%' if i + 2 < bytes.len() => {
-                let hex = |b: u8| (b as char).to_digit(16);
-                match (hex(bytes[i + 1]), hex(bytes[i + 2])) {
-                    (Some(hi), Some(lo)) => {
-                        out.push((hi * 16 + lo) as u8);
-                        i += 2;
-                    }
-                    _ => out.push(b'%'),
-                }
-            }
-            b => out.push(b),
-        }
-        i += 1;
-    }
-    String::from_utf8_lossy(&out).into_owned()
-}
-
-impl QueryParams {
-    pub fn get(&self, name: &str) -> Option<&str> {
-        self.0.get(name).map(String::as_str)
-    }
-
-    /// An optional numeric-or-portable reference filter (`person_id=12`);
-    /// anything else is a 422 naming the parameter.
-    pub fn reference(&self, name: &str) -> Result<Option<ResourceId>> {
-        self.get(name)
-            .map(|text| {
-                ResourceId::parse(text).ok_or_else(|| {
-                    ApiError::invalid(name, "must be a numeric id or a portable id (UUID)")
-                })
-            })
-            .transpose()
-    }
-
-    /// `page` and `per_page`, both checked, both reported together.
-    pub fn page(&self) -> Result<Page> {
-        let mut errors = FieldErrors::new();
-        let mut read = |name: &str, default: u32, max: u32| -> u32 {
-            match self.get(name) {
-                None => default,
-                Some(text) => match text.parse::<u32>() {
-                    Ok(n) if n >= 1 && n <= max => n,
-                    _ => {
-                        let rule = format!("must be an integer from 1 to {max}");
-                        errors.insert(name.to_string(), vec![rule]);
-                        default
-                    }
-                },
-            }
-        };
-        let page = read("page", 1, Page::MAX_PAGE);
-        let per_page = read("per_page", 20, Page::MAX_PER_PAGE);
-        if errors.is_empty() {
-            Ok(Page { page, per_page })
-        } else {
-            Err(ApiError::Validation {
-                message: "invalid pagination parameters".into(),
-                errors,
-            })
-        }
-    }
-
-    /// `updated_since` as a stored-form timestamp.
-    pub fn updated_since(&self) -> Result<Option<String>> {
-        self.timestamp("updated_since")
-    }
-
-    pub fn timestamp(&self, name: &str) -> Result<Option<String>> {
-        match self.get(name) {
-            None => Ok(None),
-            Some(text) => crate::domain::Timestamp::parse(text)
-                .map(|at| Some(at.into_string()))
-                .ok_or_else(|| {
-                    ApiError::invalid(name, "must be an ISO 8601 date-time with an offset")
-                }),
-        }
-    }
 }
 
 /// The optional `Idempotency-Key` header: 1 to 255 visible ASCII
@@ -349,11 +238,6 @@ mod tests {
             let e = parse_json::<WithRef>(bad).unwrap_err();
             assert_eq!(field_of(e), ["person_id"]);
         }
-    }
-
-    #[test]
-    fn query_text_is_percent_decoded() {
-        assert_eq!(percent_decode("a%20b+c%2"), "a b c%2");
     }
 }
 

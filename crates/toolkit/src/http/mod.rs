@@ -8,6 +8,7 @@ mod json;
 pub mod openapi;
 pub mod origin;
 pub mod page;
+pub mod query;
 pub mod rate_limit;
 pub mod replace;
 pub mod replay;

@@ -3,11 +3,13 @@
 use axum::http::Method;
 use schemars::JsonSchema;
 use schemars::generate::Contract;
+use serde::de::DeserializeOwned;
 use serde_json::{Map, Value, json};
 use std::collections::BTreeSet;
 
 use super::schemas::*;
 use super::tags::*;
+use crate::http::query::{PageQuery, field_names};
 
 /// One documented operation.
 pub struct Op {
@@ -312,6 +314,34 @@ impl Op {
         self
     }
 
+    /// The query parameters of the shape `T` (see `http::query`), in the
+    /// order its fields are declared: each field's name, its schema and its
+    /// doc comment as the description. Each is listed as optional, as the
+    /// contract has always had them: one an operation cannot go without
+    /// says so in its description, and is a 422 naming it when left out.
+    pub fn query_params<T: JsonSchema + DeserializeOwned>(mut self) -> Op {
+        let (shape, components) = generate_inline::<T>(Contract::Deserialize);
+        self.components.extend(components);
+        for name in field_names::<T>() {
+            let Some(schema) = shape["properties"].get(name) else {
+                continue; // not documented (#[schemars(skip)])
+            };
+            let mut schema = schema.clone();
+            let description = schema
+                .as_object_mut()
+                .and_then(|s| s.remove("description"))
+                .unwrap_or_else(|| panic!("query parameter {name} has no doc comment"));
+            without_null(&mut schema);
+            self.params.push(json!({
+                "name": name, "in": "query", "required": false,
+                "description": description, "schema": schema,
+            }));
+        }
+        self
+    }
+
+    /// One query parameter written out (the OAuth authorize endpoint, whose
+    /// request type documents the sign-in form's fields in its own words).
     pub fn query(mut self, name: &str, schema: Value, description: &str) -> Op {
         self.params.push(json!({
             "name": name, "in": "query", "required": false,
@@ -329,26 +359,9 @@ impl Op {
         self
     }
 
+    /// `page` and `per_page` (`http::query::PageQuery`).
     pub fn paginated(self) -> Op {
-        self.query(
-            "page",
-            json!({"type": "integer", "minimum": 1, "maximum": 1_000_000_000, "default": 1}),
-            "Page number, from 1",
-        )
-        .query(
-            "per_page",
-            json!({"type": "integer", "minimum": 1, "maximum": 100, "default": 20}),
-            "Items per page, 1 to 100",
-        )
-        .errors(&[422])
-    }
-
-    pub fn updated_since(self) -> Op {
-        self.query(
-            "updated_since",
-            json!({"type": "string", "format": "date-time"}),
-            "Only records updated at or after this time",
-        )
+        self.query_params::<PageQuery>().errors(&[422])
     }
 
     /// Optional If-Match: stale → 409.

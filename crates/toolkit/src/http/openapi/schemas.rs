@@ -13,16 +13,50 @@ pub(super) fn schema_ref(name: &str) -> Value {
 /// The schema of `T` as it is serialized (a response) or deserialized (a
 /// request): a `$ref` to its component, with every component it needs.
 pub(super) fn generate<T: JsonSchema + ?Sized>(contract: Contract) -> (Value, Map<String, Value>) {
-    let mut generator = SchemaSettings::draft2020_12()
-        .with(|s| {
-            s.definitions_path = "/components/schemas".into();
-            s.meta_schema = None;
-            s.contract = contract;
-        })
+    let mut generator = settings(contract)
         .with_transform(RecursiveTransform(drop_null_default))
         .into_generator();
     let schema = generator.subschema_for::<T>().to_value();
     (schema, generator.take_definitions(true))
+}
+
+/// Components under `#/components/schemas`, for requests or responses.
+fn settings(contract: Contract) -> SchemaSettings {
+    SchemaSettings::draft2020_12().with(|s| {
+        s.definitions_path = "/components/schemas".into();
+        s.meta_schema = None;
+        s.contract = contract;
+    })
+}
+
+/// The schema of `T` itself (not a `$ref` to it), with every component it
+/// needs: the shape of an operation's query parameters.
+pub(super) fn generate_inline<T: JsonSchema>(contract: Contract) -> (Value, Map<String, Value>) {
+    let mut generator = settings(contract).into_generator();
+    let schema = T::json_schema(&mut generator).to_value();
+    (schema, generator.take_definitions(true))
+}
+
+/// A parameter left out is absent, never null: the `null` that schemars
+/// adds to an `Option` field's schema is taken out again.
+pub(super) fn without_null(schema: &mut Value) {
+    let null = |v: &Value| v.get("type") == Some(&json!("null"));
+    if let Some(any) = schema.get("anyOf").and_then(Value::as_array)
+        && schema.as_object().is_some_and(|o| o.len() == 1)
+        && any.len() == 2
+        && any.iter().any(null)
+    {
+        *schema = any.iter().find(|v| !null(v)).cloned().unwrap_or_default();
+    }
+    if let Some(Value::Array(types)) = schema.get_mut("type") {
+        types.retain(|t| t != "null");
+        if let [only] = types.as_slice() {
+            schema["type"] = only.clone();
+        }
+    }
+    if let Some(Value::Array(values)) = schema.get_mut("enum") {
+        values.retain(|v| !v.is_null());
+    }
 }
 
 /// An attribute left out keeps its value (`#[serde(default)]` on an
