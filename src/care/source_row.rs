@@ -127,26 +127,59 @@ pub struct Filter {
     pub updated_since: Option<String>,
 }
 
-/// How one kind of source is stored: its table and row alias, and the
+/// How one kind of source is stored: its table and row alias, its joins,
+/// the start of its writes (each kind's store names its own table) and the
 /// columns only it has. Every statement reads the common columns first
 /// (see [`Common::read`]) and then the kind's own; the SQL is built once.
 pub struct SourceTable {
     pub table: &'static str,
     pub alias: &'static str,
+    /// The table and its joins: people as `p`, medications as `m`, dosage
+    /// options as `d`, so every row has its portable references (no query
+    /// per row).
+    pub from: &'static str,
+    /// The start of an insert into the table.
+    pub insert_into: &'static str,
+    /// The start of an update of the table.
+    pub update: &'static str,
     /// The kind's own columns, read from [`OWN`] on and inserted in this order.
     pub own: &'static [&'static str],
     /// How many of `own`, from the first, a change writes (the rest change
     /// only through a rule of their own).
     pub changeable: usize,
     pub order_by: &'static str,
+    pub sql: Statements,
+}
+
+/// The statements built from a [`SourceTable`], each once.
+pub struct Statements {
     columns: OnceLock<String>,
-    from: OnceLock<String>,
     find: OnceLock<String>,
     insert: OnceLock<String>,
     update: OnceLock<String>,
     retire: OnceLock<String>,
     set_active: OnceLock<String>,
     count_live: OnceLock<String>,
+}
+
+impl Statements {
+    pub const fn new() -> Statements {
+        Statements {
+            columns: OnceLock::new(),
+            find: OnceLock::new(),
+            insert: OnceLock::new(),
+            update: OnceLock::new(),
+            retire: OnceLock::new(),
+            set_active: OnceLock::new(),
+            count_live: OnceLock::new(),
+        }
+    }
+}
+
+impl Default for Statements {
+    fn default() -> Statements {
+        Statements::new()
+    }
 }
 
 /// The columns both kinds store and write alike, after `portable_id`,
@@ -165,43 +198,11 @@ const DOSE_COLUMNS: [&str; 7] = [
 pub const OWN: usize = 19;
 
 impl SourceTable {
-    pub const fn new(
-        table: &'static str,
-        alias: &'static str,
-        own: &'static [&'static str],
-        changeable: usize,
-        order_by: &'static str,
-    ) -> SourceTable {
-        SourceTable {
-            table,
-            alias,
-            own,
-            changeable,
-            order_by,
-            columns: OnceLock::new(),
-            from: OnceLock::new(),
-            find: OnceLock::new(),
-            insert: OnceLock::new(),
-            update: OnceLock::new(),
-            retire: OnceLock::new(),
-            set_active: OnceLock::new(),
-            count_live: OnceLock::new(),
-        }
-    }
-
     /// The selected columns: the common ones, then the kind's own.
     pub fn columns(&'static self) -> &'static str {
-        self.columns.get_or_init(|| {
+        self.sql.columns.get_or_init(|| {
             let own: String = self.own.iter().map(|c| format!(", {{x}}.{c}")).collect();
             (COMMON_COLUMNS.to_owned() + &own).replace("{x}", self.alias)
-        })
-    }
-
-    /// One set of joins gives every row its portable references (no query
-    /// per row).
-    pub fn from(&'static self) -> &'static str {
-        self.from.get_or_init(|| {
-            format!("{} {}", self.table, self.alias) + &JOINS.replace("{x}", self.alias)
         })
     }
 }
@@ -213,12 +214,6 @@ const COMMON_COLUMNS: &str = "{x}.id, {x}.portable_id, {x}.person_id, p.portable
     {x}.dose_amount, {x}.dose_unit, {x}.dose_cycle, {x}.max_daily_doses,
     {x}.min_hours_between_doses, {x}.active, {x}.notes, {x}.retired_at, {x}.lock_version,
     {x}.created_at, {x}.updated_at";
-
-/// The portable references of a source's person, medication and dosage option.
-const JOINS: &str = "
-    JOIN people p ON p.id = {x}.person_id
-    JOIN medications m ON m.id = {x}.medication_id
-    LEFT JOIN dosage_options d ON d.id = {x}.source_dosage_option_id";
 
 /// The common fields of a stored source, as [`SourceTable::columns`]
 /// selects them (columns 0 to 18).
@@ -269,14 +264,14 @@ pub fn find<R: SourceRow>(
     id: &ResourceId,
 ) -> Result<Option<R>> {
     let t = R::TABLE;
-    let sql = t.find.get_or_init(|| {
+    let sql = t.sql.find.get_or_init(|| {
         let (table, x) = (t.table, t.alias);
         format!(
             "SELECT {} FROM {}
              WHERE {x}.household_id = ?1 AND {x}.id = coalesce(?2, (SELECT id FROM {table} WHERE household_id = ?1 AND portable_id = ?3))
                AND {x}.retired_at IS NULL",
             t.columns(),
-            t.from(),
+            t.from,
         )
     });
     let (numeric, portable) = id.sql_parts();
@@ -311,13 +306,13 @@ fn dose_values(dose: &crate::care::sources::model::Dose) -> [&dyn ToSql; 7] {
 /// Inserts a new source of the household; its id.
 pub fn insert<R: SourceRow>(conn: &WriteTx, household_id: i64, row: &R) -> Result<i64> {
     let t = R::TABLE;
-    let sql = t.insert.get_or_init(|| {
+    let sql = t.sql.insert.get_or_init(|| {
         let own: String = t.own.iter().map(|c| format!(", {c}")).collect();
         format!(
-            "INSERT INTO {} (portable_id, household_id, person_id, {}, active, notes,
+            "{} (portable_id, household_id, person_id, {}, active, notes,
                  lock_version, created_at, updated_at{own})
              VALUES ({})",
-            t.table,
+            t.insert_into,
             DOSE_COLUMNS.join(", "),
             placeholders(1, 15 + t.own.len()),
         )
@@ -344,7 +339,7 @@ pub fn insert<R: SourceRow>(conn: &WriteTx, household_id: i64, row: &R) -> Resul
 /// columns past `changeable` only through their own rules.
 pub fn update<R: SourceRow>(conn: &WriteTx, row: &R) -> Result<()> {
     let t = R::TABLE;
-    let sql = t.update.get_or_init(|| {
+    let sql = t.sql.update.get_or_init(|| {
         let names = DOSE_COLUMNS
             .iter()
             .chain(&["notes", "lock_version", "updated_at"])
@@ -353,7 +348,7 @@ pub fn update<R: SourceRow>(conn: &WriteTx, row: &R) -> Result<()> {
             .enumerate()
             .map(|(n, c)| format!("{c} = ?{}", n + 2))
             .collect();
-        format!("UPDATE {} SET {} WHERE id = ?1", t.table, set.join(", "))
+        format!("{} SET {} WHERE id = ?1", t.update, set.join(", "))
     });
     let (head, stamps, notes) = (row.head(), row.stamps(), row.notes());
     let own = row.own_values();
@@ -372,12 +367,12 @@ pub fn update<R: SourceRow>(conn: &WriteTx, row: &R) -> Result<()> {
 /// Retires a source: it leaves every list and read, and stops (active
 /// false); the row stays for the history that points at it.
 pub fn retire(conn: &WriteTx, table: &'static SourceTable, id: i64, now: &Timestamp) -> Result<()> {
-    let sql = table.retire.get_or_init(|| {
+    let sql = table.sql.retire.get_or_init(|| {
         format!(
-            "UPDATE {} SET retired_at = ?2, active = 0, updated_at = ?2,
+            "{} SET retired_at = ?2, active = 0, updated_at = ?2,
                  lock_version = lock_version + 1
              WHERE id = ?1",
-            table.table
+            table.update
         )
     });
     conn.prepare_kept(sql)?.execute(params![id, now])?;
@@ -393,11 +388,11 @@ pub fn set_active(
     active: bool,
     now: &Timestamp,
 ) -> Result<()> {
-    let sql = table.set_active.get_or_init(|| {
+    let sql = table.sql.set_active.get_or_init(|| {
         format!(
-            "UPDATE {} SET active = ?2, updated_at = ?3, lock_version = lock_version + 1
+            "{} SET active = ?2, updated_at = ?3, lock_version = lock_version + 1
              WHERE id = ?1",
-            table.table
+            table.update
         )
     });
     conn.prepare_kept(sql)?.execute(params![id, active, now])?;
@@ -410,7 +405,7 @@ pub fn count_live_for_medication(
     table: &'static SourceTable,
     medication_id: i64,
 ) -> Result<i64> {
-    let sql = table.count_live.get_or_init(|| {
+    let sql = table.sql.count_live.get_or_init(|| {
         format!(
             "SELECT count(*) FROM {} WHERE medication_id = ?1 AND retired_at IS NULL",
             table.table
@@ -487,7 +482,7 @@ pub fn list<R: SourceRow>(
     let sql = ListSql {
         alias: table.alias,
         columns: table.columns(),
-        from: table.from(),
+        from: table.from,
         order_by: table.order_by,
     };
     list_visible(conn, actor, filter, page, &sql, R::from_row)

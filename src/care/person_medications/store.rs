@@ -7,18 +7,25 @@ use crate::db::WriteTx;
 use rusqlite::{Connection, OptionalExtension, Row, ToSql, params};
 
 use super::model::{Direction, PersonMedicationRow};
-use crate::care::source_row::{Common, OWN, SourceTable};
+use crate::care::source_row::{Common, OWN, SourceTable, Statements};
 use crate::error::Result;
 
 /// The assignment's own columns, after the common ones
 /// (`source_row::OWN`); the position changes only through reordering.
-pub static TABLE: SourceTable = SourceTable::new(
-    "person_medications",
-    "a",
-    &["administration_kind", "position"],
-    1,
-    "a.person_id, a.position",
-);
+pub static TABLE: SourceTable = SourceTable {
+    table: "person_medications",
+    alias: "a",
+    from: "person_medications a
+        JOIN people p ON p.id = a.person_id
+        JOIN medications m ON m.id = a.medication_id
+        LEFT JOIN dosage_options d ON d.id = a.source_dosage_option_id",
+    insert_into: "INSERT INTO person_medications",
+    update: "UPDATE person_medications",
+    own: &["administration_kind", "position"],
+    changeable: 1,
+    order_by: "a.person_id, a.position",
+    sql: Statements::new(),
+};
 
 pub fn from_row(r: &Row<'_>) -> rusqlite::Result<PersonMedicationRow> {
     let common = Common::read(r)?;
@@ -64,7 +71,7 @@ pub fn neighbour(
              WHERE a.person_id = ?1 AND a.retired_at IS NULL AND a.position {comparison} ?2
              ORDER BY a.position {order} LIMIT 1",
             TABLE.columns(),
-            TABLE.from(),
+            TABLE.from,
         ))?
         .query_row(params![person_id, position], from_row)
         .optional()?)

@@ -7,24 +7,31 @@ use rusqlite::types::Type;
 use rusqlite::{Connection, Row, ToSql, params};
 
 use super::model::ScheduleRow;
-use crate::care::source_row::{Common, OWN, SourceTable};
+use crate::care::source_row::{Common, OWN, SourceTable, Statements};
 use crate::error::Result;
 
 /// The schedule's own columns, after the common ones (`source_row::OWN`);
 /// every one of them changes on update.
-pub static TABLE: SourceTable = SourceTable::new(
-    "schedules",
-    "s",
-    &[
+pub static TABLE: SourceTable = SourceTable {
+    table: "schedules",
+    alias: "s",
+    from: "schedules s
+        JOIN people p ON p.id = s.person_id
+        JOIN medications m ON m.id = s.medication_id
+        LEFT JOIN dosage_options d ON d.id = s.source_dosage_option_id",
+    insert_into: "INSERT INTO schedules",
+    update: "UPDATE schedules",
+    own: &[
         "frequency",
         "schedule_type",
         "schedule_config",
         "start_date",
         "end_date",
     ],
-    5,
-    "s.id",
-);
+    changeable: 5,
+    order_by: "s.id",
+    sql: Statements::new(),
+};
 
 fn conversion(
     index: usize,
