@@ -13,6 +13,7 @@ use rust_decimal::Decimal;
 use super::dose_occurrences::{self, cycle_window};
 use super::forecast_store::{self, DrawingSource};
 use super::schedule_config;
+use super::source_row::count_live_for_medication;
 use crate::error::Result;
 use crate::medicine::forecast::{HORIZON_DAYS, Holder, Plan, PlannedUse};
 use crate::medicine::vocab::{DoseUnit, ScheduleType};
@@ -49,8 +50,12 @@ impl PlannedUse for CarePlan {
 
     fn live_sources(&self, conn: &Connection, medication_id: i64) -> Result<(i64, i64)> {
         Ok((
-            super::schedules::store::count_live_for_medication(conn, medication_id)?,
-            super::person_medications::store::count_live_for_medication(conn, medication_id)?,
+            count_live_for_medication(conn, &super::schedules::store::TABLE, medication_id)?,
+            count_live_for_medication(
+                conn,
+                &super::person_medications::store::TABLE,
+                medication_id,
+            )?,
         ))
     }
 }

@@ -13,11 +13,16 @@ use rusqlite::Connection;
 use crate::auth::{AccessLevel, Actor, access};
 use crate::care::dose_occurrences::history;
 use crate::care::pause_periods::{self, model::PausePeriod};
-use crate::care::source_row::{SourceRow, Sourced};
+use crate::care::source_row::{self, Filter, SourceRow, Sourced};
+use crate::care::sources::dose::Settled;
+use crate::care::sources::model::{Dose, SourceAttributes, SourceHead};
 use crate::db::change_feed::{self, Action, Change};
-use crate::domain::{IfMatch, ResourceId, Timestamp, etag};
+use crate::domain::{IfMatch, Page, ResourceId, Text, Timestamp, etag, trimmed};
 use crate::error::{ApiError, Problems, Result};
 use crate::household::people;
+
+pub mod dose;
+pub mod model;
 
 /// The access to the person that changing the plan needs.
 pub const WRITE_LEVEL: AccessLevel = AccessLevel::Manage;
@@ -100,6 +105,57 @@ pub fn check_same_person(
     }
 }
 
+/// What applying attributes starts with for both kinds: person_id, when
+/// sent, must name the source's own person, and the dose is settled
+/// (`dose::settle`) and, when valid, set. `current` is the saved dose (PATCH
+/// and PUT); `whole` (create and PUT) gives omitted attributes their
+/// defaults. Also applies the notes.
+pub fn apply_common(
+    conn: &Connection,
+    actor: &Actor,
+    (head, notes): (&mut SourceHead, &mut Option<String>),
+    current: Option<&Dose>,
+    attrs: &mut impl SourceAttributes,
+    whole: bool,
+    problems: &mut Problems,
+) -> Result<Option<Settled>> {
+    check_same_person(
+        attrs.take_person_id(),
+        head.person_id,
+        &head.person_portable_id,
+        problems,
+    );
+    match attrs.take_notes() {
+        Some(value) => *notes = trimmed(value.map(Text::into_inner)),
+        None if whole => *notes = None,
+        None => {}
+    }
+    let mut settled = dose::settle(
+        conn,
+        actor.household_id,
+        current,
+        whole,
+        attrs.take_dose(),
+        problems,
+    )?;
+    if let Some(dose) = settled.as_mut().and_then(|s| s.dose.take()) {
+        head.dose = dose;
+    }
+    Ok(settled)
+}
+
+/// One page of the live sources of people the actor may view, each with
+/// its open pause period, and the total.
+pub fn list<R: SourceRow>(
+    conn: &Connection,
+    actor: &Actor,
+    filter: &Filter,
+    page: Page,
+) -> Result<(Vec<Sourced<R>>, i64)> {
+    let (rows, total) = source_row::list::<R>(conn, actor, filter, page)?;
+    Ok((shape(conn, rows)?, total))
+}
+
 /// The live source `id` whose person the actor may reach at `needed`
 /// (404/403).
 pub fn find<R: SourceRow>(
@@ -108,7 +164,8 @@ pub fn find<R: SourceRow>(
     id: &ResourceId,
     needed: AccessLevel,
 ) -> Result<R> {
-    let row = R::find(conn, actor.household_id, id)?.ok_or_else(|| ApiError::not_found(R::NOUN))?;
+    let row = source_row::find::<R>(conn, actor.household_id, id)?
+        .ok_or_else(|| ApiError::not_found(R::NOUN))?;
     require_access(conn, actor, row.person_id(), needed, R::NOUN)?;
     Ok(row)
 }
@@ -151,7 +208,7 @@ pub fn find_for_change<R: SourceRow>(
 /// in the plan history, effective now, so doses before it stay as they were.
 pub fn save<R: SourceRow>(conn: &WriteTx, actor: &Actor, mut row: R) -> Result<Sourced<R>> {
     let now = Timestamp::now();
-    let before = R::find(conn, actor.household_id, &ResourceId::Numeric(row.id()))?
+    let before = source_row::find::<R>(conn, actor.household_id, &ResourceId::Numeric(row.id()))?
         .ok_or_else(|| ApiError::not_found(R::NOUN))?;
     history::record_source(
         conn,
@@ -162,7 +219,7 @@ pub fn save<R: SourceRow>(conn: &WriteTx, actor: &Actor, mut row: R) -> Result<S
         now.as_str(),
     )?;
     row.touch(now);
-    R::update(conn, &row)?;
+    source_row::update(conn, &row)?;
     record(conn, actor, &row, Action::Update)?;
     to_api(conn, row)
 }
@@ -188,7 +245,7 @@ pub fn delete_at<R: SourceRow>(
     retired_at: &Timestamp,
 ) -> Result<()> {
     let row: R = find_for_change(conn, actor, id, if_match)?;
-    R::retire(conn, row.id(), retired_at)?;
+    source_row::retire(conn, R::TABLE, row.id(), retired_at)?;
     record(conn, actor, &row, Action::Update)?;
     record(conn, actor, &row, Action::Delete)
 }

@@ -22,10 +22,10 @@ use std::collections::HashMap;
 use rusqlite::Connection;
 
 use crate::auth::{AccessLevel, Actor, access};
-use crate::care::person_medications::store as person_medications_store;
-use crate::care::schedules::store as schedules_store;
+use crate::care::person_medications::model::PersonMedicationRow;
+use crate::care::schedules::model::ScheduleRow;
+use crate::care::source_row::{self, SourceRow};
 use crate::db::change_feed::{self, Action, Change};
-use crate::domain::record_type;
 use crate::domain::{IfMatch, Page, ResourceId, Timestamp, Versioned, trimmed};
 use crate::error::{ApiError, Result};
 pub use model::Restored;
@@ -58,21 +58,25 @@ fn live_source(
     source_type: SourceType,
     id: &ResourceId,
 ) -> Result<Option<Source>> {
-    Ok(match source_type {
-        SourceType::Schedule => schedules_store::find(conn, household_id, id)?.map(|row| Source {
-            source_type,
-            id: row.id,
-            portable_id: row.portable_id,
-            person_id: row.person_id,
+    match source_type {
+        SourceType::Schedule => source_of::<ScheduleRow>(conn, household_id, id),
+        SourceType::PersonMedication => source_of::<PersonMedicationRow>(conn, household_id, id),
+    }
+}
+
+fn source_of<R: SourceRow>(
+    conn: &Connection,
+    household_id: i64,
+    id: &ResourceId,
+) -> Result<Option<Source>> {
+    Ok(
+        source_row::find::<R>(conn, household_id, id)?.map(|row| Source {
+            source_type: R::KIND,
+            id: row.id(),
+            portable_id: row.portable_id().to_owned(),
+            person_id: row.person_id(),
         }),
-        SourceType::PersonMedication => person_medications_store::find(conn, household_id, id)?
-            .map(|row| Source {
-                source_type,
-                id: row.id,
-                portable_id: row.portable_id,
-                person_id: row.person_id,
-            }),
-    })
+    )
 }
 
 /// 404 (naming `missing`) when the person is outside the actor's scope, 403
@@ -142,18 +146,13 @@ fn record(
 /// change feed as an update of the source.
 fn set_active(conn: &WriteTx, actor: &Actor, source: &Source, active: bool) -> Result<()> {
     let now = Timestamp::now();
-    match source.source_type {
-        SourceType::Schedule => {
-            crate::care::schedules::store::set_active(conn, source.id, active, &now)?
-        }
+    let (table, record_type) = match source.source_type {
+        SourceType::Schedule => (ScheduleRow::TABLE, ScheduleRow::RECORD_TYPE),
         SourceType::PersonMedication => {
-            crate::care::person_medications::store::set_active(conn, source.id, active, &now)?
+            (PersonMedicationRow::TABLE, PersonMedicationRow::RECORD_TYPE)
         }
-    }
-    let record_type = match source.source_type {
-        SourceType::Schedule => record_type::SCHEDULE,
-        SourceType::PersonMedication => record_type::PERSON_MEDICATION,
     };
+    source_row::set_active(conn, table, source.id, active, &now)?;
     record(
         conn,
         actor.household_id,

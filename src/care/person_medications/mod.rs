@@ -21,11 +21,12 @@ use rusqlite::Connection;
 
 use crate::auth::Actor;
 use crate::care::pause_periods::model::SourceType;
-use crate::care::schedules::dose::{self, Dose};
 pub use crate::care::source_row::Filter;
-use crate::care::sources::{self, check_same_person, person_for_plan};
+use crate::care::source_row::{self, SourceRow};
+use crate::care::sources::model::{Dose, SourceHead, SourceStamps};
+use crate::care::sources::{self, person_for_plan};
 use crate::db::change_feed::Action;
-use crate::domain::{IfMatch, Page, ResourceId, Text, Timestamp, trimmed};
+use crate::domain::{IfMatch, Page, ResourceId, Timestamp};
 use crate::error::{Problems, Result};
 use model::{
     AdministrationKind, Direction, PersonMedication, PersonMedicationAttributes,
@@ -54,8 +55,7 @@ pub fn list(
     filter: &Filter,
     page: Page,
 ) -> Result<(Vec<PersonMedication>, i64)> {
-    let (rows, total) = store::list_visible(conn, actor, filter, page)?;
-    Ok((sources::shape(conn, rows)?, total))
+    sources::list(conn, actor, filter, page)
 }
 
 /// Applies attributes to an assignment, collecting every problem before
@@ -70,23 +70,16 @@ fn apply(
     whole: bool,
 ) -> Result<()> {
     let mut problems = Problems::default();
-    check_same_person(
-        attrs.person_id.take(),
-        row.person_id,
-        &row.person_portable_id,
-        &mut problems,
-    );
-    let settled = dose::settle(
+    let target = (&mut row.source, &mut row.notes);
+    sources::apply_common(
         conn,
-        actor.household_id,
+        actor,
+        target,
         current,
+        &mut attrs,
         whole,
-        attrs.take_dose(),
         &mut problems,
     )?;
-    if let Some(dose) = settled.and_then(|s| s.dose) {
-        row.dose = dose;
-    }
     match attrs.administration_kind {
         Some(None) => problems.add(
             "administration_kind",
@@ -96,32 +89,19 @@ fn apply(
         None if whole => row.administration_kind = AdministrationKind::Routine,
         None => {}
     }
-    match attrs.notes {
-        Some(value) => row.notes = trimmed(value.map(Text::into_inner)),
-        None if whole => row.notes = None,
-        None => {}
-    }
     problems.check("the person medication's attributes are invalid")
 }
 
 /// An assignment with no attributes applied yet (placeholders for the
 /// required ones, which `apply` insists on).
-fn blank(person_id: i64, person_portable_id: String) -> PersonMedicationRow {
-    let now = Timestamp::now();
+fn blank(source: SourceHead, stamps: SourceStamps) -> PersonMedicationRow {
     PersonMedicationRow {
-        id: 0,
-        portable_id: crate::db::new_portable_id(),
-        person_id,
-        person_portable_id,
-        dose: Dose::placeholder(),
+        source,
         administration_kind: AdministrationKind::Routine,
         active: true,
         notes: None,
         position: 0,
-        retired_at: None,
-        created_at: now.clone(),
-        updated_at: now,
-        lock_version: 1,
+        stamps,
     }
 }
 
@@ -135,10 +115,13 @@ pub fn create(
     mut attrs: PersonMedicationAttributes,
 ) -> Result<PersonMedication> {
     let (person_id, person_portable_id) = person_for_plan(conn, actor, attrs.person_id.take())?;
-    let mut row = blank(person_id, person_portable_id);
+    let mut row = blank(
+        SourceHead::new(person_id, person_portable_id),
+        SourceStamps::new(),
+    );
     apply(conn, actor, &mut row, None, attrs, true)?;
     row.position = store::next_position(conn, person_id)?;
-    row.id = store::insert(conn, actor.household_id, &row)?;
+    row.source.id = source_row::insert(conn, actor.household_id, &row)?;
     sources::record(conn, actor, &row, Action::Create)?;
     sources::to_api(conn, row)
 }
@@ -153,7 +136,7 @@ pub fn update(
     attrs: PersonMedicationAttributes,
 ) -> Result<PersonMedication> {
     let mut row: PersonMedicationRow = sources::find_for_change(conn, actor, id, if_match)?;
-    let current = row.dose.clone();
+    let current = row.source.dose.clone();
     apply(conn, actor, &mut row, Some(&current), attrs, false)?;
     sources::save(conn, actor, row)
 }
@@ -170,15 +153,12 @@ pub fn replace(
 ) -> Result<PersonMedication> {
     let current: PersonMedicationRow = sources::find_for_change(conn, actor, id, if_match)?;
     let mut row = PersonMedicationRow {
-        id: current.id,
-        portable_id: current.portable_id.clone(),
         active: current.active,
         position: current.position,
-        created_at: current.created_at.clone(),
-        lock_version: current.lock_version,
-        ..blank(current.person_id, current.person_portable_id.clone())
+        ..blank(current.source.without_dose(), current.stamps.clone())
     };
-    apply(conn, actor, &mut row, Some(&current.dose), attrs, true)?;
+    let saved = current.source.dose;
+    apply(conn, actor, &mut row, Some(&saved), attrs, true)?;
     sources::save(conn, actor, row)
 }
 
@@ -194,14 +174,14 @@ pub fn reorder(
     direction: Direction,
 ) -> Result<PersonMedication> {
     let mut row: PersonMedicationRow = sources::find_for_change(conn, actor, id, if_match)?;
-    let Some(mut other) = store::neighbour(conn, row.person_id, row.position, direction)? else {
+    let person_id = row.source.person_id;
+    let Some(mut other) = store::neighbour(conn, person_id, row.position, direction)? else {
         return sources::to_api(conn, row);
     };
     let now = Timestamp::now();
     std::mem::swap(&mut row.position, &mut other.position);
     for moved in [&mut row, &mut other] {
-        moved.lock_version += 1;
-        moved.updated_at = now.clone();
+        moved.touch(now.clone());
     }
     store::save_swapped(conn, &row, &other)?;
     sources::record(conn, actor, &row, Action::Update)?;

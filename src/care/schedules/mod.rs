@@ -16,7 +16,6 @@
 //! expected doses before it never move; the plan must hold together as a
 //! whole (`plan::check_plan`).
 
-pub mod dose;
 pub mod model;
 pub mod plan;
 pub mod routes;
@@ -31,14 +30,15 @@ use crate::auth::Actor;
 use crate::care::notification_preferences::slots;
 use crate::care::pause_periods::model::SourceType;
 use crate::care::schedule_config::{self, ScheduleConfig};
+use crate::care::source_row;
 pub use crate::care::source_row::Filter;
-use crate::care::sources::{self, check_same_person, person_for_plan};
+use crate::care::sources::model::{Dose, SourceHead, SourceStamps};
+use crate::care::sources::{self, person_for_plan};
 use crate::db::change_feed::Action;
-use crate::domain::{IfMatch, Page, ResourceId, Text, Timestamp, trimmed};
+use crate::domain::{IfMatch, Page, ResourceId, Text, trimmed};
 use crate::error::{Problems, Result};
 use crate::medicine::medications::model::MedicationRow;
 use crate::medicine::vocab::ScheduleType;
-use dose::Dose;
 use model::{Schedule, ScheduleAttributes, ScheduleRow};
 use plan::PlanContext;
 
@@ -58,8 +58,7 @@ pub fn list(
     filter: &Filter,
     page: Page,
 ) -> Result<(Vec<Schedule>, i64)> {
-    let (rows, total) = store::list_visible(conn, actor, filter, page)?;
-    Ok((sources::shape(conn, rows)?, total))
+    sources::list(conn, actor, filter, page)
 }
 
 /// Applies attributes to a schedule, collecting every problem before
@@ -75,27 +74,18 @@ fn apply(
     whole: bool,
 ) -> Result<()> {
     let mut problems = Problems::default();
-    check_same_person(
-        attrs.person_id.take(),
-        row.person_id,
-        &row.person_portable_id,
-        &mut problems,
-    );
-    let settled = dose::settle(
+    let target = (&mut row.source, &mut row.notes);
+    let settled = sources::apply_common(
         conn,
-        actor.household_id,
+        actor,
+        target,
         current,
+        &mut attrs,
         whole,
-        attrs.take_dose(),
         &mut problems,
     )?;
     let (medication, option) = match settled {
-        Some(settled) => {
-            if let Some(dose) = settled.dose {
-                row.dose = dose;
-            }
-            (Some(settled.medication), settled.applied_option)
-        }
+        Some(settled) => (Some(settled.medication), settled.applied_option),
         None => (None, None),
     };
     match attrs.frequency {
@@ -115,21 +105,16 @@ fn apply(
         &mut problems,
     );
     apply_dates(row, attrs.start_date, attrs.end_date, whole, &mut problems);
-    match attrs.notes {
-        Some(value) => row.notes = trimmed(value.map(Text::into_inner)),
-        None if whole => row.notes = None,
-        None => {}
-    }
     // The plan as a whole is judged only once each attribute is valid.
     if let Some(config) = config.filter(|_| problems.is_empty()) {
-        let slot_times = slots::slot_times(conn, row.person_id)?;
+        let slot_times = slots::slot_times(conn, row.source.person_id)?;
         let plan = PlanContext {
             schedule_type: row.schedule_type,
             start_date: row.start_date,
             end_date: row.end_date,
-            dose_unit: row.dose.dose_unit,
-            dose_cycle: row.dose.dose_cycle,
-            max_daily_doses: row.dose.max_daily_doses,
+            dose_unit: row.source.dose.dose_unit,
+            dose_cycle: row.source.dose.dose_cycle,
+            max_daily_doses: row.source.dose.max_daily_doses,
             slot_times: &slot_times,
         };
         plan::check_plan(&config, &plan, &mut problems);
@@ -218,14 +203,9 @@ fn apply_dates(
 
 /// A schedule with no attributes applied yet (placeholders for the
 /// required ones, which `apply` insists on).
-fn blank(person_id: i64, person_portable_id: String) -> ScheduleRow {
-    let now = Timestamp::now();
+fn blank(source: SourceHead, stamps: SourceStamps) -> ScheduleRow {
     ScheduleRow {
-        id: 0,
-        portable_id: crate::db::new_portable_id(),
-        person_id,
-        person_portable_id,
-        dose: Dose::placeholder(),
+        source,
         frequency: None,
         schedule_type: crate::medicine::vocab::ScheduleType::Daily,
         schedule_config: serde_json::json!({}),
@@ -233,10 +213,7 @@ fn blank(person_id: i64, person_portable_id: String) -> ScheduleRow {
         end_date: None,
         active: true,
         notes: None,
-        retired_at: None,
-        created_at: now.clone(),
-        updated_at: now,
-        lock_version: 1,
+        stamps,
     }
 }
 
@@ -245,9 +222,12 @@ fn blank(person_id: i64, person_portable_id: String) -> ScheduleRow {
 /// the medication gives them; needs manage access to the person.
 pub fn create(conn: &WriteTx, actor: &Actor, mut attrs: ScheduleAttributes) -> Result<Schedule> {
     let (person_id, person_portable_id) = person_for_plan(conn, actor, attrs.person_id.take())?;
-    let mut row = blank(person_id, person_portable_id);
+    let mut row = blank(
+        SourceHead::new(person_id, person_portable_id),
+        SourceStamps::new(),
+    );
     apply(conn, actor, &mut row, None, attrs, true)?;
-    row.id = store::insert(conn, actor.household_id, &row)?;
+    row.source.id = source_row::insert(conn, actor.household_id, &row)?;
     sources::record(conn, actor, &row, Action::Create)?;
     sources::to_api(conn, row)
 }
@@ -262,7 +242,7 @@ pub fn update(
     attrs: ScheduleAttributes,
 ) -> Result<Schedule> {
     let mut row: ScheduleRow = sources::find_for_change(conn, actor, id, if_match)?;
-    let current = row.dose.clone();
+    let current = row.source.dose.clone();
     apply(conn, actor, &mut row, Some(&current), attrs, false)?;
     sources::save(conn, actor, row)
 }
@@ -279,14 +259,11 @@ pub fn replace(
 ) -> Result<Schedule> {
     let current: ScheduleRow = sources::find_for_change(conn, actor, id, if_match)?;
     let mut row = ScheduleRow {
-        id: current.id,
-        portable_id: current.portable_id.clone(),
         active: current.active,
-        created_at: current.created_at.clone(),
-        lock_version: current.lock_version,
-        ..blank(current.person_id, current.person_portable_id.clone())
+        ..blank(current.source.without_dose(), current.stamps.clone())
     };
-    apply(conn, actor, &mut row, Some(&current.dose), attrs, true)?;
+    let saved = current.source.dose;
+    apply(conn, actor, &mut row, Some(&saved), attrs, true)?;
     sources::save(conn, actor, row)
 }
 

@@ -8,69 +8,16 @@ use serde_json::Value;
 use crate::care::plan::{Planned, SCHEDULE, SchedulePlan};
 use crate::care::schedule_config::ScheduleConfig;
 use crate::care::source_row::Sourced;
-use crate::decimal::{Dec, NonNegativeDecimal, PositiveDecimal};
-use crate::domain::{AtLeast, ResourceId, Text, Timestamp, present};
+use crate::care::sources::model::{SourceHead, SourceStamps, source_attributes};
+use crate::domain::{Text, present};
 use crate::http::openapi;
 use crate::http::replace::Whole;
-use crate::medicine::vocab::{DoseCycle, DoseUnit, ScheduleType};
+use crate::medicine::vocab::ScheduleType;
 
-/// The dose fields as stored and sent.
-#[derive(Debug, Clone, Serialize, JsonSchema)]
-pub struct Dose {
-    #[schemars(with = "openapi::NumericId")]
-    pub medication_id: i64,
-    #[schemars(with = "openapi::PortableId")]
-    pub medication_portable_id: String,
-    #[schemars(with = "Option<openapi::NumericId>")]
-    pub source_dosage_option_id: Option<i64>,
-    #[schemars(with = "Option<openapi::PortableId>")]
-    pub source_dosage_option_portable_id: Option<String>,
-    #[schemars(with = "PositiveDecimal")]
-    pub dose_amount: Dec,
-    pub dose_unit: DoseUnit,
-    pub dose_cycle: Option<DoseCycle>,
-    #[schemars(range(min = 1))]
-    pub max_daily_doses: Option<i64>,
-    #[schemars(with = "Option<NonNegativeDecimal>")]
-    pub min_hours_between_doses: Option<Dec>,
-}
+pub use crate::care::sources::model::{DailyDoses, Dose, DoseAttributes, SourceNotes};
 
-impl Dose {
-    /// A dose before any attributes are applied; `settle` requires the
-    /// medication, amount and unit, so these values never reach storage.
-    pub fn placeholder() -> Dose {
-        Dose {
-            medication_id: 0,
-            medication_portable_id: String::new(),
-            source_dosage_option_id: None,
-            source_dosage_option_portable_id: None,
-            dose_amount: Dec::ZERO,
-            dose_unit: DoseUnit::Tablet,
-            dose_cycle: None,
-            max_daily_doses: None,
-            min_hours_between_doses: None,
-        }
-    }
-}
-
-/// The submitted dose attributes: absent (`None`), null (`Some(None)`) or a value.
-#[derive(Debug, Default)]
-pub struct DoseAttributes {
-    pub medication_id: Option<Option<ResourceId>>,
-    pub source_dosage_option_id: Option<Option<ResourceId>>,
-    pub dose_amount: Option<Option<PositiveDecimal>>,
-    pub dose_unit: Option<Option<DoseUnit>>,
-    pub dose_cycle: Option<Option<DoseCycle>>,
-    pub max_daily_doses: Option<Option<i64>>,
-    pub min_hours_between_doses: Option<Option<NonNegativeDecimal>>,
-}
-
-/// How many doses a dose cycle allows: at least 1.
-pub type DailyDoses = AtLeast<1>;
 /// A schedule's frequency note: at most 200 characters.
 pub type Frequency = Text<200>;
-/// A schedule's or direct assignment's notes: at most 2000 characters.
-pub type SourceNotes = Text<2000>;
 
 /// A schedule as stored. `schedule_config` is the normalised JSON of a
 /// config checked against `schedule_type`: `schedule_config::parse` turns it
@@ -78,16 +25,8 @@ pub type SourceNotes = Text<2000>;
 #[derive(Debug, Clone, Serialize, JsonSchema)]
 #[schemars(rename = "Schedule", extend("description" = CONFIG_RULES))]
 pub struct ScheduleRow {
-    #[schemars(with = "openapi::NumericId")]
-    pub id: i64,
-    #[schemars(with = "openapi::PortableId")]
-    pub portable_id: String,
-    #[schemars(with = "openapi::NumericId")]
-    pub person_id: i64,
-    #[schemars(with = "openapi::PortableId")]
-    pub person_portable_id: String,
     #[serde(flatten)]
-    pub dose: Dose,
+    pub source: SourceHead,
     pub frequency: Option<String>,
     pub schedule_type: ScheduleType,
     #[schemars(with = "ScheduleConfig")]
@@ -99,82 +38,38 @@ pub struct ScheduleRow {
     /// False while the schedule is paused
     pub active: bool,
     pub notes: Option<String>,
-    pub retired_at: Option<Timestamp>,
-    pub created_at: Timestamp,
-    pub updated_at: Timestamp,
-    #[serde(skip)]
-    pub lock_version: i64,
+    #[serde(flatten)]
+    pub stamps: SourceStamps,
 }
 
 /// A schedule as sent, with its open pause period.
 pub type Schedule = Sourced<ScheduleRow>;
 
-/// Schedule attributes; absent fields are left alone (PATCH) or take their
-/// defaults (POST, PUT); null clears where null is allowed.
-#[derive(Debug, Default, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct ScheduleAttributes {
-    /// The person, numeric or portable id; cannot change after creation
-    #[serde(default, deserialize_with = "present")]
-    #[schemars(with = "ResourceId")]
-    pub person_id: Option<Option<ResourceId>>,
-    /// A medication of the household, numeric or portable id
-    #[serde(default, deserialize_with = "present")]
-    #[schemars(with = "ResourceId")]
-    pub medication_id: Option<Option<ResourceId>>,
-    /// A dosage option of the medication; its defaults fill the dose attributes the body leaves out
-    #[serde(default, deserialize_with = "present")]
-    #[schemars(with = "Option<ResourceId>")]
-    pub source_dosage_option_id: Option<Option<ResourceId>>,
-    /// Defaults to the dosage option's amount, else the medication's dose_amount
-    #[serde(default, deserialize_with = "present")]
-    #[schemars(with = "PositiveDecimal")]
-    pub dose_amount: Option<Option<PositiveDecimal>>,
-    /// Defaults to the dosage option's unit, else the medication's dose_unit
-    #[serde(default, deserialize_with = "present")]
-    #[schemars(with = "DoseUnit")]
-    pub dose_unit: Option<Option<DoseUnit>>,
-    #[serde(default, deserialize_with = "present")]
-    #[schemars(with = "Option<Frequency>")]
-    pub frequency: Option<Option<Frequency>>,
-    #[serde(default, deserialize_with = "present")]
-    #[schemars(with = "DoseCycle", extend("default" = "daily"))]
-    pub dose_cycle: Option<Option<DoseCycle>>,
-    #[serde(default, deserialize_with = "present")]
-    #[schemars(with = "Option<DailyDoses>")]
-    pub max_daily_doses: Option<Option<DailyDoses>>,
-    #[serde(default, deserialize_with = "present")]
-    #[schemars(with = "Option<NonNegativeDecimal>")]
-    pub min_hours_between_doses: Option<Option<NonNegativeDecimal>>,
-    /// Defaults to the medication's default_schedule_type
-    #[serde(default, deserialize_with = "present")]
-    #[schemars(with = "ScheduleType")]
-    pub schedule_type: Option<Option<ScheduleType>>,
-    #[serde(default, deserialize_with = "present")]
-    #[schemars(with = "ScheduleConfig")]
-    pub schedule_config: Option<Option<Value>>,
-    #[serde(default, deserialize_with = "present")]
-    #[schemars(with = "openapi::Date")]
-    pub start_date: Option<Option<Date>>,
-    #[serde(default, deserialize_with = "present")]
-    #[schemars(with = "Option<openapi::Date>")]
-    pub end_date: Option<Option<Date>>,
-    #[serde(default, deserialize_with = "present")]
-    #[schemars(with = "Option<SourceNotes>")]
-    pub notes: Option<Option<SourceNotes>>,
-}
-
-impl ScheduleAttributes {
-    /// Takes out the attributes the dose rules settle.
-    pub fn take_dose(&mut self) -> DoseAttributes {
-        DoseAttributes {
-            medication_id: self.medication_id.take(),
-            source_dosage_option_id: self.source_dosage_option_id.take(),
-            dose_amount: self.dose_amount.take(),
-            dose_unit: self.dose_unit.take(),
-            dose_cycle: self.dose_cycle.take(),
-            max_daily_doses: self.max_daily_doses.take().map(|n| n.map(AtLeast::get)),
-            min_hours_between_doses: self.min_hours_between_doses.take(),
+source_attributes! {
+    /// Schedule attributes; absent fields are left alone (PATCH) or take their
+    /// defaults (POST, PUT); null clears where null is allowed.
+    #[derive(Debug, Default, Deserialize, JsonSchema)]
+    #[serde(deny_unknown_fields)]
+    pub struct ScheduleAttributes {
+        after_unit {
+            #[serde(default, deserialize_with = "present")]
+            #[schemars(with = "Option<Frequency>")]
+            pub frequency: Option<Option<Frequency>>,
+        }
+        own {
+            /// Defaults to the medication's default_schedule_type
+            #[serde(default, deserialize_with = "present")]
+            #[schemars(with = "ScheduleType")]
+            pub schedule_type: Option<Option<ScheduleType>>,
+            #[serde(default, deserialize_with = "present")]
+            #[schemars(with = "ScheduleConfig")]
+            pub schedule_config: Option<Option<Value>>,
+            #[serde(default, deserialize_with = "present")]
+            #[schemars(with = "openapi::Date")]
+            pub start_date: Option<Option<Date>>,
+            #[serde(default, deserialize_with = "present")]
+            #[schemars(with = "Option<openapi::Date>")]
+            pub end_date: Option<Option<Date>>,
         }
     }
 }
@@ -226,11 +121,11 @@ impl From<&ScheduleRow> for SchedulePlan {
             schedule_config: row.schedule_config.clone(),
             start_date: row.start_date,
             end_date: row.end_date,
-            dose_amount: row.dose.dose_amount,
-            dose_unit: row.dose.dose_unit,
-            dose_cycle: row.dose.dose_cycle,
-            max_daily_doses: row.dose.max_daily_doses,
-            min_hours_between_doses: row.dose.min_hours_between_doses,
+            dose_amount: row.source.dose.dose_amount,
+            dose_unit: row.source.dose.dose_unit,
+            dose_cycle: row.source.dose.dose_cycle,
+            max_daily_doses: row.source.dose.max_daily_doses,
+            min_hours_between_doses: row.source.dose.min_hours_between_doses,
             read_config: Default::default(),
         }
     }

@@ -146,7 +146,7 @@ pub(super) fn schedule(tx: &WriteTx, actor: &Actor, rec: &RawRecord) -> Result<(
         ],
     ))?;
     let made = schedules::create(tx, actor, attrs)?;
-    Ok((made.record.id, made.record.portable_id))
+    Ok((made.record.source.id, made.record.source.portable_id))
 }
 
 /// A direct assignment through the person medication rule.
@@ -174,7 +174,7 @@ pub(super) fn person_medication(
         ],
     ))?;
     let made = person_medications::create(tx, actor, attrs)?;
-    Ok((made.record.id, made.record.portable_id))
+    Ok((made.record.source.id, made.record.source.portable_id))
 }
 
 /// A take through the rule that restores one with its own time: a take

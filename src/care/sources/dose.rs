@@ -16,7 +16,7 @@
 
 use rusqlite::Connection;
 
-pub use super::model::{Dose, DoseAttributes};
+pub use crate::care::sources::model::{Dose, DoseAttributes};
 use crate::decimal::{Dec, NonNegativeDecimal};
 use crate::domain::ResourceId;
 use crate::error::{ApiError, Problems, Result};
