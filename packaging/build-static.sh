@@ -37,6 +37,7 @@ fi
 # (gcc-aarch64-linux-gnu, gcc-arm-linux-gnueabihf and their libc6-dev-*-cross):
 # cargo needs the linker, and the cc crate (bundled SQLite, ring) the C
 # compiler and archiver. Each can be overridden through the same variable.
+link_args=
 case "$target:$(uname -m)" in
     aarch64-unknown-linux-gnu:aarch64 | aarch64-unknown-linux-gnu:arm64) ;;
     aarch64-unknown-linux-gnu:*)
@@ -49,11 +50,17 @@ case "$target:$(uname -m)" in
         export CARGO_TARGET_ARMV7_UNKNOWN_LINUX_GNUEABIHF_LINKER=${CARGO_TARGET_ARMV7_UNKNOWN_LINUX_GNUEABIHF_LINKER:-arm-linux-gnueabihf-gcc}
         export CC_armv7_unknown_linux_gnueabihf=${CC_armv7_unknown_linux_gnueabihf:-arm-linux-gnueabihf-gcc}
         export AR_armv7_unknown_linux_gnueabihf=${AR_armv7_unknown_linux_gnueabihf:-arm-linux-gnueabihf-ar}
+        # Linked with gold: ld.bfd 2.40 (Debian 12) drops the Thumb bit of
+        # glibc's ifunc resolvers in a static link whose code passes 16 MB
+        # (Thumb-2's branch range), and the binary dies in start-up before
+        # main (SIGSEGV in apply_irel). A static C program of 20 MB shows it
+        # too; gold links both correctly.
+        link_args="-C link-arg=-fuse-ld=gold"
         ;;
 esac
 
 echo "build-static.sh: building pillbox for $target" >&2
-RUSTFLAGS="${RUSTFLAGS:+$RUSTFLAGS }-C target-feature=+crt-static" \
+RUSTFLAGS="${RUSTFLAGS:+$RUSTFLAGS }-C target-feature=+crt-static${link_args:+ $link_args}" \
     cargo build --release --locked --target "$target"
 
 target_dir=${CARGO_TARGET_DIR:-target}
