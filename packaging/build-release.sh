@@ -151,7 +151,9 @@ for t in $targets; do
     fi
     deb=dist/pillbox_${version}-1_$arch.deb
     say "inspecting $deb: packaging/inspect-deb.sh $deb $arch ${runner[*]}"
-    if ! packaging/inspect-deb.sh "$deb" "$arch" "${runner[@]}"; then
+    if line=$(packaging/inspect-deb.sh "$deb" "$arch" "${runner[@]}"); then
+        summary+=("$t: $line")
+    else
         failed=1
         summary+=("$t: .deb INSPECTION FAILED")
     fi
