@@ -4,6 +4,7 @@
 #
 #   packaging/build-static.sh                 # for this machine (x86_64 or aarch64)
 #   packaging/build-static.sh aarch64-unknown-linux-gnu   # cross, needs a cross linker
+#   packaging/build-static.sh armv7-unknown-linux-gnueabihf   # 32-bit Raspberry Pi OS, likewise
 #
 # musl targets are not used: a static glibc build works with the stock
 # toolchain. `--target` must be given explicitly so that RUSTFLAGS reach only
@@ -24,6 +25,7 @@ else
     case "$(uname -m)" in
         x86_64 | amd64) target=x86_64-unknown-linux-gnu ;;
         aarch64 | arm64) target=aarch64-unknown-linux-gnu ;;
+        armv7l) target=armv7-unknown-linux-gnueabihf ;;
         *)
             echo "build-static.sh: unsupported machine $(uname -m); pass a target triple" >&2
             exit 2
@@ -31,16 +33,34 @@ else
     esac
 fi
 
-# Cross-building to 64-bit ARM from x86_64 with Debian's gcc-aarch64-linux-gnu:
-# cargo needs the linker, and the cc crate (bundled SQLite) the C compiler.
-if [[ $target == aarch64-unknown-linux-gnu && $(uname -m) != aarch64 && $(uname -m) != arm64 ]]; then
-    export CARGO_TARGET_AARCH64_UNKNOWN_LINUX_GNU_LINKER=${CARGO_TARGET_AARCH64_UNKNOWN_LINUX_GNU_LINKER:-aarch64-linux-gnu-gcc}
-    export CC_aarch64_unknown_linux_gnu=${CC_aarch64_unknown_linux_gnu:-aarch64-linux-gnu-gcc}
-    export AR_aarch64_unknown_linux_gnu=${AR_aarch64_unknown_linux_gnu:-aarch64-linux-gnu-ar}
-fi
+# Cross-building to ARM from another machine with Debian's cross compilers
+# (gcc-aarch64-linux-gnu, gcc-arm-linux-gnueabihf and their libc6-dev-*-cross):
+# cargo needs the linker, and the cc crate (bundled SQLite, ring) the C
+# compiler and archiver. Each can be overridden through the same variable.
+link_args=
+case "$target:$(uname -m)" in
+    aarch64-unknown-linux-gnu:aarch64 | aarch64-unknown-linux-gnu:arm64) ;;
+    aarch64-unknown-linux-gnu:*)
+        export CARGO_TARGET_AARCH64_UNKNOWN_LINUX_GNU_LINKER=${CARGO_TARGET_AARCH64_UNKNOWN_LINUX_GNU_LINKER:-aarch64-linux-gnu-gcc}
+        export CC_aarch64_unknown_linux_gnu=${CC_aarch64_unknown_linux_gnu:-aarch64-linux-gnu-gcc}
+        export AR_aarch64_unknown_linux_gnu=${AR_aarch64_unknown_linux_gnu:-aarch64-linux-gnu-ar}
+        ;;
+    armv7-unknown-linux-gnueabihf:armv7l) ;;
+    armv7-unknown-linux-gnueabihf:*)
+        export CARGO_TARGET_ARMV7_UNKNOWN_LINUX_GNUEABIHF_LINKER=${CARGO_TARGET_ARMV7_UNKNOWN_LINUX_GNUEABIHF_LINKER:-arm-linux-gnueabihf-gcc}
+        export CC_armv7_unknown_linux_gnueabihf=${CC_armv7_unknown_linux_gnueabihf:-arm-linux-gnueabihf-gcc}
+        export AR_armv7_unknown_linux_gnueabihf=${AR_armv7_unknown_linux_gnueabihf:-arm-linux-gnueabihf-ar}
+        # Linked with gold: ld.bfd 2.40 (Debian 12) drops the Thumb bit of
+        # glibc's ifunc resolvers in a static link whose code passes 16 MB
+        # (Thumb-2's branch range), and the binary dies in start-up before
+        # main (SIGSEGV in apply_irel). A static C program of 20 MB shows it
+        # too; gold links both correctly.
+        link_args="-C link-arg=-fuse-ld=gold"
+        ;;
+esac
 
 echo "build-static.sh: building pillbox for $target" >&2
-RUSTFLAGS="${RUSTFLAGS:+$RUSTFLAGS }-C target-feature=+crt-static" \
+RUSTFLAGS="${RUSTFLAGS:+$RUSTFLAGS }-C target-feature=+crt-static${link_args:+ $link_args}" \
     cargo build --release --locked --target "$target"
 
 target_dir=${CARGO_TARGET_DIR:-target}
