@@ -4,32 +4,23 @@
 //! (added for every text/html response in `http::cache_headers`), so styles
 //! and scripts live in their own files, never inline.
 
+pub mod assets;
 pub mod paths;
 pub mod setup;
 pub mod setup_link;
-
-use std::sync::OnceLock;
 
 use axum::Router;
 use axum::extract::Path;
 use axum::http::{HeaderValue, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
-use rust_embed::Embed;
-use sha2::{Digest, Sha256};
 
 use crate::state::AppState;
+use assets::{Assets, VERSIONED};
+pub use assets::{build_id, versioned_prefix};
 
 pub use paths::APP_PATH;
 
-#[derive(Embed)]
-#[folder = "assets/"]
-#[exclude = "fonts/*"]
-struct Assets;
-
-/// Versioned asset URLs: `/v/<build>/<file>`. A new build changes the
-/// prefix, so these can be cached for a year while the shell is not cached.
-const VERSIONED: &str = "/v";
 const SHELL: &str = "index.html";
 const SERVICE_WORKER: &str = "sw.js";
 const IMMUTABLE: &str = "public, max-age=31536000, immutable";
@@ -58,26 +49,6 @@ pub fn router() -> Router<AppState> {
         .merge(setup::router())
 }
 
-/// A digest of every embedded file: the `/v/` prefix of this build.
-pub fn build_id() -> &'static str {
-    static ID: OnceLock<String> = OnceLock::new();
-    ID.get_or_init(|| {
-        let mut names: Vec<_> = Assets::iter().collect();
-        names.sort();
-        let mut digest = Sha256::new();
-        for name in names {
-            if let Some(file) = Assets::get(&name) {
-                digest.update(name.as_bytes());
-                digest.update(file.metadata.sha256_hash());
-            }
-        }
-        digest.finalize()[..6]
-            .iter()
-            .map(|b| format!("{b:02x}"))
-            .collect()
-    })
-}
-
 /// The shell with this build's asset prefix filled in; never cached, so a
 /// new build is picked up at the next load.
 fn shell() -> Response {
@@ -91,10 +62,6 @@ fn shell() -> Response {
         HeaderValue::from_static(APP_CSP),
     );
     response
-}
-
-pub fn versioned_prefix() -> String {
-    format!("{VERSIONED}/{}", build_id())
 }
 
 /// The service worker sits at the root (its scope is the whole origin) and

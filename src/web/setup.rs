@@ -25,9 +25,9 @@ use crate::identity::sign_in::model::AuthorizeParams;
 use crate::identity::sign_in::page::escape;
 use crate::identity::sign_in::{self, Authorization};
 use crate::state::AppState;
+use crate::web::assets::versioned_prefix;
 use crate::web::paths::APP_PATH;
 pub use crate::web::setup_link::SetupLink;
-use crate::web::versioned_prefix;
 
 pub const SETUP_PATH: &str = "/setup";
 
@@ -267,7 +267,7 @@ fn check(state: &AppState, form: &SetupForm) -> Result<Option<String>, String> {
     }
     crate::domain::public_url::parse(&form.public_url)
         .map(Some)
-        .map_err(|e| sentence(e))
+        .map_err(sentence)
 }
 
 fn sentence(text: &str) -> String {
