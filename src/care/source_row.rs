@@ -1,8 +1,11 @@
 //! What a schedule and a direct assignment (the two kinds of dose source)
 //! are to the code that stores and shows them: the stored-row trait, the
-//! shape sent with its open pause period, and the paged list query. Kept
-//! below `sources` (the rules), which uses pause periods, whose rules in
-//! turn use the two kinds' stores; the stores and models need only this.
+//! shape sent with its open pause period, the paged list query, and the
+//! SQL both kinds share: the common columns, one reader of them, and find,
+//! list, insert, update and retire built once per kind from its
+//! `SourceTable` (its table, joins and own columns, in its `store.rs`).
+//! Kept below `sources` (the rules), which uses pause periods, whose rules
+//! in turn use the two kinds' stores; the stores and models need only this.
 
 use rusqlite::{Connection, Row, ToSql, named_params};
 use schemars::JsonSchema;

@@ -1,9 +1,11 @@
 //! What schedules and direct assignments (the two kinds of dose source)
 //! share: access (view to read, manage to change the plan), the person a
 //! source belongs to for life, reading, saving, retiring and the deprecated
-//! pause and resume (`source_row` has the stored-row trait, the shape and
-//! the paged list query). Each kind keeps its own attributes and rules
-//! (`apply`, create, replace).
+//! pause and resume, the list, and the rules of the common attributes
+//! (`apply_common`: the same person, the dose, the notes). The common
+//! fields are declared once in `sources/model.rs`, their SQL once in
+//! `source_row`. Each kind keeps its own attributes and rules (`apply`,
+//! create, replace).
 
 use crate::db::WriteTx;
 use std::collections::HashMap;
