@@ -1,5 +1,5 @@
-//! Handlers schedules and direct assignments share: get, delete and the
-//! deprecated pause and resume, each generic over the kind of source.
+//! Handlers schedules and direct assignments share: list, get, delete and
+//! the deprecated pause and resume, each generic over the kind of source.
 
 use axum::extract::State;
 use axum::response::Response;
@@ -12,9 +12,28 @@ use crate::care::sources;
 use crate::domain::IfMatch;
 use crate::error::Result;
 use crate::http::extract::{OptionalApiJson, PathId};
-use crate::http::query::{At, Reference, at, reference};
+use crate::http::query::{At, Paged, Reference, at, reference};
 use crate::http::respond;
 use crate::state::AppState;
+
+/// A kind's list query: the same three filters, documented in the kind's
+/// own words.
+pub trait ListQuery: serde::de::DeserializeOwned + Send + 'static {
+    fn filter(self) -> Filter;
+}
+
+pub async fn list<R: SourceRow + Serialize + Send + 'static, Q: ListQuery>(
+    State(state): State<AppState>,
+    actor: Actor,
+    Paged(page, query): Paged<Q>,
+) -> Result<Response> {
+    let filter = query.filter();
+    let (items, total) = state
+        .db
+        .read(move |conn| sources::list::<R>(conn, &actor, &filter, page))
+        .await?;
+    Ok(respond::collection(items, page, total))
+}
 
 pub async fn show<R: SourceRow + Serialize + Send + 'static>(
     State(state): State<AppState>,

@@ -26,7 +26,7 @@ use crate::care::source_row::{self, SourceRow};
 use crate::care::sources::model::{Dose, SourceHead, SourceStamps};
 use crate::care::sources::{self, person_for_plan};
 use crate::db::change_feed::Action;
-use crate::domain::{IfMatch, Page, ResourceId, Timestamp};
+use crate::domain::{IfMatch, ResourceId, Timestamp};
 use crate::error::{Problems, Result};
 use model::{
     AdministrationKind, Direction, PersonMedication, PersonMedicationAttributes,
@@ -45,17 +45,6 @@ crate::care::source_row::source_row!(
 /// `getPersonMedication`: view access to the person.
 pub fn get(conn: &Connection, actor: &Actor, id: &ResourceId) -> Result<PersonMedication> {
     sources::get(conn, actor, id)
-}
-
-/// `listPersonMedications`: live assignments of the people the actor may
-/// view, by person and then position.
-pub fn list(
-    conn: &Connection,
-    actor: &Actor,
-    filter: &Filter,
-    page: Page,
-) -> Result<(Vec<PersonMedication>, i64)> {
-    sources::list(conn, actor, filter, page)
 }
 
 /// Applies attributes to an assignment, collecting every problem before

@@ -35,7 +35,7 @@ pub use crate::care::source_row::Filter;
 use crate::care::sources::model::{Dose, SourceHead, SourceStamps};
 use crate::care::sources::{self, person_for_plan};
 use crate::db::change_feed::Action;
-use crate::domain::{IfMatch, Page, ResourceId, Text, trimmed};
+use crate::domain::{IfMatch, ResourceId, Text, trimmed};
 use crate::error::{Problems, Result};
 use crate::medicine::medications::model::MedicationRow;
 use crate::medicine::vocab::ScheduleType;
@@ -49,16 +49,6 @@ crate::care::source_row::source_row!(ScheduleRow, SourceType::Schedule, RECORD_T
 /// `getSchedule`: view access to the person.
 pub fn get(conn: &Connection, actor: &Actor, id: &ResourceId) -> Result<Schedule> {
     sources::get(conn, actor, id)
-}
-
-/// `listSchedules`: live schedules of the people the actor may view.
-pub fn list(
-    conn: &Connection,
-    actor: &Actor,
-    filter: &Filter,
-    page: Page,
-) -> Result<(Vec<Schedule>, i64)> {
-    sources::list(conn, actor, filter, page)
 }
 
 /// Applies attributes to a schedule, collecting every problem before

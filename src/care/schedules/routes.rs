@@ -14,7 +14,7 @@ use crate::domain::IfMatch;
 use crate::error::Result;
 use crate::http::extract::{ApiJson, PathId};
 use crate::http::openapi::{Api, Op};
-use crate::http::query::{At, Paged, Reference};
+use crate::http::query::{At, Reference};
 use crate::http::replace::{ReplaceJson, Whole};
 use crate::http::respond;
 use crate::state::AppState;
@@ -32,7 +32,7 @@ pub fn routes(api: Api) -> Api {
                 .paginated()
                 .query_params::<ListQuery>()
                 .page::<Schedule>(),
-            get(list),
+            get(source_routes::list::<ScheduleRow, ListQuery>),
         )
         .route(
             Op::post(COLLECTION, "createSchedule", TAG)
@@ -122,17 +122,10 @@ struct ListQuery {
     medication_id: Option<Reference>,
 }
 
-async fn list(
-    State(state): State<AppState>,
-    actor: Actor,
-    Paged(page, q): Paged<ListQuery>,
-) -> Result<Response> {
-    let filter = source_routes::filter(q.updated_since, q.person_id, q.medication_id);
-    let (items, total) = state
-        .db
-        .read(move |conn| super::list(conn, &actor, &filter, page))
-        .await?;
-    Ok(respond::collection(items, page, total))
+impl source_routes::ListQuery for ListQuery {
+    fn filter(self) -> crate::care::source_row::Filter {
+        source_routes::filter(self.updated_since, self.person_id, self.medication_id)
+    }
 }
 
 async fn create(
