@@ -36,7 +36,10 @@ pub struct SetupArgs {
 }
 
 pub async fn run(args: SetupArgs) -> CliResult {
-    let time_zone = args.time_zone.clone().unwrap_or_else(system_time_zone);
+    let time_zone = args
+        .time_zone
+        .clone()
+        .unwrap_or_else(crate::domain::time_zone::system_time_zone);
     // The operator typed it, so naming it back is help, not a leak (the API never echoes it).
     household::check_time_zone(&time_zone)
         .map_err(|_| format!("time zone {time_zone} is not a known IANA time zone name"))?;
@@ -98,11 +101,4 @@ pub async fn run(args: SetupArgs) -> CliResult {
         ),
     }
     Ok(())
-}
-
-fn system_time_zone() -> String {
-    jiff::tz::TimeZone::try_system()
-        .ok()
-        .and_then(|tz| tz.iana_name().map(str::to_string))
-        .unwrap_or_else(|| "UTC".to_string())
 }

@@ -92,7 +92,7 @@ async fn show(
         {
             let form = SetupForm {
                 token,
-                time_zone: system_time_zone(),
+                time_zone: crate::domain::time_zone::system_time_zone(),
                 public_url: base,
                 ..SetupForm::default()
             };
@@ -321,11 +321,4 @@ fn page(status: StatusCode, body: &str) -> Response {
             .replace("{{v}}", &versioned_prefix()),
     )
         .into_response()
-}
-
-fn system_time_zone() -> String {
-    jiff::tz::TimeZone::try_system()
-        .ok()
-        .and_then(|tz| tz.iana_name().map(str::to_string))
-        .unwrap_or_else(|| "UTC".to_string())
 }
